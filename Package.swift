@@ -1,0 +1,41 @@
+// swift-tools-version: 6.0
+// TransferGateway: a REST gateway that moves files in and out of S3-compatible storage.
+// Targets are the architecture: dependencies point one way (executable → Gateway → engine,
+// adapters → ports), and each C module is imported by exactly one Swift target.
+import PackageDescription
+
+let package = Package(
+    name: "TransferGateway",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "transfer-gateway", targets: ["TransferGateway"]),
+    ],
+    targets: [
+        // C system libraries, found through pkg-config. Each has one shim header.
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl",
+                       providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto",
+                       providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CPostgres", pkgConfig: "libpq",
+                       providers: [.apt(["libpq-dev"])]),
+
+        // HTTP/1.1 server on POSIX sockets and Dispatch. Knows nothing of S3, jobs or JSON.
+        .target(name: "HTTPServer"),
+        // SHA-256 and HMAC over libcrypto; the only target that imports CCrypto.
+        .target(name: "Crypto", dependencies: ["CCrypto"]),
+        // AWS Signature Version 4: pure, no I/O.
+        .target(name: "SigV4", dependencies: ["Crypto"]),
+        // The S3 operations the gateway uses, over libcurl.
+        .target(name: "S3", dependencies: ["CCurl", "SigV4"]),
+        // PostgreSQL over libpq.
+        .target(name: "Postgres", dependencies: ["CPostgres"]),
+        // REST endpoints, configuration, logging, metrics: the composition of everything above.
+        .target(name: "Gateway", dependencies: ["HTTPServer", "S3", "Postgres", "SigV4"]),
+        .executableTarget(name: "TransferGateway", dependencies: ["Gateway"]),
+
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+        .testTarget(name: "SigV4Tests", dependencies: ["SigV4", "Crypto"]),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "HTTPServer", "S3", "Postgres"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

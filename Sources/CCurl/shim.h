@@ -1,0 +1,17 @@
+// Thin wrappers over libcurl's variadic setters, which Swift cannot call directly.
+#ifndef TG_CCURL_SHIM_H
+#define TG_CCURL_SHIM_H
+#include <curl/curl.h>
+
+static inline CURLcode tg_easy_setopt_long(CURL *h, CURLoption o, long v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode tg_easy_setopt_off(CURL *h, CURLoption o, curl_off_t v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode tg_easy_setopt_str(CURL *h, CURLoption o, const char *v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode tg_easy_setopt_ptr(CURL *h, CURLoption o, void *v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode tg_easy_setopt_slist(CURL *h, CURLoption o, struct curl_slist *v) { return curl_easy_setopt(h, o, v); }
+typedef size_t (*tg_data_callback)(char *, size_t, size_t, void *);
+static inline CURLcode tg_easy_setopt_datafn(CURL *h, CURLoption o, tg_data_callback v) { return curl_easy_setopt(h, o, v); }
+static inline CURLcode tg_easy_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
+static inline CURLcode tg_easy_getinfo_off(CURL *h, CURLINFO i, curl_off_t *v) { return curl_easy_getinfo(h, i, v); }
+static inline CURLcode tg_easy_getinfo_ptr(CURL *h, CURLINFO i, void **v) { return curl_easy_getinfo(h, i, v); }
+static inline CURLMcode tg_multi_setopt_long(CURLM *m, CURLMoption o, long v) { return curl_multi_setopt(m, o, v); }
+#endif

@@ -1,0 +1,585 @@
+import Dispatch
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One client connection: reads and parses requests, hands each to the responder in order,
+/// streams bodies both ways with backpressure, and enforces the timeouts.
+///
+/// Confinement: every `var` here is read and written only on `queue`, a serial queue, which is
+/// what makes the `@unchecked Sendable` sound; `deadline` is atomic because the server's
+/// sweeper reads it from its own queue. Requests are answered one at a time, so pipelined
+/// requests wait in the socket (unread) and their answers go out in order.
+final class HTTPConnection: @unchecked Sendable {
+    let fd: Int32
+    let remoteAddress: String
+    let queue: DispatchQueue
+    private let context: ServerContext
+    /// Uptime nanoseconds at which `onTimeout` should run; 0 for none.
+    let deadline = Atomic<UInt64>(0)
+
+    private var readSource: DispatchSourceRead?
+    private var writeSource: DispatchSourceWrite?
+    private var readPaused = true
+    private var writePaused = true
+    private var liveSources = 0
+    private var inbound = InboundBuffer()
+    private var parser: HTTPHeadParser
+    private var exchange: Exchange?
+    private var outbound: [UInt8] = []
+    private var outboundOffset = 0
+    private var drainWaiters: [CheckedContinuation<Void, any Error>] = []
+    private var closeWhenFlushed = false
+    private var lingering = false
+    private var lingered = 0
+    private var closed = false
+    private var shuttingDown = false
+    private var peerClosed = false
+    private var served = 0
+    private let openedAt: UInt64
+    private var headStartedAt: UInt64 = 0
+    private var lastActivity: UInt64
+    private var lastWriteProgress: UInt64 = 0
+    private var lingerUntil: UInt64 = 0
+
+    init(fd: Int32, remoteAddress: String, queue: DispatchQueue, context: ServerContext) {
+        self.fd = fd
+        self.remoteAddress = remoteAddress
+        self.queue = queue
+        self.context = context
+        self.parser = HTTPHeadParser(limits: context.configuration.limits)
+        self.openedAt = Clock.now()
+        self.lastActivity = openedAt
+    }
+
+    // MARK: lifecycle
+
+    func start() {
+        let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+        source.setEventHandler { self.onReadable() }
+        source.setCancelHandler { self.sourceCancelled() }
+        liveSources += 1
+        readSource = source
+        readPaused = false
+        source.activate()
+        updateInterest()
+    }
+
+    /// Stops after the request in flight; an idle connection closes now.
+    func beginShutdown() {
+        shuttingDown = true
+        if exchange == nil && !closeWhenFlushed { close() }
+    }
+
+    func close() {
+        guard !closed else { return }
+        closed = true
+        deadline.store(0, ordering: .relaxed)
+        exchange?.body.fail(.connectionClosed)
+        let waiters = drainWaiters
+        drainWaiters = []
+        for waiter in waiters { waiter.resume(throwing: ResponseWriteError()) }
+        for source in [readSource as (any DispatchSourceProtocol)?, writeSource as (any DispatchSourceProtocol)?] {
+            guard let source else { continue }
+            source.cancel()
+        }
+        if readPaused, let readSource { readSource.resume() }
+        if writePaused, let writeSource { writeSource.resume() }
+        readPaused = false
+        writePaused = false
+        if liveSources == 0 { SystemCall.close(fd) }
+        context.connectionClosed(self)
+    }
+
+    private func sourceCancelled() {
+        liveSources -= 1
+        if liveSources == 0 { SystemCall.close(fd) }
+    }
+
+    // MARK: reading
+
+    private func onReadable() {
+        guard !closed else { return }
+        if lingering { return lingerRead() }
+        guard wantsRead() else { return updateInterest() }
+        switch inbound.read(from: fd) {
+        case .bytes:
+            lastActivity = Clock.now()
+            process()
+        case .wouldBlock:
+            break
+        case .endOfFile:
+            peerClosed = true
+            if let exchange {
+                if !exchange.bodyDone {
+                    exchange.body.fail(.connectionClosed)
+                    exchange.closeAfter = true
+                }
+                updateInterest()
+            } else {
+                close()
+            }
+        case .failed:
+            close()
+        }
+    }
+
+    /// Moves as far as the buffered bytes allow: parses heads, feeds bodies.
+    private func process() {
+        while !closed {
+            if let exchange {
+                guard pumpBody(exchange) else { break }
+                continue
+            }
+            if inbound.isEmpty || closeWhenFlushed || shuttingDown { break }
+            let outcome = inbound.withReadableBytes { parser.parse($0) }
+            switch outcome {
+            case .incomplete:
+                if headStartedAt == 0 { headStartedAt = Clock.now() }
+                updateInterest()
+                return
+            case .invalid(let error):
+                refuse(error)
+                return
+            case .complete(let head, let consumed):
+                inbound.consume(consumed)
+                parser.reset()
+                headStartedAt = 0
+                begin(head)
+            }
+        }
+        updateInterest()
+    }
+
+    private func begin(_ head: HTTPRequestHead) {
+        served += 1
+        let body: RequestBody
+        switch head.framing {
+        case .none:
+            body = RequestBody.empty()
+        case .length(let n):
+            body = RequestBody(expectedLength: n, highWater: context.configuration.bodyHighWater,
+                               onDemand: demandHandler())
+        case .chunked:
+            body = RequestBody(expectedLength: nil, highWater: context.configuration.bodyHighWater,
+                               onDemand: demandHandler())
+        }
+        let exchange = Exchange(head: head, body: body, limits: context.configuration.limits)
+        self.exchange = exchange
+        let request = HTTPRequest(head: head, body: body, remoteAddress: remoteAddress)
+        let responder = context.responder
+        Task {
+            let response = await responder.respond(to: request)
+            await self.send(response, for: exchange)
+        }
+    }
+
+    private func demandHandler() -> RequestBody.DemandHandler {
+        { [weak self] in
+            guard let self else { return }
+            self.queue.async { self.onBodyDemand() }
+        }
+    }
+
+    private func onBodyDemand() {
+        guard !closed, let exchange, !exchange.bodyDone else { return }
+        if exchange.head.expectContinue && !exchange.sentContinue && !exchange.responseStarted {
+            exchange.sentContinue = true
+            enqueue(ResponseHead.continueLine[...])
+        }
+        process()
+    }
+
+    /// Feeds buffered bytes to the current body. Returns true when the exchange ended and the
+    /// next request may be parsed.
+    private func pumpBody(_ exchange: Exchange) -> Bool {
+        while !exchange.bodyDone && !inbound.isEmpty {
+            if !exchange.discarding {
+                if exchange.head.expectContinue && !exchange.sentContinue { return false }
+                guard exchange.body.wantsData else { return false }
+            }
+            let step: ChunkedDecoder.Step
+            do {
+                step = try exchange.decode(&inbound)
+            } catch {
+                bodyMalformed(exchange, error as? HTTPParseError ?? .badChunk("The chunked body is malformed."))
+                return false
+            }
+            if let data = step.data, !data.isEmpty {
+                if exchange.discarding {
+                    exchange.discarded += data.count
+                    if exchange.discarded > context.configuration.discardLimit { close(); return false }
+                } else {
+                    exchange.body.deliver(inbound.copy(data)[...])
+                }
+            }
+            inbound.consume(step.consumed)
+            if step.finished {
+                exchange.bodyDone = true
+                exchange.body.finish()
+            }
+        }
+        if exchange.bodyDone && exchange.responseDone {
+            finishExchange()
+            return true
+        }
+        return false
+    }
+
+    private func bodyMalformed(_ exchange: Exchange, _ error: HTTPParseError) {
+        exchange.body.fail(.malformed(error))
+        exchange.bodyDone = true
+        exchange.closeAfter = true
+        if exchange.responseDone { close() }
+    }
+
+    private func finishExchange() {
+        exchange = nil
+        lastActivity = Clock.now()
+        if shuttingDown { closeAfterFlush() }
+    }
+
+    private func wantsRead() -> Bool {
+        if closed { return false }
+        if lingering { return true }
+        if closeWhenFlushed || peerClosed { return false }
+        guard let exchange else { return !shuttingDown }
+        if exchange.bodyDone { return false }
+        if exchange.discarding { return true }
+        if exchange.head.expectContinue && !exchange.sentContinue { return false }
+        return inbound.readableCount < 64 * 1024 && exchange.body.wantsData
+    }
+
+    /// Pauses or resumes the read source to match `wantsRead`, and moves the deadline.
+    private func updateInterest() {
+        guard !closed, let readSource else { return }
+        let want = wantsRead()
+        if want && readPaused {
+            readPaused = false
+            readSource.resume()
+        } else if !want && !readPaused {
+            readPaused = true
+            readSource.suspend()
+        }
+        deadline.store(nextDeadline(reading: want), ordering: .relaxed)
+    }
+
+    private func nextDeadline(reading: Bool) -> UInt64 {
+        let c = context.configuration
+        if lingering { return lingerUntil }
+        if outboundOffset < outbound.count { return lastWriteProgress + Clock.nanoseconds(c.writeTimeout) }
+        guard let exchange else {
+            if headStartedAt != 0 { return headStartedAt + Clock.nanoseconds(c.headerTimeout) }
+            if served == 0 { return openedAt + Clock.nanoseconds(c.headerTimeout) }
+            return lastActivity + Clock.nanoseconds(c.idleTimeout)
+        }
+        if reading && (exchange.discarding || exchange.body.hasDemand) {
+            return lastActivity + Clock.nanoseconds(c.bodyTimeout)
+        }
+        return 0
+    }
+
+    func onTimeout() {
+        guard !closed else { return }
+        let due = deadline.load(ordering: .relaxed)
+        guard due != 0, Clock.now() >= due else { return }
+        if exchange == nil && headStartedAt != 0 && !lingering && !closeWhenFlushed {
+            refuse(HTTPParseError(status: 408, code: "request_timeout",
+                                  detail: "The request head did not arrive in time."))
+        } else {
+            exchange?.body.fail(.timedOut)
+            close()
+        }
+    }
+
+    private func lingerRead() {
+        switch inbound.read(from: fd) {
+        case .bytes(let n):
+            lingered += n
+            inbound.consume(inbound.readableCount)
+            if lingered > 1 << 20 { close() }
+        case .wouldBlock:
+            break
+        case .endOfFile, .failed:
+            close()
+        }
+    }
+
+    // MARK: writing
+
+    /// Answers a request that never reached a handler, then closes.
+    private func refuse(_ error: HTTPParseError) {
+        enqueue(ResponseHead.refusal(error, date: context.date.now())[...])
+        if let exchange { exchange.body.fail(.malformed(error)) }
+        closeAfterFlush()
+    }
+
+    private func closeAfterFlush() {
+        closeWhenFlushed = true
+        if outboundOffset >= outbound.count { startLinger() } else { updateInterest() }
+    }
+
+    /// Half-closes and reads what the client still sends for a moment, so that closing with
+    /// unread bytes does not reset the connection before the client has read our answer.
+    private func startLinger() {
+        guard !closed, !lingering else { return }
+        if peerClosed { return close() }
+        lingering = true
+        _ = shutdown(fd, Int32(SHUT_WR))
+        lingerUntil = Clock.now() + Clock.nanoseconds(2)
+        inbound.consume(inbound.readableCount)
+        updateInterest()
+    }
+
+    private func enqueue(_ bytes: ArraySlice<UInt8>) {
+        guard !closed, !bytes.isEmpty else { return }
+        if outboundOffset >= outbound.count {
+            outbound.removeAll(keepingCapacity: true)
+            outboundOffset = 0
+            switch bytes.withUnsafeBytes({ SystemCall.write(fd, $0) }) {
+            case .bytes(let n):
+                if n == bytes.count { return }
+                outbound.append(contentsOf: bytes.dropFirst(n))
+            case .wouldBlock:
+                outbound.append(contentsOf: bytes)
+            case .endOfFile, .failed:
+                return close()
+            }
+            lastWriteProgress = Clock.now()
+            awaitWritable()
+        } else {
+            outbound.append(contentsOf: bytes)
+        }
+    }
+
+    private var pendingOutbound: Int { outbound.count - outboundOffset }
+
+    private func awaitWritable() {
+        if writeSource == nil {
+            let source = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
+            source.setEventHandler { self.onWritable() }
+            source.setCancelHandler { self.sourceCancelled() }
+            liveSources += 1
+            writeSource = source
+            writePaused = false
+            source.activate()
+        } else if writePaused {
+            writePaused = false
+            writeSource?.resume()
+        }
+        updateInterest()
+    }
+
+    private func onWritable() {
+        guard !closed else { return }
+        while outboundOffset < outbound.count {
+            let start = outboundOffset
+            let result = outbound.withUnsafeBytes { raw in
+                SystemCall.write(fd, UnsafeRawBufferPointer(rebasing: raw[start...]))
+            }
+            switch result {
+            case .bytes(let n):
+                outboundOffset += n
+                lastWriteProgress = Clock.now()
+            case .wouldBlock:
+                resumeDrainWaiters(all: false)
+                return updateInterest()
+            case .endOfFile, .failed:
+                return close()
+            }
+        }
+        outbound.removeAll(keepingCapacity: outbound.capacity <= 256 * 1024)
+        outboundOffset = 0
+        if !writePaused, let writeSource {
+            writePaused = true
+            writeSource.suspend()
+        }
+        resumeDrainWaiters(all: true)
+        if closeWhenFlushed { startLinger() } else { updateInterest() }
+    }
+
+    private func resumeDrainWaiters(all: Bool) {
+        guard all || pendingOutbound < context.configuration.responseHighWater, !drainWaiters.isEmpty else { return }
+        let waiters = drainWaiters
+        drainWaiters = []
+        for waiter in waiters { waiter.resume() }
+    }
+
+    // MARK: responses
+
+    private func onQueue(_ work: @escaping @Sendable () -> Void) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            queue.async {
+                work()
+                continuation.resume()
+            }
+        }
+    }
+
+    private func send(_ response: HTTPResponse, for exchange: Exchange) async {
+        let isHead = exchange.head.method == "HEAD"
+        switch response.body {
+        case .empty, .bytes:
+            await onQueue {
+                var bytes: [UInt8] = []
+                if case .bytes(let b) = response.body { bytes = b }
+                let framing: ResponseHead.Framing = HTTPStatus.forbidsBody(response.status) ? .none : .length(bytes.count)
+                var out = self.startResponse(response, for: exchange, framing: framing)
+                if !isHead && framing != .none { out.append(contentsOf: bytes) }
+                self.enqueue(out[...])
+                self.responseFinished(exchange)
+            }
+        case .stream(let length, let produce):
+            let framing: ResponseHead.Framing
+            if HTTPStatus.forbidsBody(response.status) {
+                framing = .none
+            } else if let length {
+                framing = .length(length)
+            } else {
+                framing = exchange.head.version == .http10 ? .untilClose : .chunked
+            }
+            await onQueue {
+                let head = self.startResponse(response, for: exchange, framing: framing)
+                self.enqueue(head[...])
+            }
+            var completed = true
+            if !isHead && framing != .none {
+                let counter = Mutex(0)
+                let chunked = framing == .chunked
+                let writer = ResponseBodyWriter { bytes in
+                    counter.withLock { $0 += bytes.count }
+                    try await self.writeBody(bytes, chunked: chunked)
+                }
+                do {
+                    try await produce(writer)
+                    if case .length(let n) = framing, counter.withLock({ $0 }) != n { completed = false }
+                } catch {
+                    completed = false
+                }
+            }
+            let bodyComplete = completed
+            await onQueue {
+                if !bodyComplete {
+                    // The body cannot be finished honestly: closing tells the client it is short.
+                    exchange.closeAfter = true
+                } else if framing == .chunked && !isHead {
+                    self.enqueue(Self.lastChunk[...])
+                }
+                if framing == .untilClose { exchange.closeAfter = true }
+                self.responseFinished(exchange)
+            }
+        }
+    }
+
+    private static let lastChunk: [UInt8] = Array("0\r\n\r\n".utf8)
+    private static let crlf: [UInt8] = [0x0D, 0x0A]
+
+    private func writeBody(_ bytes: ArraySlice<UInt8>, chunked: Bool) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            queue.async {
+                guard !self.closed else { return continuation.resume(throwing: ResponseWriteError()) }
+                if chunked {
+                    self.enqueue(Array((String(bytes.count, radix: 16) + "\r\n").utf8)[...])
+                    self.enqueue(bytes)
+                    self.enqueue(Self.crlf[...])
+                } else {
+                    self.enqueue(bytes)
+                }
+                if self.closed {
+                    continuation.resume(throwing: ResponseWriteError())
+                } else if self.pendingOutbound < self.context.configuration.responseHighWater {
+                    continuation.resume()
+                } else {
+                    self.drainWaiters.append(continuation)
+                }
+            }
+        }
+    }
+
+    /// Decides whether the connection survives this exchange and encodes the response head.
+    private func startResponse(_ response: HTTPResponse, for exchange: Exchange,
+                               framing: ResponseHead.Framing) -> [UInt8] {
+        exchange.responseStarted = true
+        var close = !exchange.head.keepAlive || shuttingDown || peerClosed || exchange.closeAfter
+            || response.headers.listElements("connection").contains { $0.equalsIgnoringASCIICase("close") }
+        if !exchange.bodyDone {
+            // The handler answered before reading the whole body: keep the connection only if
+            // the rest is small enough to read and throw away.
+            if exchange.head.expectContinue && !exchange.sentContinue {
+                close = true
+            } else if case .length = exchange.head.framing,
+                      (exchange.remainingLength ?? 0) > context.configuration.discardLimit {
+                close = true
+            }
+        }
+        if framing == .untilClose { close = true }
+        exchange.closeAfter = close
+        return ResponseHead.encode(status: response.status, headers: response.headers,
+                                   version: exchange.head.version, framing: framing,
+                                   close: close, date: context.date.now())
+    }
+
+    private func responseFinished(_ exchange: Exchange) {
+        guard !closed else { return }
+        exchange.responseDone = true
+        if exchange.closeAfter {
+            if !exchange.bodyDone { exchange.body.fail(.connectionClosed) }
+            return closeAfterFlush()
+        }
+        if !exchange.bodyDone { exchange.discarding = true }
+        process()
+    }
+}
+
+/// The request in flight on a connection and how far its body and response have got.
+/// Confined to the connection's queue, like the connection itself.
+final class Exchange: @unchecked Sendable {
+    let head: HTTPRequestHead
+    let body: RequestBody
+    var bodyDone: Bool
+    var responseStarted = false
+    var responseDone = false
+    var sentContinue = false
+    var closeAfter = false
+    var discarding = false
+    var discarded = 0
+    private var lengthRemaining: Int
+    private var chunked: ChunkedDecoder
+
+    init(head: HTTPRequestHead, body: RequestBody, limits: HTTPLimits) {
+        self.head = head
+        self.body = body
+        self.chunked = ChunkedDecoder(limits: limits)
+        switch head.framing {
+        case .none:
+            bodyDone = true
+            lengthRemaining = 0
+        case .length(let n):
+            bodyDone = false
+            lengthRemaining = n
+        case .chunked:
+            bodyDone = false
+            lengthRemaining = 0
+        }
+    }
+
+    var remainingLength: Int? {
+        if case .length = head.framing { return lengthRemaining }
+        return nil
+    }
+
+    /// One step of body framing over the buffered bytes.
+    func decode(_ inbound: inout InboundBuffer) throws -> ChunkedDecoder.Step {
+        switch head.framing {
+        case .none:
+            return ChunkedDecoder.Step(consumed: 0, data: nil, finished: true)
+        case .length:
+            let take = min(lengthRemaining, inbound.readableCount)
+            lengthRemaining -= take
+            return ChunkedDecoder.Step(consumed: take, data: 0..<take, finished: lengthRemaining == 0)
+        case .chunked:
+            return try inbound.withReadableBytes { bytes in try chunked.decode(bytes) }
+        }
+    }
+}

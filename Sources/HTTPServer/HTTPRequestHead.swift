@@ -1,0 +1,139 @@
+/// A parsed, validated request line and header section.
+public struct HTTPRequestHead: Sendable {
+    public var method: String
+    /// The request target as sent (origin-form, absolute-form or `*`).
+    public var target: String
+    public var version: HTTPVersion
+    public var headers: HTTPHeaders
+    /// How the body is framed; decided once, by `validate`.
+    public var framing: BodyFraming
+    /// Whether the connection may carry another request after this one.
+    public var keepAlive: Bool
+    /// The client asked for `100 Continue` before sending the body.
+    public var expectContinue: Bool
+
+    /// The path part of the target, still percent-encoded (`/` for `*`).
+    public var path: Substring {
+        let origin = originForm
+        if let q = origin.firstIndex(of: "?") { return origin[..<q] }
+        return origin
+    }
+
+    /// The query part of the target without the `?`, or nil.
+    public var query: Substring? {
+        let origin = originForm
+        guard let q = origin.firstIndex(of: "?") else { return nil }
+        return origin[origin.index(after: q)...]
+    }
+
+    private var originForm: Substring {
+        if target == "*" { return "/" }
+        if target.hasPrefix("/") { return Substring(target) }
+        // absolute-form: scheme "://" authority path-abempty [ "?" query ]
+        guard let colon = target.firstIndex(of: ":"), target[colon...].hasPrefix("://") else { return "/" }
+        let rest = target[target.index(colon, offsetBy: 3)...]
+        guard let slash = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) else { return "/" }
+        let tail = rest[slash...]
+        return tail.hasPrefix("?") ? Substring("/" + tail) : tail
+    }
+}
+
+extension HTTPRequestHead {
+    /// Applies the message-level rules of RFC 9112 §3.2, §6 and RFC 9110 §10.1.1 to a head
+    /// whose syntax is already known good: Host, body framing, connection persistence, Expect.
+    static func validated(method: String, target: String, version: HTTPVersion,
+                          headers: HTTPHeaders) -> Result<HTTPRequestHead, HTTPParseError> {
+        // Host: exactly one in HTTP/1.1 (RFC 9112 §3.2), at most one otherwise.
+        let hosts = headers.values("host")
+        if hosts.count > 1 { return .failure(.duplicateHost) }
+        if version == .http11 && hosts.isEmpty { return .failure(.missingHost) }
+        if let host = hosts.first, !isValidHost(host) { return .failure(.badHost) }
+
+        // Body framing (RFC 9112 §6.1–6.3).
+        let framing: BodyFraming
+        let codings = headers.listElements("transfer-encoding")
+        let hasTE = headers.contains("transfer-encoding")
+        let hasCL = headers.contains("content-length")
+        if hasTE {
+            if hasCL { return .failure(.lengthAndChunked) }
+            if version == .http10 { return .failure(.transferEncodingInHTTP10) }
+            guard let last = codings.last, last.equalsIgnoringASCIICase("chunked") else {
+                return .failure(.chunkedNotFinal)
+            }
+            let chunkedCount = codings.filter { $0.equalsIgnoringASCIICase("chunked") }.count
+            if chunkedCount > 1 { return .failure(.chunkedNotFinal) }
+            if codings.count > 1 { return .failure(.unsupportedTransferCoding) }
+            framing = .chunked
+        } else if hasCL {
+            var length: Int?
+            for value in headers.values("content-length") {
+                // A list of identical values is allowed (RFC 9112 §6.3 item 5); anything else is not.
+                for element in value.split(separator: ",", omittingEmptySubsequences: false) {
+                    guard let n = parseDecimal(element.trimmingOWS()) else { return .failure(.badContentLength) }
+                    if let previous = length, previous != n { return .failure(.conflictingContentLength) }
+                    length = n
+                }
+            }
+            guard let length else { return .failure(.badContentLength) }
+            framing = length == 0 ? .none : .length(length)
+        } else {
+            framing = .none
+        }
+
+        // Persistence (RFC 9112 §9.3).
+        let connection = headers.listElements("connection")
+        let keepAlive: Bool
+        if connection.contains(where: { $0.equalsIgnoringASCIICase("close") }) {
+            keepAlive = false
+        } else if version == .http10 {
+            keepAlive = connection.contains(where: { $0.equalsIgnoringASCIICase("keep-alive") })
+        } else {
+            keepAlive = true
+        }
+
+        // Expect (RFC 9110 §10.1.1): only 100-continue is known; ignored in HTTP/1.0.
+        var expectContinue = false
+        if let expect = headers["expect"], version == .http11 {
+            guard expect.trimmingOWS().equalsIgnoringASCIICase("100-continue") else {
+                return .failure(.expectationFailed)
+            }
+            expectContinue = framing != .none
+        }
+
+        return .success(HTTPRequestHead(method: method, target: target, version: version,
+                                        headers: headers, framing: framing,
+                                        keepAlive: keepAlive, expectContinue: expectContinue))
+    }
+
+    /// 1*DIGIT, without overflow.
+    static func parseDecimal(_ text: Substring) -> Int? {
+        guard !text.isEmpty, text.utf8.count <= 18 else { return nil }
+        var value = 0
+        for byte in text.utf8 {
+            guard byte >= 0x30 && byte <= 0x39 else { return nil }
+            value = value * 10 + Int(byte - 0x30)
+        }
+        return value
+    }
+
+    /// uri-host [ ":" port ] (RFC 9110 §7.2), loosely: reg-name, IPv4 or a bracketed IPv6
+    /// literal, made only of the characters those forms allow. Empty is allowed.
+    static func isValidHost(_ host: String) -> Bool {
+        for byte in host.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"):
+                continue
+            case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"),
+                 UInt8(ascii: "%"), UInt8(ascii: ":"), UInt8(ascii: "["), UInt8(ascii: "]"),
+                 UInt8(ascii: "!"), UInt8(ascii: "$"), UInt8(ascii: "&"), UInt8(ascii: "'"),
+                 UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: "*"), UInt8(ascii: "+"),
+                 UInt8(ascii: ","), UInt8(ascii: ";"), UInt8(ascii: "="):
+                continue
+            default:
+                return false
+            }
+        }
+        return true
+    }
+}

@@ -1,0 +1,124 @@
+import Dispatch
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An HTTP/1.1 server on POSIX sockets and Dispatch (RFC 9112).
+///
+/// Owns the listening socket, the accept loop, the cap on open connections, the sweeper that
+/// enforces per-connection deadlines, and graceful shutdown. Everything about a single
+/// connection lives in `HTTPConnection`. The server knows nothing of what it serves: every
+/// parsed request goes to the `HTTPResponder`.
+public final class HTTPServer: Sendable {
+    private struct Running: @unchecked Sendable {
+        // Dispatch sources are thread-safe objects; the struct is only moved under `state`'s lock.
+        var listenFD: Int32
+        var acceptSource: DispatchSourceRead
+        var sweeper: DispatchSourceTimer
+    }
+
+    private let context: ServerContext
+    private let connectionQueue = DispatchQueue(label: "http.connections", attributes: .concurrent)
+    private let acceptQueue = DispatchQueue(label: "http.accept")
+    private let state = Mutex<Running?>(nil)
+
+    public init(configuration: HTTPServerConfiguration, responder: any HTTPResponder) {
+        context = ServerContext(responder: responder, configuration: configuration)
+    }
+
+    public var configuration: HTTPServerConfiguration { context.configuration }
+
+    /// Connections open right now.
+    public var openConnections: Int { context.connectionCount }
+
+    /// Binds, listens and starts accepting. Returns the port bound (useful with port 0).
+    @discardableResult
+    public func start() throws -> Int {
+        let (fd, port) = try Listener.bind(host: context.configuration.host, port: context.configuration.port,
+                                           backlog: context.configuration.listenBacklog)
+        let acceptSource = DispatchSource.makeReadSource(fileDescriptor: fd, queue: acceptQueue)
+        acceptSource.setEventHandler { [self] in acceptAll(fd) }
+        acceptSource.setCancelHandler { SystemCall.close(fd) }
+        let sweeper = DispatchSource.makeTimerSource(queue: acceptQueue)
+        sweeper.schedule(deadline: .now() + .milliseconds(250), repeating: .milliseconds(250))
+        sweeper.setEventHandler { [context] in
+            let now = Clock.now()
+            for connection in context.connections {
+                let due = connection.deadline.load(ordering: .relaxed)
+                if due != 0 && due <= now { connection.queue.async { connection.onTimeout() } }
+            }
+        }
+        state.withLock { $0 = Running(listenFD: fd, acceptSource: acceptSource, sweeper: sweeper) }
+        acceptSource.activate()
+        sweeper.activate()
+        return port
+    }
+
+    private func acceptAll(_ listenFD: Int32) {
+        for _ in 0..<256 {
+            var address = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let fd = withUnsafeMutablePointer(to: &address) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    Glibc.accept(listenFD, $0, &length)
+                }
+            }
+            if fd < 0 {
+                switch errno {
+                case EINTR, ECONNABORTED: continue
+                case EMFILE, ENFILE, ENOBUFS, ENOMEM:
+                    // Out of descriptors: stop accepting for a moment instead of spinning.
+                    state.withLock { $0?.acceptSource.suspend() }
+                    acceptQueue.asyncAfter(deadline: .now() + .milliseconds(100)) { [self] in
+                        state.withLock { $0?.acceptSource.resume() }
+                    }
+                    return
+                default:
+                    return
+                }
+            }
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            SystemCall.setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
+            let connection = HTTPConnection(
+                fd: fd, remoteAddress: Listener.describe(&address),
+                queue: DispatchQueue(label: "http.connection", target: connectionQueue), context: context)
+            guard context.admit(connection) else {
+                let refusal = ResponseHead.refusal(
+                    HTTPParseError(status: 503, code: "too_many_connections",
+                                   detail: "The server has too many open connections."),
+                    date: context.date.now())
+                _ = refusal.withUnsafeBytes { SystemCall.write(fd, $0) }
+                SystemCall.close(fd)
+                continue
+            }
+            connection.queue.async { connection.start() }
+        }
+    }
+
+    /// Stops accepting, lets requests in flight finish for up to `grace` seconds, then closes
+    /// whatever is left. Idle connections close at once.
+    public func shutdown(grace: Double) async {
+        let running = state.withLock { s -> Running? in
+            defer { s = nil }
+            return s
+        }
+        guard let running else { return }
+        running.acceptSource.cancel()
+        for connection in context.connections {
+            connection.queue.async { connection.beginShutdown() }
+        }
+        let until = Clock.now() + Clock.nanoseconds(grace)
+        while context.connectionCount > 0 && Clock.now() < until {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        for connection in context.connections {
+            connection.queue.async { connection.close() }
+        }
+        while context.connectionCount > 0 {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        running.sweeper.cancel()
+    }
+}

@@ -1,0 +1,187 @@
+import Synchronization
+
+/// Why reading a request body stopped early.
+public enum RequestBodyError: Error, Equatable, Sendable {
+    /// The body is longer than the caller's limit.
+    case tooLarge(limit: Int)
+    /// The client went away before sending the whole body.
+    case connectionClosed
+    /// The client sent nothing for longer than the body timeout.
+    case timedOut
+    /// The chunked framing is broken.
+    case malformed(HTTPParseError)
+}
+
+/// A request body, streamed from the socket as the handler reads it.
+///
+/// Backpressure: the connection stops reading the socket while `highWater` bytes wait here
+/// unread, so a slow handler holds the client back instead of filling memory. With
+/// `Expect: 100-continue`, nothing is read (and no `100` is sent) until the handler first asks.
+public final class RequestBody: Sendable {
+    /// Connection-side notifications: the handler wants bytes (first demand, or the buffer
+    /// drained below the high-water mark).
+    typealias DemandHandler = @Sendable () -> Void
+
+    private struct State {
+        var chunks: [ArraySlice<UInt8>] = []
+        var chunkHead = 0
+        var buffered = 0
+        var finished = false
+        var failure: RequestBodyError?
+        var waiter: CheckedContinuation<ArraySlice<UInt8>?, any Error>?
+        var demanded = false
+        var producerStalled = false
+        var received = 0
+    }
+
+    /// The declared length, when `Content-Length` framed the body.
+    public let expectedLength: Int?
+    let highWater: Int
+    private let state: Mutex<State>
+    private let onDemand: DemandHandler?
+
+    init(expectedLength: Int?, highWater: Int, onDemand: DemandHandler?) {
+        self.expectedLength = expectedLength
+        self.highWater = highWater
+        self.onDemand = onDemand
+        self.state = Mutex(State())
+    }
+
+    /// A body with no bytes.
+    public static func empty() -> RequestBody {
+        let body = RequestBody(expectedLength: 0, highWater: 0, onDemand: nil)
+        body.finish()
+        return body
+    }
+
+    /// A body made of the given bytes (tests, internal calls).
+    public static func bytes(_ bytes: [UInt8]) -> RequestBody {
+        let body = RequestBody(expectedLength: bytes.count, highWater: Int.max, onDemand: nil)
+        if !bytes.isEmpty { _ = body.deliver(bytes[...]) }
+        body.finish()
+        return body
+    }
+
+    /// The next piece of the body, or nil at its end.
+    public func read() async throws -> ArraySlice<UInt8>? {
+        enum Immediate { case chunk(ArraySlice<UInt8>?, notify: Bool), failure(RequestBodyError), wait(notify: Bool) }
+        let immediate: Immediate = state.withLock { s in
+            let firstDemand = !s.demanded
+            s.demanded = true
+            if s.chunkHead < s.chunks.count {
+                let chunk = s.chunks[s.chunkHead]
+                s.chunkHead += 1
+                if s.chunkHead == s.chunks.count { s.chunks.removeAll(keepingCapacity: true); s.chunkHead = 0 }
+                s.buffered -= chunk.count
+                let notify = s.producerStalled && s.buffered < highWater
+                if notify { s.producerStalled = false }
+                return .chunk(chunk, notify: notify || firstDemand)
+            }
+            if let failure = s.failure { return .failure(failure) }
+            if s.finished { return .chunk(nil, notify: false) }
+            return .wait(notify: true)
+        }
+        switch immediate {
+        case .chunk(let chunk, let notify):
+            if notify { onDemand?() }
+            return chunk
+        case .failure(let error):
+            throw error
+        case .wait(let notify):
+            return try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { continuation in
+                    let resumeNow: Result<ArraySlice<UInt8>?, any Error>? = state.withLock { s in
+                        if s.chunkHead < s.chunks.count {
+                            let chunk = s.chunks[s.chunkHead]
+                            s.chunkHead += 1
+                            s.buffered -= chunk.count
+                            return .success(chunk)
+                        }
+                        if let failure = s.failure { return .failure(failure) }
+                        if s.finished { return .success(nil) }
+                        if Task.isCancelled { return .failure(CancellationError()) }
+                        s.waiter = continuation
+                        return nil
+                    }
+                    if let resumeNow { continuation.resume(with: resumeNow) }
+                    if notify { onDemand?() }
+                }
+            } onCancel: {
+                let waiter = state.withLock { s in
+                    defer { s.waiter = nil }
+                    return s.waiter
+                }
+                waiter?.resume(throwing: CancellationError())
+            }
+        }
+    }
+
+    /// Reads the whole body into memory, refusing more than `limit` bytes.
+    public func collect(upTo limit: Int) async throws -> [UInt8] {
+        if let expectedLength, expectedLength > limit { throw RequestBodyError.tooLarge(limit: limit) }
+        var out: [UInt8] = []
+        if let expectedLength { out.reserveCapacity(expectedLength) }
+        while let chunk = try await read() {
+            guard out.count + chunk.count <= limit else { throw RequestBodyError.tooLarge(limit: limit) }
+            out.append(contentsOf: chunk)
+        }
+        return out
+    }
+
+    /// Bytes received from the client so far.
+    public var bytesReceived: Int { state.withLock { $0.received } }
+
+    // MARK: connection side
+
+    /// Whether the connection should read more of this body from the socket now.
+    var wantsData: Bool {
+        state.withLock { s in
+            if s.finished || s.failure != nil { return false }
+            if s.buffered >= highWater {
+                s.producerStalled = true
+                return false
+            }
+            return true
+        }
+    }
+
+    var hasDemand: Bool { state.withLock { $0.demanded } }
+
+    /// Hands a piece of body to the reader. Returns whether more is welcome now.
+    @discardableResult
+    func deliver(_ chunk: ArraySlice<UInt8>) -> Bool {
+        let (waiter, more): (CheckedContinuation<ArraySlice<UInt8>?, any Error>?, Bool) = state.withLock { s in
+            s.received += chunk.count
+            if let waiter = s.waiter {
+                s.waiter = nil
+                return (waiter, true)
+            }
+            s.chunks.append(chunk)
+            s.buffered += chunk.count
+            let more = s.buffered < highWater
+            if !more { s.producerStalled = true }
+            return (nil, more)
+        }
+        waiter?.resume(returning: chunk)
+        return more
+    }
+
+    func finish() {
+        let waiter = state.withLock { s in
+            s.finished = true
+            defer { s.waiter = nil }
+            return s.waiter
+        }
+        waiter?.resume(returning: nil)
+    }
+
+    func fail(_ error: RequestBodyError) {
+        let waiter = state.withLock { s -> CheckedContinuation<ArraySlice<UInt8>?, any Error>? in
+            if s.finished { return nil }
+            s.failure = error
+            defer { s.waiter = nil }
+            return s.waiter
+        }
+        waiter?.resume(throwing: error)
+    }
+}
