@@ -30,7 +30,7 @@ let package = Package(
         // PostgreSQL over libpq.
         .target(name: "Postgres", dependencies: ["CPostgres"]),
         // REST endpoints, configuration, logging, metrics: the composition of everything above.
-        .target(name: "Gateway", dependencies: ["HTTPServer", "S3", "Postgres", "SigV4"]),
+        .target(name: "Gateway", dependencies: ["HTTPServer", "S3", "Postgres", "SigV4", "Crypto"]),
         .executableTarget(name: "TransferGateway", dependencies: ["Gateway"]),
 
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),

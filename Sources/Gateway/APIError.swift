@@ -1,0 +1,40 @@
+/// Every error the API answers with, each with a stable `code` and its status. Bodies are
+/// `application/problem+json` (RFC 9457) with `type`, `title`, `status`, `code`, `detail`.
+/// The detail is for people; clients branch on `code`. Nothing secret goes in a detail.
+public struct APIError: Error, Sendable, Equatable {
+    public let status: Int
+    public let code: String
+    public let detail: String
+
+    public init(status: Int, code: String, detail: String) {
+        self.status = status
+        self.code = code
+        self.detail = detail
+    }
+
+    public static func badRequest(_ detail: String) -> APIError { APIError(status: 400, code: "bad_request", detail: detail) }
+    public static func invalidJSON(_ detail: String) -> APIError { APIError(status: 400, code: "invalid_json", detail: detail) }
+    public static func validation(_ detail: String) -> APIError { APIError(status: 400, code: "validation_failed", detail: detail) }
+    public static let unauthorized = APIError(status: 401, code: "unauthorized", detail: "A valid bearer token is required.")
+    public static let forbidden = APIError(status: 403, code: "forbidden", detail: "This identity may not do that.")
+    public static let originNotAllowed = APIError(status: 403, code: "origin_not_allowed", detail: "This origin is not allowed.")
+    public static let notFound = APIError(status: 404, code: "not_found", detail: "No such resource.")
+    public static func methodNotAllowed(_ allowed: [String]) -> APIError {
+        APIError(status: 405, code: "method_not_allowed", detail: "Allowed: \(allowed.joined(separator: ", ")).")
+    }
+    public static func tooLarge(_ limit: Int) -> APIError {
+        APIError(status: 413, code: "payload_too_large", detail: "The body is larger than \(limit) bytes.")
+    }
+    public static let unsupportedMediaType = APIError(status: 415, code: "unsupported_media_type",
+                                                      detail: "The body must be application/json.")
+    public static let internalError = APIError(status: 500, code: "internal_error", detail: "The gateway failed; the error was logged.")
+    public static func unavailable(_ detail: String) -> APIError { APIError(status: 503, code: "service_unavailable", detail: detail) }
+
+    /// The whole table, for the OpenAPI document and tests.
+    public static let catalogue: [(code: String, status: Int)] = [
+        ("bad_request", 400), ("invalid_json", 400), ("validation_failed", 400), ("unauthorized", 401),
+        ("forbidden", 403), ("origin_not_allowed", 403), ("not_found", 404), ("method_not_allowed", 405),
+        ("payload_too_large", 413), ("unsupported_media_type", 415), ("internal_error", 500),
+        ("service_unavailable", 503), ("not_ready", 503),
+    ]
+}

@@ -1,0 +1,75 @@
+import HTTPServer
+import Synchronization
+
+/// The gateway's answer to every parsed request: CORS, routing, errors as problem+json, one
+/// log line and metrics per request. The HTTP server sees only this `HTTPResponder`.
+public final class GatewayResponder: HTTPResponder {
+    private let router: Router<RouteHandler>
+    private let cors: CORS
+    private let logger: Logger
+    private let metrics: Metrics
+    private let requestCounter = Atomic<UInt64>(0)
+    private let instancePrefix: String
+
+    init(router: Router<RouteHandler>, cors: CORS, logger: Logger, metrics: Metrics, instancePrefix: String) {
+        self.router = router
+        self.cors = cors
+        self.logger = logger
+        self.metrics = metrics
+        self.instancePrefix = instancePrefix
+    }
+
+    public func respond(to request: HTTPRequest) async -> HTTPResponse {
+        let started = ContinuousClock.now
+        let requestID = instancePrefix + String(requestCounter.add(1, ordering: .relaxed).newValue, radix: 36)
+        var (response, pattern) = await route(request)
+        if let origin = request.headers["origin"], cors.enabled, cors.allows(origin), !CORS.isPreflight(request) {
+            cors.decorate(&response, origin: origin)
+        }
+        response.headers.add("X-Request-Id", requestID)
+        let elapsed = ContinuousClock.now - started
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        metrics.recordRequest(route: pattern, method: request.method, status: response.status, seconds: seconds)
+        logger.info("request", [
+            "requestId": .string(requestID),
+            "method": .string(request.method),
+            "route": .string(pattern),
+            "path": .string(String(request.path.prefix(256))),
+            "status": .int(response.status),
+            "durationMs": .double((seconds * 1_000_000).rounded() / 1000),
+            "remote": .string(request.remoteAddress),
+        ])
+        return response
+    }
+
+    private func route(_ request: HTTPRequest) async -> (HTTPResponse, String) {
+        if CORS.isPreflight(request), let origin = request.headers["origin"] {
+            guard cors.enabled, cors.allows(origin) else { return (Responses.problem(.originNotAllowed), "preflight") }
+            return (cors.preflight(origin: origin), "preflight")
+        }
+        switch router.route(method: request.method, path: request.path) {
+        case .matched(let match):
+            do {
+                let response = try await match.handler(RouteRequest(http: request, parameters: match.parameters))
+                return (response, match.pattern)
+            } catch let error as APIError {
+                return (Responses.problem(error), match.pattern)
+            } catch let error as RequestBodyError {
+                switch error {
+                case .tooLarge(let limit): return (Responses.problem(.tooLarge(limit)), match.pattern)
+                case .malformed: return (Responses.problem(.badRequest("The request body is malformed.")), match.pattern)
+                case .connectionClosed, .timedOut: return (Responses.problem(.badRequest("The request body did not arrive.")), match.pattern)
+                }
+            } catch {
+                logger.error("handler failed", ["route": .string(match.pattern), "error": .string(String(describing: type(of: error)))])
+                return (Responses.problem(.internalError), match.pattern)
+            }
+        case .methodNotAllowed(let allowed):
+            var response = Responses.problem(.methodNotAllowed(allowed))
+            response.headers.add("Allow", allowed.joined(separator: ", "))
+            return (response, "unmatched")
+        case .notFound:
+            return (Responses.problem(.notFound), "unmatched")
+        }
+    }
+}

@@ -1,0 +1,144 @@
+import Dispatch
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A value in a log line.
+public enum LogValue: Sendable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral {
+    case string(String)
+    case int(Int)
+    case double(Double)
+    case bool(Bool)
+
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(integerLiteral value: Int) { self = .int(value) }
+}
+
+/// Where finished log lines go.
+public protocol LogSink: Sendable {
+    func write(_ line: [UInt8])
+}
+
+/// JSON lines on stderr, one per event. Lines are gathered in memory and written in batches
+/// (at most every 50 ms, or at once past 64 KiB) so logging costs few system calls under load.
+/// Callers must never pass a secret: tokens, keys and signatures are not logged anywhere.
+public final class Logger: Sendable {
+    public let level: Configuration.LogLevel
+    private let sink: any LogSink
+
+    public init(level: Configuration.LogLevel, sink: any LogSink = StderrSink()) {
+        self.level = level
+        self.sink = sink
+    }
+
+    public func debug(_ message: String, _ fields: KeyValuePairs<String, LogValue> = [:]) { log(.debug, message, fields) }
+    public func info(_ message: String, _ fields: KeyValuePairs<String, LogValue> = [:]) { log(.info, message, fields) }
+    public func warn(_ message: String, _ fields: KeyValuePairs<String, LogValue> = [:]) { log(.warn, message, fields) }
+    public func error(_ message: String, _ fields: KeyValuePairs<String, LogValue> = [:]) { log(.error, message, fields) }
+
+    public func log(_ lineLevel: Configuration.LogLevel, _ message: String, _ fields: KeyValuePairs<String, LogValue>) {
+        guard lineLevel >= level else { return }
+        var line = JSONText()
+        line.begin()
+        line.field("ts", .string(Timestamp.now()))
+        line.field("level", .string(Self.name(lineLevel)))
+        line.field("msg", .string(message))
+        for (key, value) in fields { line.field(key, value) }
+        line.end()
+        line.bytes.append(0x0A)
+        sink.write(line.bytes)
+    }
+
+    private static func name(_ level: Configuration.LogLevel) -> String {
+        switch level {
+        case .debug: return "debug"
+        case .info: return "info"
+        case .warn: return "warn"
+        case .error: return "error"
+        }
+    }
+}
+
+/// Batched writes to file descriptor 2.
+public final class StderrSink: LogSink {
+    private let pending = PendingBytes()
+    private let timer: Mutex<(any DispatchSourceTimer)?>
+
+    public init() {
+        let source = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "log.flush"))
+        source.schedule(deadline: .now() + .milliseconds(50), repeating: .milliseconds(50))
+        source.setEventHandler { [pending] in pending.flush() }
+        source.activate()
+        timer = Mutex(source)
+    }
+
+    deinit { timer.withLock { $0?.cancel() } }
+
+    public func write(_ line: [UInt8]) {
+        if pending.append(line) >= 64 * 1024 { pending.flush() }
+    }
+
+    /// Writes whatever is pending now (also called at shutdown).
+    public func flush() { pending.flush() }
+}
+
+/// Bytes waiting to be written to stderr.
+final class PendingBytes: Sendable {
+    private let buffer = Mutex<[UInt8]>([])
+
+    /// Appends and returns how much is now pending.
+    func append(_ bytes: [UInt8]) -> Int {
+        buffer.withLock { b in
+            b.append(contentsOf: bytes)
+            return b.count
+        }
+    }
+
+    func flush() {
+        let bytes = buffer.withLock { b -> [UInt8] in
+            defer { b.removeAll(keepingCapacity: true) }
+            return b
+        }
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { Glibc.write(2, $0.baseAddress! + offset, bytes.count - offset) }
+            if n < 0 { if errno == EINTR { continue } else { return } }
+            offset += n
+        }
+    }
+}
+
+/// Collects lines in memory (tests).
+public final class MemorySink: LogSink {
+    private let lines = Mutex<[String]>([])
+    public init() {}
+    public func write(_ line: [UInt8]) {
+        lines.withLock { $0.append(String(decoding: line, as: UTF8.self)) }
+    }
+    public var all: [String] { lines.withLock { $0 } }
+}
+
+/// UTC time as `2026-11-29T22:50:01.123Z`, formatted at most once per second plus milliseconds.
+enum Timestamp {
+    private static let cache = Mutex<(Int, String)>((-1, ""))
+
+    static func now() -> String {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        let second = Int(ts.tv_sec)
+        let prefix = cache.withLock { c -> String in
+            if c.0 != second {
+                var t = time_t(second)
+                var parts = tm()
+                gmtime_r(&t, &parts)
+                func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
+                c = (second, "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
+                     + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))")
+            }
+            return c.1
+        }
+        let ms = Int(ts.tv_nsec) / 1_000_000
+        return prefix + (ms < 10 ? ".00" : ms < 100 ? ".0" : ".") + "\(ms)Z"
+    }
+}

@@ -1,0 +1,60 @@
+import CPostgres
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One libpq connection. Every call blocks: use it only from a thread or queue the caller
+/// owns, never from Swift's cooperative pool. Not thread-safe; one user at a time.
+public final class PostgresConnection {
+    private let handle: OpaquePointer
+
+    /// Connects with a libpq connection string or `postgres://` URL, waiting at most
+    /// `connectTimeout` seconds.
+    public init(url: String, connectTimeout: Int = 5) throws {
+        let keywords = ["dbname", "connect_timeout", "application_name"]
+        let values = [url, String(max(1, connectTimeout)), "transfer-gateway"]
+        let connection: OpaquePointer? = Self.withCStrings(keywords) { k in
+            Self.withCStrings(values) { v in PQconnectdbParams(k, v, 1) }
+        }
+        guard let connection else {
+            throw PostgresError(kind: .connection, sqlState: nil, message: "out of memory")
+        }
+        guard PQstatus(connection) == CONNECTION_OK else {
+            let message = Self.firstLine(PQerrorMessage(connection))
+            PQfinish(connection)
+            throw PostgresError(kind: .connection, sqlState: nil, message: message)
+        }
+        handle = connection
+    }
+
+    deinit {
+        PQfinish(handle)
+    }
+
+    /// Runs a statement with no parameters and no result rows of interest (e.g. `SELECT 1`).
+    public func execute(_ sql: StaticString) throws {
+        guard let result = PQexec(handle, sql.description) else {
+            throw PostgresError(kind: .query, sqlState: nil, message: Self.firstLine(PQerrorMessage(handle)))
+        }
+        defer { PQclear(result) }
+        let status = PQresultStatus(result)
+        guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
+            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+            throw PostgresError(kind: .query, sqlState: state, message: Self.firstLine(PQresultErrorMessage(result)))
+        }
+    }
+
+    private static func firstLine(_ text: UnsafePointer<CChar>?) -> String {
+        guard let text else { return "unknown error" }
+        return String(cString: text).split(separator: "\n").first.map(String.init) ?? "unknown error"
+    }
+
+    private static func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+        var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) }
+        pointers.append(nil)
+        defer { for p in pointers { free(p) } }
+        return pointers.withUnsafeBufferPointer { buffer in
+            buffer.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: buffer.count) { body($0) }
+        }
+    }
+}

@@ -1,0 +1,30 @@
+/// AWS's URI encoding (the `UriEncode` function of the SigV4 documentation): every byte but
+/// the unreserved characters `A–Z a–z 0–9 - . _ ~` becomes `%XY` with upper-case hex; `/` is
+/// kept only in paths. Applied to the UTF-8 bytes, so non-ASCII keys encode byte by byte.
+public enum URIEncoding {
+    public static func encode(_ text: some StringProtocol, encodeSlash: Bool = true) -> String {
+        let hex = Array("0123456789ABCDEF".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(text.utf8.count)
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                 UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                out.append(byte)
+            case UInt8(ascii: "/") where !encodeSlash:
+                out.append(byte)
+            default:
+                out.append(UInt8(ascii: "%"))
+                out.append(hex[Int(byte >> 4)])
+                out.append(hex[Int(byte & 0x0F)])
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// A query string from pairs, each side encoded, in the order given.
+    public static func query(_ items: [(String, String)]) -> String {
+        items.map { encode($0.0) + "=" + encode($0.1) }.joined(separator: "&")
+    }
+}

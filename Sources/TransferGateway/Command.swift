@@ -1,0 +1,90 @@
+import Dispatch
+import Foundation
+import Gateway
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Parses the command line and runs a subcommand.
+enum Command {
+    static let usage = """
+        usage: transfer-gateway [serve]
+               transfer-gateway migrate                (with the jobs issue)
+               transfer-gateway token --sub ID [--ttl SECONDS] [--role admin]   (with the access issue)
+        Settings come from GATEWAY_* environment variables; see README.md.
+        """
+
+    nonisolated static func run(_ arguments: [String]) async {
+        let command = arguments.dropFirst().first ?? "serve"
+        switch command {
+        case "serve":
+            await serve()
+        case "-h", "--help", "help":
+            print(usage)
+        default:
+            fail("unknown command '\(command)'\n\(usage)", code: 64)
+        }
+    }
+
+    static func fail(_ message: String, code: Int32) -> Never {
+        FileHandle.standardError.write(Data("transfer-gateway: \(message)\n".utf8))
+        exit(code)
+    }
+
+    static func serve() async {
+        let configuration: Configuration
+        do {
+            configuration = try Configuration.fromEnvironment(ProcessInfo.processInfo.environment)
+            try configuration.checkServeRequirements()
+        } catch {
+            fail("\(error)", code: 2)
+        }
+        signal(SIGPIPE, SIG_IGN)
+        raiseDescriptorLimit()
+        let sink = StderrSink()
+        let logger = Logger(level: configuration.logLevel, sink: sink)
+        let app: GatewayApp
+        do {
+            app = try GatewayApp(configuration: configuration, logger: logger)
+        } catch {
+            fail("\(error)", code: 2)
+        }
+        let port: Int
+        do {
+            port = try app.server.start()
+        } catch {
+            fail("\(error)", code: 1)
+        }
+        logger.info("listening", ["host": .string(configuration.host), "port": .int(port)])
+        let signalName = await waitForTermination()
+        logger.info("shutting down", ["signal": .string(signalName), "graceSeconds": .double(configuration.shutdownGrace)])
+        await app.server.shutdown(grace: configuration.shutdownGrace)
+        logger.info("stopped")
+        sink.flush()
+        exit(0)
+    }
+
+    /// Suspends until SIGTERM or SIGINT arrives.
+    static func waitForTermination() async -> String {
+        await withCheckedContinuation { (continuation: CheckedContinuation<String, Never>) in
+            let queue = DispatchQueue(label: "signals")
+            let once = SignalOnce(continuation)
+            for (number, name) in [(SIGTERM, "SIGTERM"), (SIGINT, "SIGINT")] {
+                signal(number, SIG_IGN)
+                let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+                source.setEventHandler { once.fire(name) }
+                source.activate()
+                once.keep(source)
+            }
+        }
+    }
+
+    /// Lets many connections open: raise the soft descriptor limit to the hard one.
+    static func raiseDescriptorLimit() {
+        var limit = rlimit()
+        if getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 && limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = limit.rlim_max
+            _ = setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+        }
+    }
+}

@@ -1,0 +1,54 @@
+import Testing
+@testable import SigV4
+
+// Fixtures from the Amazon S3 API Reference, "Signature Calculations for the Authorization
+// Header" and "Authenticating Requests: Using Query Parameters": bucket `examplebucket`,
+// access key AKIAIOSFODNN7EXAMPLE, secret wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY,
+// 2013-05-24T00:00:00Z, us-east-1.
+private let docCredentials = Credentials(accessKeyID: "AKIAIOSFODNN7EXAMPLE",
+                                         secretAccessKey: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
+private let docTime = SigningTime(secondsSince1970: 1_369_353_600)
+private let signer = Signer(credentials: docCredentials, region: "us-east-1")
+
+@Test func signingTimeFormats() {
+    #expect(docTime.date == "20130524")
+    #expect(docTime.dateTime == "20130524T000000Z")
+    #expect(SigningTime(secondsSince1970: 0).dateTime == "19700101T000000Z")
+    #expect(SigningTime(secondsSince1970: 951_825_599).dateTime == "20000229T115959Z")
+    #expect(SigningTime(secondsSince1970: 4_102_444_799).dateTime == "20991231T235959Z")
+}
+
+@Test func documentationPresignedGet() {
+    let query = signer.presignedQuery(method: "GET", encodedPath: "/test.txt", query: [],
+                                      headers: [("Host", "examplebucket.s3.amazonaws.com")],
+                                      expires: 86_400, time: docTime)
+    let signature = query.first { $0.0 == "X-Amz-Signature" }?.1
+    #expect(signature == "aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404")
+}
+
+@Test func documentationHeaderSignedGetObject() {
+    let added = signer.signedHeaders(method: "GET", encodedPath: "/test.txt", query: [],
+                                     headers: [("Host", "examplebucket.s3.amazonaws.com"), ("Range", "bytes=0-9")],
+                                     payloadHash: Signer.emptyPayloadHash, time: docTime)
+    let authorization = added.first { $0.0 == "Authorization" }?.1 ?? ""
+    #expect(authorization.hasSuffix("Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41"))
+    #expect(authorization.contains("SignedHeaders=host;range;x-amz-content-sha256;x-amz-date"))
+}
+
+@Test func documentationHeaderSignedPutObject() {
+    let payloadHash = "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072"
+    let added = signer.signedHeaders(method: "PUT", encodedPath: "/test%24file.text", query: [],
+                                     headers: [("Host", "examplebucket.s3.amazonaws.com"),
+                                               ("Date", "Fri, 24 May 2013 00:00:00 GMT"),
+                                               ("x-amz-storage-class", "REDUCED_REDUNDANCY")],
+                                     payloadHash: payloadHash, time: docTime)
+    let authorization = added.first { $0.0 == "Authorization" }?.1 ?? ""
+    #expect(authorization.hasSuffix("Signature=98ad721746da40c64f1a55b78f14c238d841ea1380cd77a1b5971af0ece108bd"))
+}
+
+@Test func uriEncodingOfAwkwardKeys() {
+    #expect(URIEncoding.encode("a b+c%d~e", encodeSlash: false) == "a%20b%2Bc%25d~e")
+    #expect(URIEncoding.encode("dir/é.txt", encodeSlash: false) == "dir/%C3%A9.txt")
+    #expect(URIEncoding.encode("a/b") == "a%2Fb")
+    #expect(URIEncoding.encode("*'()!") == "%2A%27%28%29%21")
+}

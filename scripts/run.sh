@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# scripts/run.sh — one command for a local gateway: bring up the stack (PostgreSQL + SeaweedFS S3,
+# see scripts/stack.sh), build the release binary, and run `transfer-gateway serve` with the
+# stack's settings (.stack/env). GATEWAY_PORT defaults to 8080, GATEWAY_HOST to 127.0.0.1.
+# Extra arguments go to `serve`.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+bash scripts/stack.sh up
+swift build -c release --product transfer-gateway
+
+# shellcheck disable=SC1091
+. .stack/env
+export GATEWAY_PORT="${GATEWAY_PORT:-8080}"
+exec .build/release/transfer-gateway serve "$@"

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# scripts/test.sh — one command for the tests: bring up the stack (PostgreSQL + SeaweedFS S3, see
+# scripts/stack.sh), load its settings (.stack/env), enable the live tests (GATEWAY_LIVE_TESTS=1)
+# and run `swift test`. Extra arguments go to `swift test` (e.g. --filter SigV4Tests).
+# The exit code is swift test's.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+bash scripts/stack.sh up
+
+# shellcheck disable=SC1091
+. .stack/env
+export GATEWAY_LIVE_TESTS=1
+
+exec swift test "$@"
