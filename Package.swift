@@ -19,8 +19,10 @@ let package = Package(
         .systemLibrary(name: "CPostgres", pkgConfig: "libpq",
                        providers: [.apt(["libpq-dev"])]),
 
-        // HTTP/1.1 server on POSIX sockets and Dispatch. Knows nothing of S3, jobs or JSON.
-        .target(name: "HTTPServer"),
+        // Linux epoll and eventfd, for the HTTP server's event loops (headers only).
+        .systemLibrary(name: "CSystem"),
+        // HTTP/1.1 server on POSIX sockets, epoll loops and Dispatch. Knows nothing of S3, jobs or JSON.
+        .target(name: "HTTPServer", dependencies: ["CSystem"]),
         // SHA-256 and HMAC over libcrypto; the only target that imports CCrypto.
         .target(name: "Crypto", dependencies: ["CCrypto"]),
         // AWS Signature Version 4: pure, no I/O.

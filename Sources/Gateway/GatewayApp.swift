@@ -47,7 +47,12 @@ public struct GatewayApp: Sendable {
         http.host = configuration.host
         http.port = configuration.port
         http.maxConnections = configuration.maxConnections
-        let server = HTTPServer(configuration: http, responder: responder)
+        let server: HTTPServer
+        do {
+            server = try HTTPServer(configuration: http, responder: responder)
+        } catch {
+            throw Configuration.Invalid(variable: "GATEWAY_HOST", reason: "\(error)")
+        }
         self.server = server
         metrics.registerGauge(name: "gateway_http_open_connections", help: "Open HTTP connections.") {
             server.openConnections

@@ -76,30 +76,40 @@ public final class StderrSink: LogSink {
     deinit { timer.withLock { $0?.cancel() } }
 
     public func write(_ line: [UInt8]) {
-        if pending.append(line) >= 64 * 1024 { pending.flush() }
+        if pending.append(line) >= 32 * 1024 { pending.flush() }
     }
 
     /// Writes whatever is pending now (also called at shutdown).
     public func flush() { pending.flush() }
 }
 
-/// Bytes waiting to be written to stderr.
+/// Bytes waiting to be written to stderr, striped by thread so concurrent requests do not
+/// queue on one lock. Lines from one thread keep their order.
 final class PendingBytes: Sendable {
-    private let buffer = Mutex<[UInt8]>([])
+    private let buffers = Striped<[UInt8]> { [] }
+    private let writer = Mutex(())
 
-    /// Appends and returns how much is now pending.
+    /// Appends and returns how much is now pending in this stripe.
     func append(_ bytes: [UInt8]) -> Int {
-        buffer.withLock { b in
+        buffers.withLocalLock { b in
             b.append(contentsOf: bytes)
             return b.count
         }
     }
 
     func flush() {
-        let bytes = buffer.withLock { b -> [UInt8] in
-            defer { b.removeAll(keepingCapacity: true) }
-            return b
+        writer.withLock { _ in
+            for stripe in buffers.stripes {
+                let bytes = stripe.lock.withLock { b -> [UInt8] in
+                    defer { b.removeAll(keepingCapacity: true) }
+                    return b
+                }
+                Self.writeAll(bytes)
+            }
         }
+    }
+
+    private static func writeAll(_ bytes: [UInt8]) {
         var offset = 0
         while offset < bytes.count {
             let n = bytes.withUnsafeBytes { Glibc.write(2, $0.baseAddress! + offset, bytes.count - offset) }
@@ -121,13 +131,13 @@ public final class MemorySink: LogSink {
 
 /// UTC time as `2026-11-29T22:50:01.123Z`, formatted at most once per second plus milliseconds.
 enum Timestamp {
-    private static let cache = Mutex<(Int, String)>((-1, ""))
+    private static let cache = Striped<(Int, String)> { (-1, "") }
 
     static func now() -> String {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
         let second = Int(ts.tv_sec)
-        let prefix = cache.withLock { c -> String in
+        let prefix = cache.withLocalLock { c -> String in
             if c.0 != second {
                 var t = time_t(second)
                 var parts = tm()

@@ -17,7 +17,7 @@ public final class Metrics: Sendable {
         var counters: [String: Int] = [:]
     }
 
-    private let state = Mutex(State())
+    private let state = Striped<State> { State() }
     /// Read at render time: open connections, and any other live value.
     private let gauges: Mutex<[(String, String, @Sendable () -> Int)]> = Mutex([])
 
@@ -25,7 +25,7 @@ public final class Metrics: Sendable {
 
     public func recordRequest(route: String, method: String, status: Int, seconds: Double) {
         let bucket = Metrics.latencyBuckets.firstIndex { seconds <= $0 }
-        state.withLock { s in
+        state.withLocalLock { s in
             s.requests[RequestKey(route: route, method: method, status: status), default: 0] += 1
             var histogram = s.latency[route] ?? Histogram()
             if let bucket { histogram.counts[bucket] += 1 }
@@ -37,7 +37,7 @@ public final class Metrics: Sendable {
 
     /// Adds to a plain counter, e.g. `gateway_s3_errors_total{code="SlowDown"}`.
     public func increment(_ series: String, by amount: Int = 1) {
-        state.withLock { $0.counters[series, default: 0] += amount }
+        state.withLocalLock { $0.counters[series, default: 0] += amount }
     }
 
     /// A gauge computed when scraped.
@@ -46,7 +46,19 @@ public final class Metrics: Sendable {
     }
 
     public func render() -> String {
-        let s = state.withLock { $0 }
+        var s = State()
+        for stripe in state.stripes {
+            let part = stripe.lock.withLock { $0 }
+            s.requests.merge(part.requests, uniquingKeysWith: +)
+            s.counters.merge(part.counters, uniquingKeysWith: +)
+            for (route, h) in part.latency {
+                var merged = s.latency[route] ?? Histogram()
+                for i in merged.counts.indices { merged.counts[i] += h.counts[i] }
+                merged.sum += h.sum
+                merged.total += h.total
+                s.latency[route] = merged
+            }
+        }
         var out = "# HELP gateway_http_requests_total HTTP requests by route, method and status.\n"
         out += "# TYPE gateway_http_requests_total counter\n"
         for (key, count) in s.requests.sorted(by: { ($0.key.route, $0.key.method, $0.key.status) < ($1.key.route, $1.key.method, $1.key.status) }) {

@@ -1,4 +1,4 @@
-import Dispatch
+import CSystem
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -7,23 +7,24 @@ import Glibc
 /// One client connection: reads and parses requests, hands each to the responder in order,
 /// streams bodies both ways with backpressure, and enforces the timeouts.
 ///
-/// Confinement: every `var` here is read and written only on `queue`, a serial queue, which is
-/// what makes the `@unchecked Sendable` sound; `deadline` is atomic because the server's
-/// sweeper reads it from its own queue. Requests are answered one at a time, so pipelined
-/// requests wait in the socket (unread) and their answers go out in order.
-final class HTTPConnection: @unchecked Sendable {
+/// Confinement: every `var` here is read and written only on the thread of `loop`, the event
+/// loop that owns the connection, which is what makes the `@unchecked Sendable` sound;
+/// `deadline` is atomic because the server's sweeper reads it from its own queue. Requests are
+/// answered one at a time, so pipelined requests wait in the socket (unread) and their answers
+/// go out in order.
+final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
     let fd: Int32
     let remoteAddress: String
-    let queue: DispatchQueue
+    let loop: EventLoop
     private let context: ServerContext
     /// Uptime nanoseconds at which `onTimeout` should run; 0 for none.
     let deadline = Atomic<UInt64>(0)
 
-    private var readSource: DispatchSourceRead?
-    private var writeSource: DispatchSourceWrite?
-    private var readPaused = true
-    private var writePaused = true
-    private var liveSources = 0
+    /// The kernel may hold unread bytes (edge-triggered: cleared only by a would-block read).
+    private var socketReadable = true
+    private var inReadLoop = false
+    private var readScheduled = false
+    private var writeInterest = false
     private var inbound = InboundBuffer()
     private var parser: HTTPHeadParser
     private var exchange: Exchange?
@@ -42,11 +43,15 @@ final class HTTPConnection: @unchecked Sendable {
     private var lastActivity: UInt64
     private var lastWriteProgress: UInt64 = 0
     private var lingerUntil: UInt64 = 0
+    private var date = HTTPDate()
 
-    init(fd: Int32, remoteAddress: String, queue: DispatchQueue, context: ServerContext) {
+    private static let readEvents = TG_EPOLLIN | TG_EPOLLRDHUP | TG_EPOLLET
+    private static let readWriteEvents = readEvents | TG_EPOLLOUT
+
+    init(fd: Int32, remoteAddress: String, loop: EventLoop, context: ServerContext) {
         self.fd = fd
         self.remoteAddress = remoteAddress
-        self.queue = queue
+        self.loop = loop
         self.context = context
         self.parser = HTTPHeadParser(limits: context.configuration.limits)
         self.openedAt = Clock.now()
@@ -56,14 +61,19 @@ final class HTTPConnection: @unchecked Sendable {
     // MARK: lifecycle
 
     func start() {
-        let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
-        source.setEventHandler { self.onReadable() }
-        source.setCancelHandler { self.sourceCancelled() }
-        liveSources += 1
-        readSource = source
-        readPaused = false
-        source.activate()
-        updateInterest()
+        loop.register(fd, events: Self.readEvents, handler: self)
+        onReadable()
+    }
+
+    func onEvent(_ events: UInt32) {
+        let failed = events & (TG_EPOLLERR | TG_EPOLLHUP) != 0
+        if events & (TG_EPOLLIN | TG_EPOLLRDHUP) != 0 || failed {
+            socketReadable = true
+            onReadable()
+        }
+        if (events & TG_EPOLLOUT != 0 || failed) && !closed && outboundOffset < outbound.count {
+            onWritable()
+        }
     }
 
     /// Stops after the request in flight; an idle connection closes now.
@@ -80,48 +90,61 @@ final class HTTPConnection: @unchecked Sendable {
         let waiters = drainWaiters
         drainWaiters = []
         for waiter in waiters { waiter.resume(throwing: ResponseWriteError()) }
-        for source in [readSource as (any DispatchSourceProtocol)?, writeSource as (any DispatchSourceProtocol)?] {
-            guard let source else { continue }
-            source.cancel()
-        }
-        if readPaused, let readSource { readSource.resume() }
-        if writePaused, let writeSource { writeSource.resume() }
-        readPaused = false
-        writePaused = false
-        if liveSources == 0 { SystemCall.close(fd) }
+        loop.deregister(fd)
+        SystemCall.close(fd)
         context.connectionClosed(self)
-    }
-
-    private func sourceCancelled() {
-        liveSources -= 1
-        if liveSources == 0 { SystemCall.close(fd) }
     }
 
     // MARK: reading
 
+    /// Reads while the connection wants bytes and the kernel has them. Bounded per call so one
+    /// busy client cannot starve the others on this loop.
     private func onReadable() {
-        guard !closed else { return }
-        if lingering { return lingerRead() }
-        guard wantsRead() else { return updateInterest() }
-        switch inbound.read(from: fd) {
-        case .bytes:
-            lastActivity = Clock.now()
-            process()
-        case .wouldBlock:
-            break
-        case .endOfFile:
-            peerClosed = true
-            if let exchange {
-                if !exchange.bodyDone {
-                    exchange.body.fail(.connectionClosed)
-                    exchange.closeAfter = true
+        guard !closed, !inReadLoop else { return }
+        inReadLoop = true
+        var rounds = 0
+        while !closed && socketReadable {
+            if lingering {
+                lingerRead()
+                continue
+            }
+            guard wantsRead() else { break }
+            rounds += 1
+            if rounds > 16 {
+                scheduleRead()
+                break
+            }
+            switch inbound.read(from: fd) {
+            case .bytes:
+                lastActivity = Clock.now()
+                process()
+            case .wouldBlock:
+                socketReadable = false
+            case .endOfFile:
+                socketReadable = false
+                peerClosed = true
+                if let exchange {
+                    if !exchange.bodyDone {
+                        exchange.body.fail(.connectionClosed)
+                        exchange.closeAfter = true
+                    }
+                } else {
+                    close()
                 }
-                updateInterest()
-            } else {
+            case .failed:
                 close()
             }
-        case .failed:
-            close()
+        }
+        inReadLoop = false
+        updateInterest()
+    }
+
+    private func scheduleRead() {
+        guard !readScheduled else { return }
+        readScheduled = true
+        loop.execute {
+            self.readScheduled = false
+            self.onReadable()
         }
     }
 
@@ -157,7 +180,7 @@ final class HTTPConnection: @unchecked Sendable {
         let body: RequestBody
         switch head.framing {
         case .none:
-            body = RequestBody.empty()
+            body = RequestBody.shared
         case .length(let n):
             body = RequestBody(expectedLength: n, highWater: context.configuration.bodyHighWater,
                                onDemand: demandHandler())
@@ -169,7 +192,7 @@ final class HTTPConnection: @unchecked Sendable {
         self.exchange = exchange
         let request = HTTPRequest(head: head, body: body, remoteAddress: remoteAddress)
         let responder = context.responder
-        Task {
+        Task(executorPreference: loop) {
             let response = await responder.respond(to: request)
             await self.send(response, for: exchange)
         }
@@ -178,7 +201,7 @@ final class HTTPConnection: @unchecked Sendable {
     private func demandHandler() -> RequestBody.DemandHandler {
         { [weak self] in
             guard let self else { return }
-            self.queue.async { self.onBodyDemand() }
+            self.loop.execute { self.onBodyDemand() }
         }
     }
 
@@ -251,17 +274,13 @@ final class HTTPConnection: @unchecked Sendable {
         return inbound.readableCount < 64 * 1024 && exchange.body.wantsData
     }
 
-    /// Pauses or resumes the read source to match `wantsRead`, and moves the deadline.
+    /// Reads again if bytes are wanted and may be waiting, and moves the deadline. With
+    /// edge-triggered events nothing else would notice bytes that arrived while we did not want
+    /// them; when we did not want them we simply left them in the kernel (backpressure).
     private func updateInterest() {
-        guard !closed, let readSource else { return }
+        guard !closed else { return }
         let want = wantsRead()
-        if want && readPaused {
-            readPaused = false
-            readSource.resume()
-        } else if !want && !readPaused {
-            readPaused = true
-            readSource.suspend()
-        }
+        if want && socketReadable && !inReadLoop { scheduleRead() }
         deadline.store(nextDeadline(reading: want), ordering: .relaxed)
     }
 
@@ -300,7 +319,7 @@ final class HTTPConnection: @unchecked Sendable {
             inbound.consume(inbound.readableCount)
             if lingered > 1 << 20 { close() }
         case .wouldBlock:
-            break
+            socketReadable = false
         case .endOfFile, .failed:
             close()
         }
@@ -310,7 +329,7 @@ final class HTTPConnection: @unchecked Sendable {
 
     /// Answers a request that never reached a handler, then closes.
     private func refuse(_ error: HTTPParseError) {
-        enqueue(ResponseHead.refusal(error, date: context.date.now())[...])
+        enqueue(ResponseHead.refusal(error, date: date.now())[...])
         if let exchange { exchange.body.fail(.malformed(error)) }
         closeAfterFlush()
     }
@@ -356,17 +375,9 @@ final class HTTPConnection: @unchecked Sendable {
     private var pendingOutbound: Int { outbound.count - outboundOffset }
 
     private func awaitWritable() {
-        if writeSource == nil {
-            let source = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
-            source.setEventHandler { self.onWritable() }
-            source.setCancelHandler { self.sourceCancelled() }
-            liveSources += 1
-            writeSource = source
-            writePaused = false
-            source.activate()
-        } else if writePaused {
-            writePaused = false
-            writeSource?.resume()
+        if !writeInterest {
+            writeInterest = true
+            loop.modify(fd, events: Self.readWriteEvents)
         }
         updateInterest()
     }
@@ -391,9 +402,9 @@ final class HTTPConnection: @unchecked Sendable {
         }
         outbound.removeAll(keepingCapacity: outbound.capacity <= 256 * 1024)
         outboundOffset = 0
-        if !writePaused, let writeSource {
-            writePaused = true
-            writeSource.suspend()
+        if writeInterest {
+            writeInterest = false
+            loop.modify(fd, events: Self.readEvents)
         }
         resumeDrainWaiters(all: true)
         if closeWhenFlushed { startLinger() } else { updateInterest() }
@@ -408,9 +419,12 @@ final class HTTPConnection: @unchecked Sendable {
 
     // MARK: responses
 
-    private func onQueue(_ work: @escaping @Sendable () -> Void) async {
+    /// Runs `work` on the loop's thread: directly when the task already runs there (the usual
+    /// case, since handler tasks prefer the loop as executor), else by handing it over.
+    private func onLoop(_ work: @escaping @Sendable () -> Void) async {
+        if loop.inLoop { return work() }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            queue.async {
+            loop.execute {
                 work()
                 continuation.resume()
             }
@@ -421,7 +435,9 @@ final class HTTPConnection: @unchecked Sendable {
         let isHead = exchange.head.method == "HEAD"
         switch response.body {
         case .empty, .bytes:
-            await onQueue {
+            // A short critical section on the connection's queue, run on this thread when the
+            // queue is idle: cheaper than a hop and a wake-up for the common small answer.
+            await onLoop {
                 var bytes: [UInt8] = []
                 if case .bytes(let b) = response.body { bytes = b }
                 let framing: ResponseHead.Framing = HTTPStatus.forbidsBody(response.status) ? .none : .length(bytes.count)
@@ -439,7 +455,7 @@ final class HTTPConnection: @unchecked Sendable {
             } else {
                 framing = exchange.head.version == .http10 ? .untilClose : .chunked
             }
-            await onQueue {
+            await onLoop {
                 let head = self.startResponse(response, for: exchange, framing: framing)
                 self.enqueue(head[...])
             }
@@ -459,7 +475,7 @@ final class HTTPConnection: @unchecked Sendable {
                 }
             }
             let bodyComplete = completed
-            await onQueue {
+            await onLoop {
                 if !bodyComplete {
                     // The body cannot be finished honestly: closing tells the client it is short.
                     exchange.closeAfter = true
@@ -477,7 +493,7 @@ final class HTTPConnection: @unchecked Sendable {
 
     private func writeBody(_ bytes: ArraySlice<UInt8>, chunked: Bool) async throws {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            queue.async {
+            loop.execute {
                 guard !self.closed else { return continuation.resume(throwing: ResponseWriteError()) }
                 if chunked {
                     self.enqueue(Array((String(bytes.count, radix: 16) + "\r\n").utf8)[...])
@@ -517,7 +533,7 @@ final class HTTPConnection: @unchecked Sendable {
         exchange.closeAfter = close
         return ResponseHead.encode(status: response.status, headers: response.headers,
                                    version: exchange.head.version, framing: framing,
-                                   close: close, date: context.date.now())
+                                   close: close, date: date.now())
     }
 
     private func responseFinished(_ exchange: Exchange) {

@@ -4,18 +4,18 @@ import Glibc
 import Synchronization
 
 /// The `Date` header value (IMF-fixdate, RFC 9110 §5.6.7), formatted at most once a second.
-final class HTTPDate: Sendable {
-    private let cache = Mutex<(second: Int, text: String)>((-1, ""))
+/// Each connection keeps its own, so no lock is shared between connections.
+struct HTTPDate {
+    private var second = -1
+    private var text = ""
 
-    func now() -> String {
-        let second = time(nil)
-        return cache.withLock { c in
-            if c.second != second {
-                c.second = second
-                c.text = Self.format(second)
-            }
-            return c.text
+    mutating func now() -> String {
+        let current = time(nil)
+        if current != second {
+            second = current
+            text = Self.format(current)
         }
+        return text
     }
 
     static func format(_ seconds: Int) -> String {

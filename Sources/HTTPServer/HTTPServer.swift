@@ -19,12 +19,16 @@ public final class HTTPServer: Sendable {
     }
 
     private let context: ServerContext
-    private let connectionQueue = DispatchQueue(label: "http.connections", attributes: .concurrent)
+    private let loops: [EventLoop]
+    private let nextLoop = Atomic<Int>(0)
     private let acceptQueue = DispatchQueue(label: "http.accept")
     private let state = Mutex<Running?>(nil)
 
-    public init(configuration: HTTPServerConfiguration, responder: any HTTPResponder) {
+    /// `eventLoops` defaults to one per processor.
+    public init(configuration: HTTPServerConfiguration, responder: any HTTPResponder, eventLoops: Int? = nil) throws {
         context = ServerContext(responder: responder, configuration: configuration)
+        let count = max(1, eventLoops ?? sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+        loops = try (0..<count).map { _ in try EventLoop() }
     }
 
     public var configuration: HTTPServerConfiguration { context.configuration }
@@ -37,6 +41,7 @@ public final class HTTPServer: Sendable {
     public func start() throws -> Int {
         let (fd, port) = try Listener.bind(host: context.configuration.host, port: context.configuration.port,
                                            backlog: context.configuration.listenBacklog)
+        for loop in loops { loop.start() }
         let acceptSource = DispatchSource.makeReadSource(fileDescriptor: fd, queue: acceptQueue)
         acceptSource.setEventHandler { [self] in acceptAll(fd) }
         acceptSource.setCancelHandler { SystemCall.close(fd) }
@@ -46,7 +51,7 @@ public final class HTTPServer: Sendable {
             let now = Clock.now()
             for connection in context.connections {
                 let due = connection.deadline.load(ordering: .relaxed)
-                if due != 0 && due <= now { connection.queue.async { connection.onTimeout() } }
+                if due != 0 && due <= now { connection.loop.execute { connection.onTimeout() } }
             }
         }
         state.withLock { $0 = Running(listenFD: fd, acceptSource: acceptSource, sweeper: sweeper) }
@@ -81,19 +86,18 @@ public final class HTTPServer: Sendable {
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             SystemCall.setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
-            let connection = HTTPConnection(
-                fd: fd, remoteAddress: Listener.describe(&address),
-                queue: DispatchQueue(label: "http.connection", target: connectionQueue), context: context)
+            let loop = loops[nextLoop.add(1, ordering: .relaxed).oldValue % loops.count]
+            let connection = HTTPConnection(fd: fd, remoteAddress: Listener.describe(&address), loop: loop, context: context)
             guard context.admit(connection) else {
                 let refusal = ResponseHead.refusal(
                     HTTPParseError(status: 503, code: "too_many_connections",
                                    detail: "The server has too many open connections."),
-                    date: context.date.now())
+                    date: HTTPDate.format(time(nil)))
                 _ = refusal.withUnsafeBytes { SystemCall.write(fd, $0) }
                 SystemCall.close(fd)
                 continue
             }
-            connection.queue.async { connection.start() }
+            loop.execute { connection.start() }
         }
     }
 
@@ -107,18 +111,19 @@ public final class HTTPServer: Sendable {
         guard let running else { return }
         running.acceptSource.cancel()
         for connection in context.connections {
-            connection.queue.async { connection.beginShutdown() }
+            connection.loop.execute { connection.beginShutdown() }
         }
         let until = Clock.now() + Clock.nanoseconds(grace)
         while context.connectionCount > 0 && Clock.now() < until {
             try? await Task.sleep(for: .milliseconds(10))
         }
         for connection in context.connections {
-            connection.queue.async { connection.close() }
+            connection.loop.execute { connection.close() }
         }
         while context.connectionCount > 0 {
             try? await Task.sleep(for: .milliseconds(5))
         }
         running.sweeper.cancel()
+        for loop in loops { loop.stop() }
     }
 }

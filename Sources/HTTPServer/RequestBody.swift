@@ -47,6 +47,9 @@ public final class RequestBody: Sendable {
         self.state = Mutex(State())
     }
 
+    /// The body of every request that has none; reading it takes no lock.
+    static let shared = RequestBody.empty()
+
     /// A body with no bytes.
     public static func empty() -> RequestBody {
         let body = RequestBody(expectedLength: 0, highWater: 0, onDemand: nil)
@@ -64,6 +67,7 @@ public final class RequestBody: Sendable {
 
     /// The next piece of the body, or nil at its end.
     public func read() async throws -> ArraySlice<UInt8>? {
+        if expectedLength == 0 { return nil }
         enum Immediate { case chunk(ArraySlice<UInt8>?, notify: Bool), failure(RequestBodyError), wait(notify: Bool) }
         let immediate: Immediate = state.withLock { s in
             let firstDemand = !s.demanded

@@ -5,7 +5,6 @@ import Synchronization
 final class ServerContext: Sendable {
     let responder: any HTTPResponder
     let configuration: HTTPServerConfiguration
-    let date = HTTPDate()
     private let registry = Mutex<[ObjectIdentifier: HTTPConnection]>([:])
 
     init(responder: any HTTPResponder, configuration: HTTPServerConfiguration) {
