@@ -249,3 +249,23 @@ func malformedRequestIsRefused(_ request: MalformedRequest) {
     #expect(describe(parse("GET / HTTP/1.1\r\nHost: a\r\n")) == "incomplete")
     #expect(describe(parse("GET / HTTP/1.1\r\nHost: a\r\n\r")) == "incomplete")
 }
+
+/// Random mutations of a valid request: the parser answers (never traps), and whole and
+/// byte-by-byte feeding agree (checked inside `parse`).
+@Test func randomMutationsNeverCrashAndAgreeByteByByte() {
+    var generator = SystemRandomNumberGenerator()
+    let seed = Array("POST /v1/jobs?x=1 HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\nX-A: b\r\n\r\n".utf8)
+    let interesting: [UInt8] = [0, 9, 10, 13, 32, 58, 0x7F, 0x80, 0xFF, UInt8(ascii: ","), UInt8(ascii: "\"")]
+    for _ in 0..<2000 {
+        var bytes = seed
+        for _ in 0..<Int.random(in: 1...4, using: &generator) {
+            let at = Int.random(in: 0..<bytes.count, using: &generator)
+            switch Int.random(in: 0..<3, using: &generator) {
+            case 0: bytes[at] = interesting.randomElement(using: &generator)!
+            case 1: bytes.insert(interesting.randomElement(using: &generator)!, at: at)
+            default: bytes.remove(at: at)
+            }
+        }
+        _ = parse(bytes)
+    }
+}

@@ -1,0 +1,87 @@
+import Testing
+@testable import Gateway
+
+@Test func defaultsMatchTheContract() throws {
+    let c = try Configuration.fromEnvironment([:])
+    #expect(c.host == "127.0.0.1" && c.port == 8080)
+    #expect(c.s3Region == "us-east-1")
+    #expect(c.presignExpiry == 3000 && c.presignMaxExpiry == 604_800)
+    #expect(c.partSize == 5_242_880 && c.partConcurrency == 5 && c.maxPartConcurrency == 32)
+    #expect(c.retryLimit == 3 && c.jobTimeout == 3000 && c.workers == 8 && c.leaseSeconds == 30)
+    #expect(c.maxObjectSize == 5_497_558_138_880 && c.uploadTTL == 86_400)
+    #expect(c.spoolDirectory == "./.spool" && c.downloadTTL == 3600)
+    #expect(c.logLevel == .info && !c.allowGuestRead && !c.s3Accelerate)
+}
+
+@Test func awsVariablesAreTheFallback() throws {
+    let c = try Configuration.fromEnvironment([
+        "AWS_ACCESS_KEY_ID": "aws-key", "AWS_SECRET_ACCESS_KEY": "aws-secret", "AWS_SESSION_TOKEN": "tok",
+        "GATEWAY_S3_ACCESS_KEY_ID": "gw-key",
+    ])
+    #expect(c.s3AccessKeyID == "gw-key")
+    #expect(c.s3SecretAccessKey == "aws-secret")
+    #expect(c.s3SessionToken == "tok")
+}
+
+struct BadSetting: Sendable, CustomTestStringConvertible {
+    let variable: String
+    let value: String
+    var testDescription: String { "\(variable)=\(value)" }
+}
+
+@Test(arguments: [
+    BadSetting(variable: "GATEWAY_PORT", value: "http"),
+    BadSetting(variable: "GATEWAY_PORT", value: "70000"),
+    BadSetting(variable: "GATEWAY_PART_SIZE", value: "5242879"),
+    BadSetting(variable: "GATEWAY_PART_SIZE", value: "5368709121"),
+    BadSetting(variable: "GATEWAY_PART_CONCURRENCY", value: "0"),
+    BadSetting(variable: "GATEWAY_PART_CONCURRENCY", value: "33"),
+    BadSetting(variable: "GATEWAY_PRESIGN_EXPIRY", value: "604801"),
+    BadSetting(variable: "GATEWAY_PRESIGN_MAX_EXPIRY", value: "604801"),
+    BadSetting(variable: "GATEWAY_RETRY_LIMIT", value: "-1"),
+    BadSetting(variable: "GATEWAY_S3_PATH_STYLE", value: "maybe"),
+    BadSetting(variable: "GATEWAY_S3_ENDPOINT", value: "127.0.0.1:8333"),
+    BadSetting(variable: "GATEWAY_LOG_LEVEL", value: "loud"),
+    BadSetting(variable: "GATEWAY_CORS_ORIGINS", value: "app.example.com"),
+    BadSetting(variable: "GATEWAY_IMPORT_ALLOW_HOSTS", value: "a b"),
+    BadSetting(variable: "GATEWAY_MAX_OBJECT_SIZE", value: "5497558138881"),
+    BadSetting(variable: "GATEWAY_WORKERS", value: "0"),
+])
+func malformedSettingNamesItsVariable(_ bad: BadSetting) {
+    do {
+        _ = try Configuration.fromEnvironment([bad.variable: bad.value])
+        Issue.record("\(bad.variable)=\(bad.value) was accepted")
+    } catch {
+        #expect(error.variable == bad.variable)
+        #expect(!error.description.contains("\n"))
+    }
+}
+
+@Test func secretsAreNeverEchoedInErrors() {
+    do {
+        _ = try Configuration.fromEnvironment(["GATEWAY_JWT_SECRET": "top\u{1}secret"])
+        Issue.record("accepted a control character")
+    } catch {
+        #expect(error.variable == "GATEWAY_JWT_SECRET")
+        #expect(!error.description.contains("secret\u{1}") && !error.description.contains("top"))
+    }
+}
+
+@Test func serveNeedsDatabaseBucketAndCredentials() throws {
+    let missing = try Configuration.fromEnvironment([:])
+    #expect(throws: Configuration.Invalid.self) { try missing.checkServeRequirements() }
+    let complete = try Configuration.fromEnvironment([
+        "GATEWAY_DATABASE_URL": "postgres://x@127.0.0.1/db", "GATEWAY_S3_BUCKET": "b",
+        "AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s",
+    ])
+    try complete.checkServeRequirements()
+}
+
+@Test func corsOriginsAndLists() throws {
+    let c = try Configuration.fromEnvironment([
+        "GATEWAY_CORS_ORIGINS": "https://App.example.com, http://localhost:3000",
+        "GATEWAY_IMPORT_ALLOW_HOSTS": "files.internal:8080, Example.org",
+    ])
+    #expect(c.corsOrigins == ["https://app.example.com", "http://localhost:3000"])
+    #expect(c.importAllowHosts == ["files.internal:8080", "example.org"])
+}

@@ -1,0 +1,118 @@
+import Foundation
+import HTTPServer
+import Testing
+@testable import Gateway
+
+/// Builds a responder with the operations routes and the given checks, logging into memory.
+func makeResponder(checks: [any DependencyCheck] = [], cors: [String] = [], sink: MemorySink = MemorySink()) -> GatewayResponder {
+    var router = Router<RouteHandler>()
+    let metrics = Metrics()
+    OperationsRoutes(readiness: Readiness(checks: checks, timeout: 1), metrics: metrics, openAPI: Array("openapi: 3.1.0\n".utf8))
+        .register(in: &router)
+    return GatewayResponder(router: router, cors: CORS(origins: cors), logger: Logger(level: .info, sink: sink),
+                            metrics: metrics, instancePrefix: "t-")
+}
+
+func request(_ method: String, _ target: String, headers: [(String, String)] = []) -> HTTPRequest {
+    var parser = HTTPHeadParser()
+    var text = "\(method) \(target) HTTP/1.1\r\nHost: test\r\n"
+    for (name, value) in headers { text += "\(name): \(value)\r\n" }
+    text += "\r\n"
+    let bytes = Array(text.utf8)
+    guard case .complete(let head, _) = bytes.withUnsafeBytes({ parser.parse($0) }) else { fatalError("bad test request") }
+    return HTTPRequest(head: head, body: .empty(), remoteAddress: "127.0.0.1:1")
+}
+
+func body(_ response: HTTPResponse) -> String {
+    if case .bytes(let bytes) = response.body { return String(decoding: bytes, as: UTF8.self) }
+    return ""
+}
+
+struct FixedCheck: DependencyCheck {
+    let name: String
+    let failure: String?
+    func check(timeout: Int) async -> String? { failure }
+}
+
+@Test func healthzAnswersOK() async {
+    let response = await makeResponder().respond(to: request("GET", "/healthz"))
+    #expect(response.status == 200 && body(response) == "{\"status\":\"ok\"}")
+    #expect(response.headers["x-request-id"]?.hasPrefix("t-") == true)
+}
+
+@Test func readyzReportsEachDependency() async {
+    let ready = await makeResponder(checks: [FixedCheck(name: "postgres", failure: nil), FixedCheck(name: "s3", failure: nil)])
+        .respond(to: request("GET", "/readyz"))
+    #expect(ready.status == 200)
+    #expect(body(ready).contains("\"postgres\":\"ok\"") && body(ready).contains("\"s3\":\"ok\""))
+    let notReady = await makeResponder(checks: [FixedCheck(name: "postgres", failure: "unreachable"), FixedCheck(name: "s3", failure: nil)])
+        .respond(to: request("GET", "/readyz"))
+    #expect(notReady.status == 503)
+    #expect(notReady.headers["content-type"] == "application/problem+json")
+    let json = try? JSONSerialization.jsonObject(with: Data(body(notReady).utf8)) as? [String: Any]
+    #expect(json?["code"] as? String == "not_ready")
+    #expect((json?["checks"] as? [String: String])?["postgres"] == "unreachable")
+}
+
+@Test func unknownRoutesAndMethodsAreProblems() async {
+    let responder = makeResponder()
+    let missing = await responder.respond(to: request("GET", "/nope"))
+    #expect(missing.status == 404 && body(missing).contains("\"code\":\"not_found\""))
+    let wrongMethod = await responder.respond(to: request("DELETE", "/healthz"))
+    #expect(wrongMethod.status == 405 && wrongMethod.headers["allow"] == "GET")
+}
+
+@Test func metricsCountRequestsByRoutePattern() async {
+    let responder = makeResponder()
+    _ = await responder.respond(to: request("GET", "/healthz"))
+    _ = await responder.respond(to: request("GET", "/nope/\(UUID())"))
+    let metrics = body(await responder.respond(to: request("GET", "/metrics")))
+    #expect(metrics.contains("gateway_http_requests_total{route=\"/healthz\",method=\"GET\",status=\"200\"} 1"))
+    #expect(metrics.contains("route=\"unmatched\""))
+    #expect(!metrics.contains("/nope/"), "raw paths must not become label values")
+    #expect(metrics.contains("gateway_http_request_duration_seconds_bucket{route=\"/healthz\",le=\"+Inf\"} 1"))
+}
+
+@Test func corsPreflightAndResponseHeaders() async {
+    let responder = makeResponder(cors: ["https://app.example.com"])
+    let preflight = await responder.respond(to: request("OPTIONS", "/v1/presign", headers: [
+        ("Origin", "https://app.example.com"), ("Access-Control-Request-Method", "POST"),
+        ("Access-Control-Request-Headers", "authorization, content-type")]))
+    #expect(preflight.status == 200)
+    #expect(preflight.headers["access-control-allow-origin"] == "https://app.example.com")
+    #expect(preflight.headers["access-control-allow-headers"]?.contains("Authorization") == true)
+    let denied = await responder.respond(to: request("OPTIONS", "/v1/presign", headers: [
+        ("Origin", "https://evil.example"), ("Access-Control-Request-Method", "POST")]))
+    #expect(denied.status == 403 && denied.headers["access-control-allow-origin"] == nil)
+    let simple = await responder.respond(to: request("GET", "/healthz", headers: [("Origin", "https://app.example.com")]))
+    #expect(simple.headers["access-control-allow-origin"] == "https://app.example.com")
+    #expect(simple.headers["access-control-expose-headers"]?.contains("Upload-Offset") == true)
+    let other = await responder.respond(to: request("GET", "/healthz", headers: [("Origin", "https://evil.example")]))
+    #expect(other.headers["access-control-allow-origin"] == nil)
+}
+
+@Test func oneJSONLogLinePerRequestWithoutSecrets() async throws {
+    let sink = MemorySink()
+    let responder = makeResponder(sink: sink)
+    _ = await responder.respond(to: request("GET", "/healthz?token=abc.def.ghi", headers: [("Authorization", "Bearer abc.def.ghi")]))
+    #expect(sink.all.count == 1)
+    let line = try #require(sink.all.first)
+    let json = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+    #expect(json?["msg"] as? String == "request")
+    #expect(json?["status"] as? Int == 200)
+    #expect(json?["route"] as? String == "/healthz")
+    #expect(!line.contains("abc.def.ghi"), "tokens must never be logged")
+}
+
+@Test func openAPIIsServed() async {
+    let response = await makeResponder().respond(to: request("GET", "/openapi.yaml"))
+    #expect(response.status == 200 && body(response).hasPrefix("openapi:"))
+}
+
+@Test func logStringsAreEscaped() {
+    var text = JSONText()
+    text.begin()
+    text.field("m", .string("a\"b\\c\nd\u{1}"))
+    text.end()
+    #expect(String(decoding: text.bytes, as: UTF8.self) == "{\"m\":\"a\\\"b\\\\c\\nd\\u0001\"}")
+}

@@ -1,0 +1,349 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import HTTPServer
+
+/// A responder with one route per behaviour under test.
+struct TestResponder: HTTPResponder {
+    let observations = Observations()
+
+    final class Observations: Sendable {
+        let maxAhead = Mutex(0)
+        let release = Mutex(false)
+    }
+
+    func respond(to request: HTTPRequest) async -> HTTPResponse {
+        switch (request.method, String(request.path)) {
+        case ("GET", "/hello"), ("HEAD", "/hello"):
+            return .text(200, "hello")
+        case (_, "/echo"):
+            do {
+                let body = try await request.body.collect(upTo: 64 << 20)
+                var response = HTTPResponse(status: 200, body: .bytes(body))
+                response.headers.add("X-Target", request.head.target)
+                return response
+            } catch {
+                return .text(400, "body error \(error)")
+            }
+        case ("POST", "/early"):
+            return .text(413, "too large")
+        case ("GET", "/stream"):
+            return HTTPResponse(status: 200, body: .stream(length: nil) { writer in
+                for i in 0..<100 { try await writer.write(Array("chunk \(i)\n".utf8)) }
+            })
+        case ("GET", "/big"):
+            // 32 MiB streamed with a declared length.
+            return HTTPResponse(status: 200, body: .stream(length: 32 << 20) { writer in
+                let block = [UInt8](repeating: 0x61, count: 1 << 20)
+                for _ in 0..<32 { try await writer.write(block) }
+            })
+        case ("PUT", "/slow"):
+            // Reads slowly and records how far the socket got ahead of the reader.
+            var consumed = 0
+            do {
+                while let chunk = try await request.body.read() {
+                    consumed += chunk.count
+                    let ahead = request.body.bytesReceived - consumed
+                    observations.maxAhead.withLock { $0 = max($0, ahead) }
+                    try await Task.sleep(for: .milliseconds(2))
+                }
+            } catch {
+                return .text(400, "body error")
+            }
+            return .text(200, "\(consumed)")
+        case ("GET", "/wait"):
+            while !observations.release.withLock({ $0 }) { try? await Task.sleep(for: .milliseconds(5)) }
+            return .text(200, "released")
+        default:
+            return .text(404, "no")
+        }
+    }
+}
+
+/// Starts a server on a free port with the given tweaks.
+func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) throws -> (HTTPServer, Int, TestResponder) {
+    var configuration = HTTPServerConfiguration()
+    configuration.port = 0
+    tweak(&configuration)
+    let responder = TestResponder()
+    let server = try HTTPServer(configuration: configuration, responder: responder, eventLoops: 2)
+    let port = try server.start()
+    return (server, port, responder)
+}
+
+@Suite(.serialized) struct LiveServerTests {
+    @Test func keepAliveServesManyRequestsOnOneConnection() async throws {
+        let (server, port, _) = try startServer()
+        let client = try TestClient(port: port)
+        for _ in 0..<3 {
+            try client.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+            let response = try client.readResponse()
+            #expect(response.status == 200 && response.text == "hello")
+            #expect(response.header("connection") == nil)
+        }
+        await server.shutdown(grace: 1)
+    }
+
+    @Test func pipelinedRequestsAreAnsweredInOrder() async throws {
+        let (server, port, _) = try startServer()
+        let client = try TestClient(port: port)
+        var batch = ""
+        for i in 0..<5 { batch += "POST /echo?n=\(i) HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\n\r\n\(i)" }
+        try client.send(batch)
+        for i in 0..<5 {
+            let response = try client.readResponse()
+            #expect(response.header("x-target") == "/echo?n=\(i)")
+            #expect(response.text == "\(i)")
+        }
+        await server.shutdown(grace: 1)
+    }
+
+    @Test func chunkedBodyWithExtensionsAndTrailers() async throws {
+        let (server, port, _) = try startServer()
+        let client = try TestClient(port: port)
+        try client.send("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+                        + "5;ext=1\r\nhello\r\n1;a=\"b c\"\r\n \r\n5\r\nworld\r\n0\r\nX-Trailer: yes\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 200 && response.text == "hello world")
+        // The connection is still usable afterwards.
+        try client.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+        #expect(try client.readResponse().text == "hello")
+        await server.shutdown(grace: 1)
+    }
+
+    @Test func malformedChunkedBodyIsRefused() async throws {
+        let (server, port, _) = try startServer()
+        let client = try TestClient(port: port)
+        try client.send("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 400)
+        #expect(client.closedByPeer(within: 3))
+        await server.shutdown(grace: 1)
+    }
+
+    @Test func expectContinueIsSentWhenTheHandlerReads() async throws {
+        let (server, port, _) = try startServer()
+        let client = try TestClient(port: port)
+        try client.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n")
+        #expect(try client.readLine() == "HTTP/1.1 100 Continue")
+        #expect(try client.readLine() == "")
+        try client.send("data")
+        let response = try client.readResponse()
+        #expect(response.status == 200 && response.text == "data")
+        await server.shutdown(grace: 1)
+    }
+
+    @Test func expectContinueIsNotSentWhenTheHandlerAnswersFirst() async throws {
+        let (server, port, _) = try startServer()
+        let client = try TestClient(port: port)
+        try client.send("POST /early HTTP/1.1\r\nHost: t\r\nContent-Length: 100000000\r\nExpect: 100-continue\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == 413)
+        #expect(response.header("connection") == "close")
+        #expect(client.closedByPeer(within: 3))
+        await server.shutdown(grace: 1)
+    }
+
+    @Test func unreadSmallBodyIsDiscardedAndTheConnectionKept() async throws {
+        let (server, port, _) = try startServer()
+        let client = try TestClient(port: port)
+        try client.send("POST /early HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\n0123456789GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+        #expect(try client.readResponse().status == 413)
+        #expect(try client.readResponse().text == "hello")
+        await server.shutdown(grace: 1)
+    }
+
+    @Test func headAnswersWithoutABody() async throws {
+        let (server, port, _) = try startServer()
+        let client = try TestClient(port: port)
+        try client.send("HEAD /hello HTTP/1.1\r\nHost: t\r\n\r\nGET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+        let head = try client.readResponse(head: true)
+        #expect(head.status == 200 && head.header("content-length") == "5")
+        #expect(try client.readResponse().text == "hello")
+        await server.shutdown(grace: 1)
+    }
+
+    @Test func http10ClosesUnlessKeepAliveIsAsked() async throws {
+        let (server, port, _) = try startServer()
+        let client = try TestClient(port: port)
+        try client.send("GET /hello HTTP/1.0\r\n\r\n")
+        let bytes = String(decoding: try client.readToEnd(), as: UTF8.self)
+        #expect(bytes.hasPrefix("HTTP/1.0 200 OK\r\n") && bytes.hasSuffix("hello"))
+        let kept = try TestClient(port: port)
+        try kept.send("GET /hello HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        let response = try kept.readResponse()
+        #expect(response.header("connection") == "keep-alive")
+        try kept.send("GET /hello HTTP/1.0\r\n\r\n")
+        #expect(try kept.readResponse().text == "hello")
+        await server.shutdown(grace: 1)
+    }
+
+    @Test func streamedChunkedResponse() async throws {
+        let (server, port, _) = try startServer()
+        let client = try TestClient(port: port)
+        try client.send("GET /stream HTTP/1.1\r\nHost: t\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.header("transfer-encoding") == "chunked")
+        #expect(response.text == (0..<100).map { "chunk \($0)\n" }.joined())
+        await server.shutdown(grace: 1)
+    }
+
+    @Test func largeStreamedResponseToAClientThatReadsLate() async throws {
+        let (server, port, _) = try startServer()
+        let client = try TestClient(port: port)
+        try client.send("GET /big HTTP/1.1\r\nHost: t\r\n\r\n")
+        try await Task.sleep(for: .milliseconds(200))  // the producer must wait, not buffer 32 MiB
+        let response = try client.readResponse(timeout: 20)
+        #expect(response.body.count == 32 << 20)
+        #expect(response.body.allSatisfy { $0 == 0x61 })
+        await server.shutdown(grace: 1)
+    }
+
+    @Test func requestBodyBackpressureBoundsWhatIsBuffered() async throws {
+        let (server, port, responder) = try startServer()
+        let client = try TestClient(port: port)
+        let size = 16 << 20
+        try client.send("PUT /slow HTTP/1.1\r\nHost: t\r\nContent-Length: \(size)\r\n\r\n")
+        let block = [UInt8](repeating: 7, count: 1 << 20)
+        for _ in 0..<16 { try client.send(block) }
+        let response = try client.readResponse(timeout: 60)
+        #expect(response.text == "\(size)")
+        let ahead = responder.observations.maxAhead.withLock { $0 }
+        // The socket is read at most one buffer (256 KiB high water + one 128 KiB read) ahead.
+        #expect(ahead <= 256 * 1024 + 128 * 1024, "server read \(ahead) bytes ahead of the handler")
+        await server.shutdown(grace: 1)
+    }
+
+    @Test func oversizedHeadsAreRefusedAndClosed() async throws {
+        let (server, port, _) = try startServer()
+        let big = try TestClient(port: port)
+        try big.send("GET /hello HTTP/1.1\r\nHost: t\r\nX-Big: \(String(repeating: "a", count: 20_000))\r\n\r\n")
+        #expect(try big.readResponse().status == 431)
+        #expect(big.closedByPeer(within: 3))
+        let long = try TestClient(port: port)
+        try long.send("GET /\(String(repeating: "a", count: 9000)) HTTP/1.1\r\nHost: t\r\n\r\n")
+        #expect(try long.readResponse().status == 414)
+        #expect(long.closedByPeer(within: 3))
+        await server.shutdown(grace: 1)
+    }
+
+    @Test(arguments: [
+        ("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400),
+        ("GET /hello HTTP/1.1\r\n\r\n", 400),
+        ("GET /hello HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400),
+        ("GET /hello HTTP/1.1\r\nHost: a\r\nX: 1\r\n 2\r\n\r\n", 400),
+        ("GET /hello HTTP/1.1\r\nHost : a\r\n\r\n", 400),
+        ("POST /echo HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab", 400),
+        ("POST /echo HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n", 400),
+    ])
+    func refusalsCloseTheConnection(request: String, status: Int) async throws {
+        let (server, port, _) = try startServer()
+        let client = try TestClient(port: port)
+        try client.send(request + "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.status == status)
+        #expect(response.header("content-type") == "application/problem+json")
+        #expect(client.closedByPeer(within: 3), "the smuggled second request must not be answered")
+        await server.shutdown(grace: 1)
+    }
+
+    @Test func slowHeadsTimeOutWith408() async throws {
+        let (server, port, _) = try startServer { $0.headerTimeout = 0.5 }
+        let client = try TestClient(port: port)
+        try client.send("GET /hello HTTP/1.1\r\nHost")
+        let response = try client.readResponse(timeout: 5)
+        #expect(response.status == 408)
+        #expect(client.closedByPeer(within: 3))
+        await server.shutdown(grace: 1)
+    }
+
+    @Test func idleKeepAliveConnectionsAreClosed() async throws {
+        let (server, port, _) = try startServer { $0.idleTimeout = 0.5 }
+        let client = try TestClient(port: port)
+        try client.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+        _ = try client.readResponse()
+        let started = Date()
+        #expect(client.closedByPeer(within: 5))
+        #expect(Date().timeIntervalSince(started) >= 0.4)
+        await server.shutdown(grace: 1)
+    }
+
+    @Test func slowlorisDoesNotStarveOthers() async throws {
+        let (server, port, _) = try startServer { $0.headerTimeout = 1.5 }
+        var attackers: [TestClient] = []
+        for _ in 0..<200 {
+            let attacker = try TestClient(port: port)
+            try attacker.send("GET /hello HTTP/1.1\r\nX-a: ")
+            attackers.append(attacker)
+        }
+        for round in 0..<3 {
+            for attacker in attackers { try? attacker.send("b") }
+            let started = Date()
+            let client = try TestClient(port: port)
+            try client.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+            #expect(try client.readResponse().text == "hello")
+            #expect(Date().timeIntervalSince(started) < 0.1, "round \(round)")
+            try await Task.sleep(for: .milliseconds(300))
+        }
+        // Trickling bytes does not extend the header deadline.
+        #expect(eventually(timeout: 5) { server.openConnections == 0 })
+        await server.shutdown(grace: 1)
+    }
+
+    @Test func connectionCapRefusesTheExtraConnection() async throws {
+        let (server, port, _) = try startServer { $0.maxConnections = 8 }
+        var held: [TestClient] = []
+        for _ in 0..<8 {
+            let client = try TestClient(port: port)
+            try client.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+            _ = try client.readResponse()
+            held.append(client)
+        }
+        let extra = try TestClient(port: port)
+        #expect(try extra.readResponse().status == 503)
+        #expect(extra.closedByPeer(within: 3))
+        held.removeAll()
+        #expect(eventually { server.openConnections == 0 })
+        let again = try TestClient(port: port)
+        try again.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+        #expect(try again.readResponse().status == 200)
+        await server.shutdown(grace: 1)
+    }
+
+    @Test func tenThousandConnectionsLeaveNoDescriptorBehind() async throws {
+        let (server, port, _) = try startServer()
+        // Warm up once so lazily opened descriptors (loops, eventfds) are counted in the baseline.
+        do {
+            let client = try TestClient(port: port)
+            try client.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+            _ = try client.readResponse()
+        }
+        #expect(eventually { server.openConnections == 0 })
+        let before = openDescriptorCount()
+        for i in 0..<10_000 {
+            let client = try TestClient(port: port)
+            if i % 2 == 0 {
+                try client.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+                _ = try client.readResponse()
+            }
+        }
+        #expect(eventually(timeout: 15) { server.openConnections == 0 && openDescriptorCount() == before },
+                "descriptors: before \(before), after \(openDescriptorCount()), open \(server.openConnections)")
+        await server.shutdown(grace: 1)
+    }
+
+    @Test func shutdownFinishesRequestsInFlight() async throws {
+        let (server, port, responder) = try startServer()
+        let client = try TestClient(port: port)
+        try client.send("GET /wait HTTP/1.1\r\nHost: t\r\n\r\n")
+        let idle = try TestClient(port: port)
+        #expect(eventually { server.openConnections == 2 })
+        let stopping = Task { await server.shutdown(grace: 5) }
+        #expect(idle.closedByPeer(within: 2))
+        responder.observations.release.withLock { $0 = true }
+        let response = try client.readResponse()
+        #expect(response.text == "released" && response.header("connection") == "close")
+        await stopping.value
+        #expect((try? TestClient(port: port)) == nil, "the listener is closed")
+    }
+}
