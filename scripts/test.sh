@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/test.sh — one command for the tests: bring up the stack (PostgreSQL + SeaweedFS S3, see
 # scripts/stack.sh), load its settings (.stack/env), enable the live tests (GATEWAY_LIVE_TESTS=1)
-# and run `swift test`. Extra arguments go to `swift test` (e.g. --filter SigV4Tests).
+# check openapi.yaml with openapi-spec-validator and run `swift test`. Extra arguments go to `swift test` (e.g. --filter SigV4Tests).
 # The exit code is swift test's.
 set -euo pipefail
 
@@ -13,5 +13,8 @@ bash scripts/stack.sh up
 # shellcheck disable=SC1091
 . .stack/env
 export GATEWAY_LIVE_TESTS=1
+
+# The API description must stay valid OpenAPI (it is also served at /openapi.yaml).
+.venv/bin/openapi-spec-validator openapi.yaml
 
 exec swift test "$@"

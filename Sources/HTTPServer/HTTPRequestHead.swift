@@ -13,20 +13,30 @@ public struct HTTPRequestHead: Sendable {
     public var expectContinue: Bool
 
     /// The path part of the target, still percent-encoded (`/` for `*`).
-    public var path: Substring {
-        let origin = originForm
-        if let q = origin.firstIndex(of: "?") { return origin[..<q] }
-        return origin
-    }
-
+    public private(set) var path: Substring = "/"
     /// The query part of the target without the `?`, or nil.
-    public var query: Substring? {
-        let origin = originForm
-        guard let q = origin.firstIndex(of: "?") else { return nil }
-        return origin[origin.index(after: q)...]
+    public private(set) var query: Substring?
+
+    init(method: String, target: String, version: HTTPVersion, headers: HTTPHeaders,
+         framing: BodyFraming, keepAlive: Bool, expectContinue: Bool) {
+        self.method = method
+        self.target = target
+        self.version = version
+        self.headers = headers
+        self.framing = framing
+        self.keepAlive = keepAlive
+        self.expectContinue = expectContinue
+        let origin = Self.originForm(of: target)
+        if let q = origin.firstIndex(of: "?") {
+            path = origin[..<q]
+            query = origin[origin.index(after: q)...]
+        } else {
+            path = origin
+            query = nil
+        }
     }
 
-    private var originForm: Substring {
+    private static func originForm(of target: String) -> Substring {
         if target == "*" { return "/" }
         if target.hasPrefix("/") { return Substring(target) }
         // absolute-form: scheme "://" authority path-abempty [ "?" query ]

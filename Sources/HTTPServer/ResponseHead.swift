@@ -12,33 +12,61 @@ enum ResponseHead {
 
     static func encode(status: Int, headers: HTTPHeaders, version: HTTPVersion, framing: Framing,
                        close: Bool, date: String) -> [UInt8] {
-        var text = "\(version.text) \(status) \(HTTPStatus.reason(status))\r\n"
-        text.reserveCapacity(256)
+        var out: [UInt8] = []
+        out.reserveCapacity(192 + headers.count * 48)
+        out.append(text: version.text)
+        out.append(0x20)
+        out.append(text: String(status))
+        out.append(0x20)
+        out.append(text: HTTPStatus.reason(status))
+        out.append(contentsOf: crlf)
         for (name, value) in headers {
             if name.equalsIgnoringASCIICase("content-length") || name.equalsIgnoringASCIICase("transfer-encoding")
                 || name.equalsIgnoringASCIICase("connection") || name.equalsIgnoringASCIICase("date") {
                 continue
             }
-            // A value with CR or LF would split the response: drop it rather than send it.
+            // A value with CR, LF or NUL would split the response: drop it rather than send it.
             if value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) { continue }
-            text += "\(name): \(value)\r\n"
+            out.append(text: name)
+            out.append(contentsOf: colonSpace)
+            out.append(text: value)
+            out.append(contentsOf: crlf)
         }
-        text += "Date: \(date)\r\n"
+        out.append(contentsOf: datePrefix)
+        out.append(text: date)
+        out.append(contentsOf: crlf)
         switch framing {
         case .none:
-            if status == 304, let length = headers["content-length"] { text += "Content-Length: \(length)\r\n" }
-        case .length(let n): text += "Content-Length: \(n)\r\n"
-        case .chunked: text += "Transfer-Encoding: chunked\r\n"
-        case .untilClose: break
+            if status == 304, let length = headers["content-length"] {
+                out.append(contentsOf: lengthPrefix)
+                out.append(text: length)
+                out.append(contentsOf: crlf)
+            }
+        case .length(let n):
+            out.append(contentsOf: lengthPrefix)
+            out.append(text: String(n))
+            out.append(contentsOf: crlf)
+        case .chunked:
+            out.append(contentsOf: chunkedLine)
+        case .untilClose:
+            break
         }
         if close {
-            text += "Connection: close\r\n"
+            out.append(contentsOf: closeLine)
         } else if version == .http10 {
-            text += "Connection: keep-alive\r\n"
+            out.append(contentsOf: keepAliveLine)
         }
-        text += "\r\n"
-        return Array(text.utf8)
+        out.append(contentsOf: crlf)
+        return out
     }
+
+    private static let crlf: [UInt8] = [0x0D, 0x0A]
+    private static let colonSpace: [UInt8] = [0x3A, 0x20]
+    private static let datePrefix = Array("Date: ".utf8)
+    private static let lengthPrefix = Array("Content-Length: ".utf8)
+    private static let chunkedLine = Array("Transfer-Encoding: chunked\r\n".utf8)
+    private static let closeLine = Array("Connection: close\r\n".utf8)
+    private static let keepAliveLine = Array("Connection: keep-alive\r\n".utf8)
 
     /// A complete answer for a request refused before any handler saw it.
     static func refusal(_ error: HTTPParseError, date: String) -> [UInt8] {
@@ -52,4 +80,12 @@ enum ResponseHead {
     }
 
     static let continueLine: [UInt8] = Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)
+}
+
+extension Array where Element == UInt8 {
+    /// Appends a string's UTF-8 bytes without an intermediate array.
+    mutating func append(text: String) {
+        var text = text
+        text.withUTF8 { append(contentsOf: $0) }
+    }
 }

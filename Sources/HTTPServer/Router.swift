@@ -30,6 +30,8 @@ public struct Router<Handler: Sendable>: Sendable {
     }
 
     private var routes: [Route] = []
+    /// Routes without parameters, by method and path: most requests end here without a scan.
+    private var exact: [String: [String: Route]] = [:]
 
     public init() {}
 
@@ -38,7 +40,11 @@ public struct Router<Handler: Sendable>: Sendable {
             if part.hasPrefix("{") && part.hasSuffix("}") { return .parameter(String(part.dropFirst().dropLast())) }
             return .literal(String(part))
         }
-        routes.append(Route(method: method, pattern: pattern, segments: segments, handler: handler))
+        let route = Route(method: method, pattern: pattern, segments: segments, handler: handler)
+        routes.append(route)
+        if !segments.contains(where: { if case .parameter = $0 { return true } else { return false } }) {
+            exact[pattern, default: [:]][method] = route
+        }
         // Literal segments first, so /v1/jobs/stats would win over /v1/jobs/{id}.
         routes.sort { a, b in
             let la = a.segments.filter { if case .literal = $0 { return true } else { return false } }.count
@@ -48,6 +54,11 @@ public struct Router<Handler: Sendable>: Sendable {
     }
 
     public func route(method: String, path: Substring) -> Outcome {
+        if let byMethod = exact[String(path)] {
+            if let route = byMethod[method] ?? (method == "HEAD" ? byMethod["GET"] : nil) {
+                return .matched(Match(handler: route.handler, pattern: route.pattern, parameters: [:]))
+            }
+        }
         let parts = Self.split(path)
         var allowed: [String] = []
         for route in routes where route.segments.count == parts.count {
