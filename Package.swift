@@ -28,7 +28,7 @@ let package = Package(
         // AWS Signature Version 4: pure, no I/O.
         .target(name: "SigV4", dependencies: ["Crypto"]),
         // The S3 operations the gateway uses, over libcurl.
-        .target(name: "S3", dependencies: ["CCurl", "SigV4"]),
+        .target(name: "S3", dependencies: ["CCurl", "SigV4", "Crypto"]),
         // PostgreSQL over libpq.
         .target(name: "Postgres", dependencies: ["CPostgres"]),
         // REST endpoints, configuration, logging, metrics: the composition of everything above.
@@ -38,6 +38,7 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "SigV4Tests", dependencies: ["SigV4", "Crypto"]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "HTTPServer", "S3", "Postgres"]),
+        .testTarget(name: "S3Tests", dependencies: ["S3", "SigV4", "Crypto"]),
     ],
     swiftLanguageModes: [.v6]
 )

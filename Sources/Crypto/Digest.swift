@@ -86,3 +86,29 @@ extension String: ContiguousBytesLike {
         try Array(utf8).withUnsafeBytes(body)
     }
 }
+
+extension Digest {
+    /// Incremental SHA-256 (EVP) for data that arrives in pieces.
+    public final class SHA256Context {
+        private let context: OpaquePointer
+
+        public init() {
+            guard let context = EVP_MD_CTX_new() else { preconditionFailure("libcrypto is out of memory") }
+            self.context = context
+            EVP_DigestInit_ex(context, EVP_sha256(), nil)
+        }
+
+        deinit { EVP_MD_CTX_free(context) }
+
+        public func update(_ bytes: [UInt8]) {
+            bytes.withUnsafeBytes { _ = EVP_DigestUpdate(context, $0.baseAddress, $0.count) }
+        }
+
+        public func finish() -> [UInt8] {
+            var out = [UInt8](repeating: 0, count: 32)
+            var length: UInt32 = 0
+            _ = out.withUnsafeMutableBufferPointer { EVP_DigestFinal_ex(context, $0.baseAddress, &length) }
+            return out
+        }
+    }
+}

@@ -1,40 +1,241 @@
-import Dispatch
+import Crypto
+import Foundation
 import SigV4
 
-/// The S3 operations the gateway uses, signed with SigV4 and sent with libcurl. Blocking
-/// libcurl calls run on the client's own queue, never on Swift's cooperative pool.
+/// The S3 operations the gateway uses, signed with SigV4 (header signing, unsigned payload for
+/// data, hashed payload for XML) and run on the curl engine. Every failure is an `S3Error`
+/// with S3's code and a verdict on whether retrying can help.
 public final class S3Client: Sendable {
     public let endpoint: S3Endpoint
     private let credentials: Credentials
-    private let queue = DispatchQueue(label: "s3.client", attributes: .concurrent)
+    private let engine: CurlEngine
+    private let options: CurlOptions
     private let now: @Sendable () -> Int
 
-    public init(endpoint: S3Endpoint, credentials: Credentials, now: @escaping @Sendable () -> Int) {
+    public init(endpoint: S3Endpoint, credentials: Credentials, options: CurlOptions = CurlOptions(),
+                now: @escaping @Sendable () -> Int) {
         self.endpoint = endpoint
         self.credentials = credentials
+        self.options = options
+        self.engine = CurlEngine(options: options)
         self.now = now
     }
 
-    /// HeadBucket: true when the bucket answers 200 to our signed request. Used by /readyz.
+    // MARK: objects
+
+    /// HeadBucket; returns the status (200 when the bucket answers our signed request).
     public func headBucket(timeout: Double) async throws -> Int {
-        let response = try await send(method: "HEAD", key: nil, timeout: timeout)
-        return response.status
+        try await withTimeout(timeout) {
+            try await self.send("HEAD", key: nil, expecting: nil).status
+        }
     }
 
-    private func send(method: String, key: String?, timeout: Double) async throws -> CurlEasy.Response {
-        let path = endpoint.encodedPath(key: key)
-        let signer = Signer(credentials: credentials, region: endpoint.region)
-        let time = SigningTime(secondsSince1970: now())
-        let host = endpoint.hostHeader
-        let signed = signer.signedHeaders(method: method, encodedPath: path, query: [], headers: [("Host", host)],
-                                          payloadHash: Signer.emptyPayloadHash, time: time)
-        let url = endpoint.url(encodedPath: path)
-        return try await withCheckedThrowingContinuation { continuation in
-            queue.async {
-                continuation.resume(with: Result {
-                    try CurlEasy.perform(method: method, url: url, headers: signed, timeout: timeout)
-                })
-            }
+    public func putObject(key: String, body: RequestBodySource, attributes: ObjectAttributes = ObjectAttributes(),
+                          contentMD5: String? = nil) async throws -> String {
+        var headers = attributes.headers
+        if let contentMD5 { headers.append(("Content-MD5", contentMD5)) }
+        let response = try await send("PUT", key: key, headers: headers, body: body)
+        return try etag(of: response)
+    }
+
+    /// GetObject into `sink`, optionally a byte range (inclusive, RFC 9110 §14.1.2).
+    public func getObject(key: String, range: ClosedRange<Int64>? = nil,
+                          sink: ResponseBodySink = .memory(limit: 64 << 20)) async throws -> (headers: [(String, String)], body: [UInt8]) {
+        var headers: [(String, String)] = []
+        if let range { headers.append(("Range", "bytes=\(range.lowerBound)-\(range.upperBound)")) }
+        let response = try await send("GET", key: key, headers: headers, sink: sink)
+        return (response.headers, response.body)
+    }
+
+    public func headObject(key: String) async throws -> ObjectHead {
+        let response = try await send("HEAD", key: key)
+        var metadata: [String: String] = [:]
+        for (name, value) in response.headers where name.hasPrefix("x-amz-meta-") {
+            metadata[String(name.dropFirst("x-amz-meta-".count))] = value
         }
+        return ObjectHead(size: Int64(response.header("content-length") ?? "") ?? 0, etag: response.header("etag") ?? "",
+                          contentType: response.header("content-type"), lastModified: response.header("last-modified"),
+                          metadata: metadata)
+    }
+
+    public func deleteObject(key: String) async throws {
+        _ = try await send("DELETE", key: key)
+    }
+
+    /// CopyObject within the bucket (up to 5 GiB; larger copies use UploadPartCopy).
+    public func copyObject(from sourceKey: String, to key: String, attributes: ObjectAttributes? = nil) async throws -> String {
+        var headers = [("x-amz-copy-source", copySource(sourceKey))]
+        if let attributes {
+            headers.append(("x-amz-metadata-directive", "REPLACE"))
+            headers += attributes.headers
+        }
+        let response = try await send("PUT", key: key, headers: headers)
+        return try xmlETag(response, root: "CopyObjectResult")
+    }
+
+    // MARK: multipart
+
+    public func createMultipartUpload(key: String, attributes: ObjectAttributes = ObjectAttributes()) async throws -> String {
+        let response = try await send("POST", key: key, query: [("uploads", "")], headers: attributes.headers)
+        let tree = try parse(response)
+        guard let uploadId = tree.text("UploadId"), !uploadId.isEmpty else { throw protocolError("no UploadId") }
+        return uploadId
+    }
+
+    public func uploadPart(key: String, uploadId: String, partNumber: Int, body: RequestBodySource,
+                           contentMD5: String? = nil) async throws -> String {
+        var headers: [(String, String)] = []
+        if let contentMD5 { headers.append(("Content-MD5", contentMD5)) }
+        let response = try await send("PUT", key: key, query: [("partNumber", String(partNumber)), ("uploadId", uploadId)],
+                                      headers: headers, body: body)
+        return try etag(of: response)
+    }
+
+    /// UploadPartCopy: a part of `key`'s upload copied from `sourceKey`, optionally a byte range.
+    public func uploadPartCopy(key: String, uploadId: String, partNumber: Int, sourceKey: String,
+                               range: ClosedRange<Int64>? = nil) async throws -> String {
+        var headers = [("x-amz-copy-source", copySource(sourceKey))]
+        if let range { headers.append(("x-amz-copy-source-range", "bytes=\(range.lowerBound)-\(range.upperBound)")) }
+        let response = try await send("PUT", key: key, query: [("partNumber", String(partNumber)), ("uploadId", uploadId)],
+                                      headers: headers)
+        return try xmlETag(response, root: "CopyPartResult")
+    }
+
+    /// Every part S3 holds, following `NextPartNumberMarker` across pages.
+    public func listParts(key: String, uploadId: String) async throws -> [UploadedPart] {
+        var parts: [UploadedPart] = []
+        var marker: String?
+        repeat {
+            var query = [("uploadId", uploadId), ("max-parts", "1000")]
+            if let marker { query.append(("part-number-marker", marker)) }
+            let tree = try parse(try await send("GET", key: key, query: query))
+            for part in tree.all("Part") {
+                guard let number = Int(part.text("PartNumber") ?? ""), let etag = part.text("ETag") else { continue }
+                parts.append(UploadedPart(partNumber: number, etag: etag, size: Int64(part.text("Size") ?? "") ?? 0))
+            }
+            marker = tree.text("IsTruncated") == "true" ? tree.text("NextPartNumberMarker") : nil
+        } while marker != nil
+        return parts
+    }
+
+    /// Every unfinished multipart upload under `prefix`, following the markers across pages.
+    public func listMultipartUploads(prefix: String? = nil) async throws -> [MultipartUploadListing] {
+        var uploads: [MultipartUploadListing] = []
+        var keyMarker: String?
+        var uploadMarker: String?
+        repeat {
+            var query = [("uploads", ""), ("max-uploads", "1000")]
+            if let prefix { query.append(("prefix", prefix)) }
+            if let keyMarker { query.append(("key-marker", keyMarker)) }
+            if let uploadMarker { query.append(("upload-id-marker", uploadMarker)) }
+            let tree = try parse(try await send("GET", key: nil, query: query))
+            for upload in tree.all("Upload") {
+                guard let key = upload.text("Key"), let id = upload.text("UploadId") else { continue }
+                uploads.append(MultipartUploadListing(key: key, uploadId: id, initiated: upload.text("Initiated") ?? ""))
+            }
+            if tree.text("IsTruncated") == "true" {
+                keyMarker = tree.text("NextKeyMarker")
+                uploadMarker = tree.text("NextUploadIdMarker")
+                if keyMarker == nil { break }
+            } else {
+                keyMarker = nil
+            }
+        } while keyMarker != nil
+        return uploads
+    }
+
+    /// Completes the upload. S3 may answer 200 and still fail, with `<Error>` in the body
+    /// (AWS S3 API Reference, CompleteMultipartUpload): that is an error here too.
+    public func completeMultipartUpload(key: String, uploadId: String, parts: [(partNumber: Int, etag: String)]) async throws -> String {
+        var xml = "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+        for part in parts.sorted(by: { $0.partNumber < $1.partNumber }) {
+            xml += "<Part><PartNumber>\(part.partNumber)</PartNumber><ETag>\(xmlEscape(part.etag))</ETag></Part>"
+        }
+        xml += "</CompleteMultipartUpload>"
+        let response = try await send("POST", key: key, query: [("uploadId", uploadId)],
+                                      headers: [("Content-Type", "application/xml")], body: .bytes(Array(xml.utf8)))
+        return try xmlETag(response, root: "CompleteMultipartUploadResult")
+    }
+
+    public func abortMultipartUpload(key: String, uploadId: String) async throws {
+        _ = try await send("DELETE", key: key, query: [("uploadId", uploadId)])
+    }
+
+    // MARK: plumbing
+
+    var signingCredentials: Credentials { credentials }
+    func currentTime() -> Int { now() }
+
+    /// Signs and sends one request; a status outside 2xx (or `expecting`) becomes an `S3Error`.
+    func send(_ method: String, key: String?, query: [(String, String)] = [], headers: [(String, String)] = [],
+              body: RequestBodySource = .none, sink: ResponseBodySink = .memory(limit: 16 << 20),
+              expecting: Range<Int>? = 200..<300) async throws -> CurlTransfer.Response {
+        let path = endpoint.encodedPath(key: key)
+        let payloadHash: String
+        switch body {
+        case .bytes(let bytes) where bytes.count <= 1 << 20: payloadHash = Digest.hex(Digest.sha256(bytes))
+        case .none: payloadHash = Signer.emptyPayloadHash
+        default: payloadHash = Signer.unsignedPayload
+        }
+        let signer = Signer(credentials: credentials, region: endpoint.region)
+        var toSign = [("Host", endpoint.hostHeader)] + headers
+        if case .bytes = body, !headers.contains(where: { $0.0.lowercased() == "content-type" }) {
+            toSign.append(("Content-Type", "application/octet-stream"))
+        }
+        let added = signer.signedHeaders(method: method, encodedPath: path, query: query, headers: toSign,
+                                         payloadHash: payloadHash, time: SigningTime(secondsSince1970: now()))
+        let url = endpoint.url(encodedPath: path) + (query.isEmpty ? "" : "?" + URIEncoding.query(query))
+        guard let transfer = CurlTransfer(method: method, url: url, headers: Array(toSign.dropFirst()) + added,
+                                          source: body, sink: sink, options: options) else {
+            throw S3Error(kind: .transport, status: 0, code: "CurlInit", message: "libcurl could not create a handle")
+        }
+        let response = try await engine.perform(transfer)
+        if let expecting, !expecting.contains(response.status) {
+            throw S3Error.fromResponse(status: response.status, body: response.body)
+        }
+        return response
+    }
+
+    private func copySource(_ sourceKey: String) -> String {
+        "/" + endpoint.bucket + "/" + URIEncoding.encode(sourceKey, encodeSlash: false)
+    }
+
+    private func parse(_ response: CurlTransfer.Response) throws -> XMLTree {
+        guard let tree = try? XMLTree.parse(response.body) else { throw protocolError("unreadable XML") }
+        if tree.name == "Error" { throw S3Error.fromResponse(status: response.status, body: response.body) }
+        return tree
+    }
+
+    private func xmlETag(_ response: CurlTransfer.Response, root: String) throws -> String {
+        let tree = try parse(response)
+        guard tree.name == root, let etag = tree.text("ETag"), !etag.isEmpty else { throw protocolError("no ETag in \(root)") }
+        return etag
+    }
+
+    private func etag(of response: CurlTransfer.Response) throws -> String {
+        guard let etag = response.header("etag") else { throw protocolError("no ETag header") }
+        return etag
+    }
+
+    private func protocolError(_ message: String) -> S3Error {
+        S3Error(kind: .protocolViolation, status: 0, code: "BadResponse", message: message)
+    }
+
+    private func withTimeout<T: Sendable>(_ seconds: Double, _ work: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await withThrowingTaskGroup(of: T.self) { group in
+            group.addTask { try await work() }
+            group.addTask {
+                try await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+                throw S3Error(kind: .transport, status: 0, code: "Timeout", message: "no answer in \(seconds) s")
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next() else { throw S3Error.cancelled }
+            return first
+        }
+    }
+
+    /// Base64 of the MD5 of `bytes`, for `Content-MD5`.
+    public static func contentMD5(_ bytes: [UInt8]) -> String {
+        Data(Digest.md5(bytes)).base64EncodedString()
     }
 }

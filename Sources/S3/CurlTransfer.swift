@@ -1,0 +1,230 @@
+import CCurl
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where a request body comes from.
+public enum RequestBodySource: Sendable {
+    case none
+    case bytes([UInt8])
+    /// `length` bytes of an open file from `offset` (read with `pread`; the caller keeps `fd` open).
+    case file(fd: Int32, offset: Int64, length: Int64)
+
+    var length: Int64 {
+        switch self {
+        case .none: return 0
+        case .bytes(let b): return Int64(b.count)
+        case .file(_, _, let length): return length
+        }
+    }
+}
+
+/// Where a response body goes.
+public enum ResponseBodySink: Sendable {
+    /// Kept in memory, at most `limit` bytes (more fails the transfer).
+    case memory(limit: Int)
+    /// Written with `pwrite` into an open file from `offset`.
+    case file(fd: Int32, offset: Int64)
+}
+
+/// One HTTP exchange on the curl engine: the easy handle, its callbacks' state and the
+/// continuation that receives the outcome. Mutable state is touched only by libcurl's callbacks,
+/// which run on the engine's thread; `cancelled` is atomic because any thread may set it.
+final class CurlTransfer: @unchecked Sendable {
+    struct Response: Sendable {
+        var status: Int
+        var headers: [(String, String)]
+        var body: [UInt8]
+
+        func header(_ name: String) -> String? {
+            headers.last { $0.0.lowercased() == name }?.1
+        }
+    }
+
+    let handle: UnsafeMutableRawPointer
+    private var headerList: UnsafeMutablePointer<curl_slist>?
+    private let source: RequestBodySource
+    private var sourcePosition: Int64 = 0
+    private let sink: ResponseBodySink
+    private var sinkPosition: Int64 = 0
+    private var sinkFailed = false
+    var response = Response(status: 0, headers: [], body: [])
+    let cancelled = Atomic<Bool>(false)
+    private var continuation: CheckedContinuation<Response, any Error>?
+
+    init?(method: String, url: String, headers: [(String, String)], source: RequestBodySource,
+          sink: ResponseBodySink, options: CurlOptions) {
+        guard let handle = curl_easy_init() else { return nil }
+        self.handle = handle
+        self.source = source
+        self.sink = sink
+        for (name, value) in headers { headerList = curl_slist_append(headerList, "\(name): \(value)") }
+        // curl adds "Expect: 100-continue" to large uploads; S3 does not need the round trip.
+        headerList = curl_slist_append(headerList, "Expect:")
+        if case .none = source, method != "GET", method != "HEAD", method != "DELETE" {
+            headerList = curl_slist_append(headerList, "Content-Length: 0")
+        }
+        configure(method: method, url: url, options: options)
+    }
+
+    deinit {
+        curl_easy_cleanup(handle)
+        curl_slist_free_all(headerList)
+    }
+
+    func start(_ continuation: CheckedContinuation<Response, any Error>) {
+        self.continuation = continuation
+    }
+
+    /// Resumes the waiting task exactly once.
+    func finish(_ result: Result<Response, any Error>) {
+        guard let continuation else { return }
+        self.continuation = nil
+        continuation.resume(with: result)
+    }
+
+    private func configure(method: String, url: String, options: CurlOptions) {
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        _ = tg_easy_setopt_str(handle, CURLOPT_URL, url)
+        _ = tg_easy_setopt_long(handle, CURLOPT_NOSIGNAL, 1)
+        _ = tg_easy_setopt_ptr(handle, CURLOPT_PRIVATE, me)
+        _ = tg_easy_setopt_slist(handle, CURLOPT_HTTPHEADER, headerList)
+        _ = tg_easy_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, options.connectTimeoutMilliseconds)
+        _ = tg_easy_setopt_long(handle, CURLOPT_LOW_SPEED_LIMIT, options.lowSpeedBytesPerSecond)
+        _ = tg_easy_setopt_long(handle, CURLOPT_LOW_SPEED_TIME, options.lowSpeedSeconds)
+        _ = tg_easy_setopt_long(handle, CURLOPT_TCP_NODELAY, 1)
+        _ = tg_easy_setopt_long(handle, CURLOPT_BUFFERSIZE, 256 * 1024)
+        _ = tg_easy_setopt_long(handle, CURLOPT_UPLOAD_BUFFERSIZE, 512 * 1024)
+        switch method {
+        case "GET": break
+        case "HEAD": _ = tg_easy_setopt_long(handle, CURLOPT_NOBODY, 1)
+        case "PUT":
+            _ = tg_easy_setopt_long(handle, CURLOPT_UPLOAD, 1)
+            _ = tg_easy_setopt_off(handle, CURLOPT_INFILESIZE_LARGE, Int(source.length))
+        case "POST":
+            _ = tg_easy_setopt_long(handle, CURLOPT_POST, 1)
+            _ = tg_easy_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, Int(source.length))
+        default:
+            _ = tg_easy_setopt_str(handle, CURLOPT_CUSTOMREQUEST, method)
+        }
+        if source.length > 0 || method == "PUT" || method == "POST" {
+            _ = tg_easy_setopt_ptr(handle, CURLOPT_READDATA, me)
+            _ = tg_easy_setopt_datafn(handle, CURLOPT_READFUNCTION) { buffer, size, count, user in
+                guard let buffer, let user else { return 0 }
+                let transfer = Unmanaged<CurlTransfer>.fromOpaque(user).takeUnretainedValue()
+                return transfer.readBody(into: buffer, capacity: size * count)
+            }
+        }
+        _ = tg_easy_setopt_ptr(handle, CURLOPT_WRITEDATA, me)
+        _ = tg_easy_setopt_datafn(handle, CURLOPT_WRITEFUNCTION) { data, size, count, user in
+            guard let data, let user else { return 0 }
+            let transfer = Unmanaged<CurlTransfer>.fromOpaque(user).takeUnretainedValue()
+            return transfer.writeBody(data, count: size * count)
+        }
+        _ = tg_easy_setopt_ptr(handle, CURLOPT_HEADERDATA, me)
+        _ = tg_easy_setopt_datafn(handle, CURLOPT_HEADERFUNCTION) { data, size, count, user in
+            guard let data, let user else { return 0 }
+            let transfer = Unmanaged<CurlTransfer>.fromOpaque(user).takeUnretainedValue()
+            transfer.header(data, count: size * count)
+            return size * count
+        }
+        _ = tg_easy_setopt_long(handle, CURLOPT_NOPROGRESS, 0)
+        _ = tg_easy_setopt_ptr(handle, CURLOPT_XFERINFODATA, me)
+        _ = tg_easy_setopt_xferinfo(handle) { user, _, _, _, _ in
+            guard let user else { return 0 }
+            let transfer = Unmanaged<CurlTransfer>.fromOpaque(user).takeUnretainedValue()
+            return transfer.cancelled.load(ordering: .relaxed) ? 1 : 0
+        }
+    }
+
+    private func readBody(into buffer: UnsafeMutablePointer<CChar>, capacity: Int) -> Int {
+        let remaining = source.length - sourcePosition
+        let take = Int(min(Int64(capacity), remaining))
+        if take <= 0 { return 0 }
+        switch source {
+        case .none:
+            return 0
+        case .bytes(let bytes):
+            bytes.withUnsafeBytes { raw in
+                UnsafeMutableRawPointer(buffer).copyMemory(from: raw.baseAddress! + Int(sourcePosition), byteCount: take)
+            }
+            sourcePosition += Int64(take)
+            return take
+        case .file(let fd, let offset, _):
+            while true {
+                let n = pread(fd, buffer, take, off_t(offset + sourcePosition))
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { return Int(CURL_READFUNC_ABORT) }
+                sourcePosition += Int64(n)
+                return n
+            }
+        }
+    }
+
+    private func writeBody(_ data: UnsafeMutablePointer<CChar>, count: Int) -> Int {
+        // Error answers are small XML documents: keep them in memory whatever the sink.
+        if response.status >= 300 || response.status == 0 {
+            if response.body.count < 64 * 1024 {
+                data.withMemoryRebound(to: UInt8.self, capacity: count) {
+                    response.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: count))
+                }
+            }
+            return count
+        }
+        switch sink {
+        case .memory(let limit):
+            guard response.body.count + count <= limit else { sinkFailed = true; return 0 }
+            data.withMemoryRebound(to: UInt8.self, capacity: count) {
+                response.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: count))
+            }
+            return count
+        case .file(let fd, let offset):
+            var written = 0
+            while written < count {
+                let n = pwrite(fd, data + written, count - written, off_t(offset + sinkPosition))
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { sinkFailed = true; return 0 }
+                written += n
+                sinkPosition += Int64(n)
+            }
+            return count
+        }
+    }
+
+    private func header(_ data: UnsafeMutablePointer<CChar>, count: Int) {
+        let line = data.withMemoryRebound(to: UInt8.self, capacity: count) {
+            String(decoding: UnsafeBufferPointer(start: $0, count: count), as: UTF8.self)
+        }
+        if line.hasPrefix("HTTP/") {
+            // A new status line (after a 100 Continue, say) starts a new header block.
+            response.headers.removeAll()
+            let parts = line.split(separator: " ")
+            if parts.count >= 2, let status = Int(parts[1]) { response.status = status }
+            return
+        }
+        guard let colon = line.firstIndex(of: ":") else { return }
+        let name = line[..<colon].lowercased()
+        var value = line[line.index(after: colon)...]
+        while let f = value.first, f == " " || f == "\t" { value.removeFirst() }
+        // "\r\n" is one Character in Swift: test for white space, not for "\r".
+        while let l = value.last, l.isWhitespace { value.removeLast() }
+        response.headers.append((name, String(value)))
+    }
+
+    /// Bytes written to the sink (downloads).
+    var bytesReceived: Int64 { sinkPosition }
+    var sinkOverflowed: Bool { sinkFailed }
+}
+
+/// Transport settings for every transfer.
+public struct CurlOptions: Sendable {
+    public var connectTimeoutMilliseconds = 10_000
+    /// A transfer slower than this many bytes per second for `lowSpeedSeconds` is aborted.
+    public var lowSpeedBytesPerSecond = 1024
+    public var lowSpeedSeconds = 30
+    /// Connections kept open per host.
+    public var maxHostConnections = 64
+
+    public init() {}
+}

@@ -1,0 +1,53 @@
+/// What HeadObject reports.
+public struct ObjectHead: Sendable, Equatable {
+    public var size: Int64
+    public var etag: String
+    public var contentType: String?
+    public var lastModified: String?
+    /// `x-amz-meta-*` values by name (without the prefix).
+    public var metadata: [String: String]
+}
+
+/// A part S3 holds for a multipart upload.
+public struct UploadedPart: Sendable, Equatable {
+    public var partNumber: Int
+    public var etag: String
+    public var size: Int64
+}
+
+/// An unfinished multipart upload in the bucket.
+public struct MultipartUploadListing: Sendable, Equatable {
+    public var key: String
+    public var uploadId: String
+    /// ISO 8601, as S3 sends it.
+    public var initiated: String
+}
+
+/// Object attributes set on PutObject, CopyObject and CreateMultipartUpload.
+public struct ObjectAttributes: Sendable, Equatable {
+    public var contentType: String?
+    public var cacheControl: String?
+    public var contentDisposition: String?
+    /// `AES256` or `aws:kms`.
+    public var serverSideEncryption: String?
+    public var metadata: [String: String]
+
+    public init(contentType: String? = nil, cacheControl: String? = nil, contentDisposition: String? = nil,
+                serverSideEncryption: String? = nil, metadata: [String: String] = [:]) {
+        self.contentType = contentType
+        self.cacheControl = cacheControl
+        self.contentDisposition = contentDisposition
+        self.serverSideEncryption = serverSideEncryption
+        self.metadata = metadata
+    }
+
+    var headers: [(String, String)] {
+        var out: [(String, String)] = []
+        if let contentType { out.append(("Content-Type", contentType)) }
+        if let cacheControl { out.append(("Cache-Control", cacheControl)) }
+        if let contentDisposition { out.append(("Content-Disposition", contentDisposition)) }
+        if let serverSideEncryption { out.append(("x-amz-server-side-encryption", serverSideEncryption)) }
+        for (name, value) in metadata.sorted(by: { $0.key < $1.key }) { out.append(("x-amz-meta-\(name.lowercased())", value)) }
+        return out
+    }
+}
