@@ -33,7 +33,7 @@ let package = Package(
         .target(name: "Postgres", dependencies: ["CPostgres"]),
         // REST endpoints, configuration, logging, metrics: the composition of everything above.
         .target(name: "Gateway", dependencies: ["HTTPServer", "S3", "Postgres", "SigV4", "Crypto"]),
-        .executableTarget(name: "TransferGateway", dependencies: ["Gateway"]),
+        .executableTarget(name: "TransferGateway", dependencies: ["Gateway", "S3", "SigV4"]),
 
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "SigV4Tests", dependencies: ["SigV4", "Crypto"]),

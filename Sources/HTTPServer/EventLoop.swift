@@ -25,6 +25,8 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
     private let wakePending = Atomic<Bool>(false)
     private let threadID = Atomic<UInt>(0)
     private let stopping = Atomic<Bool>(false)
+    /// Set once `run` has returned: from then on `execute` runs work on the caller's thread.
+    private let exited = Atomic<Bool>(false)
     private var handlers: [Int32: EventLoopHandler] = [:]
 
     init() throws {
@@ -55,6 +57,11 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
     /// Runs `work` on the loop's thread, after what it is doing now.
     func execute(_ work: @escaping @Sendable () -> Void) {
         inbox.withLock { $0.append(work) }
+        if exited.load(ordering: .acquiring) {
+            // The loop is gone (server stopped): whatever is left runs here, so no task waits forever.
+            drainInbox()
+            return
+        }
         if !inLoop && !wakePending.exchange(true, ordering: .acquiringAndReleasing) {
             var one: UInt64 = 1
             _ = Glibc.write(wakeFD, &one, 8)
@@ -93,9 +100,12 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
         threadID.store(UInt(pthread_self()), ordering: .relaxed)
         var fds = [Int32](repeating: 0, count: 256)
         var events = [UInt32](repeating: 0, count: 256)
+        var pendingWork = false
         while true {
+            // Work waiting in the inbox means: look at the sockets, but do not sleep.
+            let timeout: Int32 = pendingWork ? 0 : -1
             let count = fds.withUnsafeMutableBufferPointer { f in
-                events.withUnsafeMutableBufferPointer { e in tg_epoll_wait(epollFD, f.baseAddress, e.baseAddress, 256, -1) }
+                events.withUnsafeMutableBufferPointer { e in tg_epoll_wait(epollFD, f.baseAddress, e.baseAddress, 256, timeout) }
             }
             if count < 0 && errno != EINTR { break }
             for i in 0..<max(0, Int(count)) {
@@ -108,11 +118,28 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
                     handler.onEvent(events[i])
                 }
             }
-            drainInbox()
-            if stopping.load(ordering: .relaxed) && handlers.isEmpty { break }
+            pendingWork = runOneBatch()
+            if stopping.load(ordering: .relaxed) && handlers.isEmpty && !pendingWork { break }
         }
+        exited.store(true, ordering: .releasing)
+        drainInbox()
+    }
+
+    deinit {
         SystemCall.close(epollFD)
         SystemCall.close(wakeFD)
+    }
+
+    /// Runs the work queued so far (not what it queues in turn), so sockets are polled between
+    /// batches and one busy connection cannot starve the others. Returns whether more is queued.
+    private func runOneBatch() -> Bool {
+        let batch = inbox.withLock { work -> [@Sendable () -> Void] in
+            var taken: [@Sendable () -> Void] = []
+            swap(&taken, &work)
+            return taken
+        }
+        for work in batch { work() }
+        return inbox.withLock { !$0.isEmpty }
     }
 
     private func drainInbox() {

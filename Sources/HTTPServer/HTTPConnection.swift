@@ -61,6 +61,7 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
     // MARK: lifecycle
 
     func start() {
+        guard !closed else { return }
         loop.register(fd, events: Self.readEvents, handler: self)
         onReadable()
     }
@@ -79,7 +80,7 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
     /// Stops after the request in flight; an idle connection closes now.
     func beginShutdown() {
         shuttingDown = true
-        if exchange == nil && !closeWhenFlushed { close() }
+        if exchange == nil && !closeWhenFlushed { pendingOutbound > 0 ? closeAfterFlush() : close() }
     }
 
     func close() {
@@ -127,9 +128,12 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
                     if !exchange.bodyDone {
                         exchange.body.fail(.connectionClosed)
                         exchange.closeAfter = true
+                        // Answered already (and discarding the rest): nothing more will come.
+                        if exchange.responseDone { closeAfterFlush() }
                     }
                 } else {
-                    close()
+                    // A half-close after the last request: finish sending what is queued first.
+                    pendingOutbound > 0 ? closeAfterFlush() : close()
                 }
             case .failed:
                 close()
@@ -156,6 +160,9 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
                 continue
             }
             if inbound.isEmpty || closeWhenFlushed || shuttingDown { break }
+            // Answers not yet sent hold the next request back: a client that pipelines and
+            // never reads cannot make the server queue responses without bound.
+            if pendingOutbound >= context.configuration.responseHighWater { break }
             let outcome = inbound.withReadableBytes { parser.parse($0) }
             switch outcome {
             case .incomplete:
@@ -207,10 +214,13 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
 
     private func onBodyDemand() {
         guard !closed, let exchange, !exchange.bodyDone else { return }
-        if exchange.head.expectContinue && !exchange.sentContinue && !exchange.responseStarted {
+        if exchange.head.expectContinue && !exchange.sentContinue {
+            // Once a final response has started, a 100 would be out of place; the client
+            // sends the body anyway (RFC 9110 §10.1.1), and the body timeout still applies.
             exchange.sentContinue = true
-            enqueue(ResponseHead.continueLine[...])
+            if !exchange.responseStarted { enqueue(ResponseHead.continueLine[...]) }
         }
+        lastActivity = Clock.now()
         process()
     }
 
@@ -229,10 +239,17 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
                 bodyMalformed(exchange, error as? HTTPParseError ?? .badChunk("The chunked body is malformed."))
                 return false
             }
+            if exchange.discarding {
+                exchange.discarded += step.consumed
+                if exchange.discarded > context.configuration.discardLimit {
+                    exchange.bodyDone = true
+                    closeAfterFlush()
+                    return false
+                }
+            }
             if let data = step.data, !data.isEmpty {
                 if exchange.discarding {
-                    exchange.discarded += data.count
-                    if exchange.discarded > context.configuration.discardLimit { close(); return false }
+                    // Thrown away: the handler answered without it.
                 } else {
                     exchange.body.deliver(inbound.copy(data)[...])
                 }
@@ -254,7 +271,7 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
         exchange.body.fail(.malformed(error))
         exchange.bodyDone = true
         exchange.closeAfter = true
-        if exchange.responseDone { close() }
+        if exchange.responseDone { closeAfterFlush() }
     }
 
     private func finishExchange() {
@@ -267,7 +284,7 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
         if closed { return false }
         if lingering { return true }
         if closeWhenFlushed || peerClosed { return false }
-        guard let exchange else { return !shuttingDown }
+        guard let exchange else { return !shuttingDown && pendingOutbound < context.configuration.responseHighWater }
         if exchange.bodyDone { return false }
         if exchange.discarding { return true }
         if exchange.head.expectContinue && !exchange.sentContinue { return false }
@@ -407,7 +424,13 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
             loop.modify(fd, events: Self.readEvents)
         }
         resumeDrainWaiters(all: true)
-        if closeWhenFlushed { startLinger() } else { updateInterest() }
+        if closeWhenFlushed {
+            startLinger()
+        } else if exchange == nil && !inbound.isEmpty {
+            process()  // pipelined requests held back while the answers drained
+        } else {
+            updateInterest()
+        }
     }
 
     private func resumeDrainWaiters(all: Bool) {
@@ -463,8 +486,15 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
             if !isHead && framing != .none {
                 let counter = Mutex(0)
                 let chunked = framing == .chunked
+                let declared: Int? = { if case .length(let n) = framing { return n } else { return nil } }()
                 let writer = ResponseBodyWriter { bytes in
-                    counter.withLock { $0 += bytes.count }
+                    let total = counter.withLock { count -> Int in
+                        count += bytes.count
+                        return count
+                    }
+                    // Never send more than Content-Length promised: the surplus would be read as
+                    // the start of the next response.
+                    if let declared, total > declared { throw ResponseWriteError() }
                     try await self.writeBody(bytes, chunked: chunked)
                 }
                 do {
@@ -524,6 +554,8 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
             // the rest is small enough to read and throw away.
             if exchange.head.expectContinue && !exchange.sentContinue {
                 close = true
+            } else if exchange.head.framing == .chunked {
+                close = true  // no telling how much is left
             } else if case .length = exchange.head.framing,
                       (exchange.remainingLength ?? 0) > context.configuration.discardLimit {
                 close = true
@@ -543,7 +575,12 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
             if !exchange.bodyDone { exchange.body.fail(.connectionClosed) }
             return closeAfterFlush()
         }
-        if !exchange.bodyDone { exchange.discarding = true }
+        if !exchange.bodyDone {
+            // The handler is done with the body; anything still reading it must not mistake
+            // the discarded rest for a short body.
+            exchange.body.fail(.connectionClosed)
+            exchange.discarding = true
+        }
         process()
     }
 }

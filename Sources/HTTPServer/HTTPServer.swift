@@ -16,6 +16,9 @@ public final class HTTPServer: Sendable {
         var listenFD: Int32
         var acceptSource: DispatchSourceRead
         var sweeper: DispatchSourceTimer
+        /// Accepting paused after running out of descriptors (a suspended source must be
+        /// resumed before it can be cancelled).
+        var acceptSuspended = false
     }
 
     private let context: ServerContext
@@ -74,9 +77,17 @@ public final class HTTPServer: Sendable {
                 case EINTR, ECONNABORTED: continue
                 case EMFILE, ENFILE, ENOBUFS, ENOMEM:
                     // Out of descriptors: stop accepting for a moment instead of spinning.
-                    state.withLock { $0?.acceptSource.suspend() }
+                    state.withLock { running in
+                        guard running != nil, running?.acceptSuspended == false else { return }
+                        running?.acceptSource.suspend()
+                        running?.acceptSuspended = true
+                    }
                     acceptQueue.asyncAfter(deadline: .now() + .milliseconds(100)) { [self] in
-                        state.withLock { $0?.acceptSource.resume() }
+                        state.withLock { running in
+                            guard running?.acceptSuspended == true else { return }
+                            running?.acceptSource.resume()
+                            running?.acceptSuspended = false
+                        }
                     }
                     return
                 default:
@@ -110,6 +121,7 @@ public final class HTTPServer: Sendable {
         }
         guard let running else { return }
         running.acceptSource.cancel()
+        if running.acceptSuspended { running.acceptSource.resume() }
         for connection in context.connections {
             connection.loop.execute { connection.beginShutdown() }
         }

@@ -32,7 +32,28 @@ public final class RequestBody: Sendable {
         var demanded = false
         var producerStalled = false
         var received = 0
+
+        /// The oldest waiting chunk; its slot is emptied so the array does not keep it alive.
+        mutating func takeChunk() -> ArraySlice<UInt8>? {
+            guard chunkHead < chunks.count else { return nil }
+            let chunk = chunks[chunkHead]
+            chunks[chunkHead] = []
+            chunkHead += 1
+            if chunkHead == chunks.count {
+                chunks.removeAll(keepingCapacity: true)
+                chunkHead = 0
+            } else if chunkHead >= 64 && chunkHead * 2 >= chunks.count {
+                chunks.removeFirst(chunkHead)
+                chunkHead = 0
+            }
+            buffered -= chunk.count + RequestBody.chunkOverhead
+            return chunk
+        }
     }
+
+    /// Bookkeeping counted per buffered chunk, so many tiny chunks cannot hide behind a small
+    /// byte count.
+    static let chunkOverhead = 64
 
     /// The declared length, when `Content-Length` framed the body.
     public let expectedLength: Int?
@@ -72,11 +93,7 @@ public final class RequestBody: Sendable {
         let immediate: Immediate = state.withLock { s in
             let firstDemand = !s.demanded
             s.demanded = true
-            if s.chunkHead < s.chunks.count {
-                let chunk = s.chunks[s.chunkHead]
-                s.chunkHead += 1
-                if s.chunkHead == s.chunks.count { s.chunks.removeAll(keepingCapacity: true); s.chunkHead = 0 }
-                s.buffered -= chunk.count
+            if let chunk = s.takeChunk() {
                 let notify = s.producerStalled && s.buffered < highWater
                 if notify { s.producerStalled = false }
                 return .chunk(chunk, notify: notify || firstDemand)
@@ -95,15 +112,11 @@ public final class RequestBody: Sendable {
             return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { continuation in
                     let resumeNow: Result<ArraySlice<UInt8>?, any Error>? = state.withLock { s in
-                        if s.chunkHead < s.chunks.count {
-                            let chunk = s.chunks[s.chunkHead]
-                            s.chunkHead += 1
-                            s.buffered -= chunk.count
-                            return .success(chunk)
-                        }
+                        if let chunk = s.takeChunk() { return .success(chunk) }
                         if let failure = s.failure { return .failure(failure) }
                         if s.finished { return .success(nil) }
                         if Task.isCancelled { return .failure(CancellationError()) }
+                        precondition(s.waiter == nil, "a request body is read by one reader at a time")
                         s.waiter = continuation
                         return nil
                     }
@@ -161,7 +174,7 @@ public final class RequestBody: Sendable {
                 return (waiter, true)
             }
             s.chunks.append(chunk)
-            s.buffered += chunk.count
+            s.buffered += chunk.count + RequestBody.chunkOverhead
             let more = s.buffered < highWater
             if !more { s.producerStalled = true }
             return (nil, more)

@@ -25,7 +25,9 @@ enum ResponseHead {
                 || name.equalsIgnoringASCIICase("connection") || name.equalsIgnoringASCIICase("date") {
                 continue
             }
-            // A value with CR, LF or NUL would split the response: drop it rather than send it.
+            // A name that is not a token, or a value with CR, LF or NUL, would split the
+            // response: drop the field rather than send it.
+            if name.isEmpty || !name.utf8.allSatisfy(ByteClass.isTchar) { continue }
             if value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) { continue }
             out.append(text: name)
             out.append(contentsOf: colonSpace)

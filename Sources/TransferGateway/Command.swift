@@ -19,6 +19,8 @@ enum Command {
         switch command {
         case "serve":
             await serve()
+        case "bench-s3":
+            await BenchS3Command.run(Array(arguments.dropFirst(2)))
         case "-h", "--help", "help":
             print(usage)
         default:

@@ -10,10 +10,24 @@ struct TestResponder: HTTPResponder {
     final class Observations: Sendable {
         let maxAhead = Mutex(0)
         let release = Mutex(false)
+        let seen = Mutex(0)
     }
 
     func respond(to request: HTTPRequest) async -> HTTPResponse {
+        observations.seen.withLock { $0 += 1 }
         switch (request.method, String(request.path)) {
+        case ("GET", "/bytes-big"):
+            return HTTPResponse(status: 200, body: .bytes([UInt8](repeating: 0x62, count: 1 << 20)))
+        case ("GET", "/overrun"):
+            return HTTPResponse(status: 200, body: .stream(length: 10) { writer in
+                try await writer.write(Array("0123456789".utf8))
+                try await writer.write(Array("SURPLUS".utf8))
+            })
+        case ("POST", "/stream-then-read"):
+            return HTTPResponse(status: 200, body: .stream(length: nil) { writer in
+                let body = try await request.body.collect(upTo: 1 << 20)
+                try await writer.write(Array("read \(body.count)".utf8))
+            })
         case ("GET", "/hello"), ("HEAD", "/hello"):
             return .text(200, "hello")
         case (_, "/echo"):
@@ -345,5 +359,72 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
         #expect(response.text == "released" && response.header("connection") == "close")
         await stopping.value
         #expect((try? TestClient(port: port)) == nil, "the listener is closed")
+    }
+
+    @Test func clientClosingAfterAnEarlyAnswerFreesTheConnection() async throws {
+        let (server, port, _) = try startServer()
+        do {
+            let client = try TestClient(port: port)
+            try client.send("POST /nope HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\n01234")
+            #expect(try client.readResponse().status == 404)
+        }
+        #expect(eventually { server.openConnections == 0 }, "the connection leaked after the client left")
+        await server.shutdown(grace: 1)
+    }
+
+    @Test func halfCloseStillGetsTheWholeAnswer() async throws {
+        let (server, port, _) = try startServer()
+        let client = try TestClient(port: port)
+        try client.send("GET /bytes-big HTTP/1.1\r\nHost: t\r\n\r\n")
+        shutdown(client.fd, Int32(SHUT_WR))
+        try await Task.sleep(for: .milliseconds(200))
+        let response = try client.readResponse(timeout: 10)
+        #expect(response.body.count == 1 << 20)
+        await server.shutdown(grace: 1)
+    }
+
+    @Test func aPipeliningClientThatNeverReadsIsHeldBack() async throws {
+        let (server, port, responder) = try startServer()
+        let client = try TestClient(port: port)
+        try client.send(String(repeating: "GET /bytes-big HTTP/1.1\r\nHost: t\r\n\r\n", count: 200))
+        try await Task.sleep(for: .milliseconds(1000))
+        let seen = responder.observations.seen.withLock { $0 }
+        // 200 MiB of answers would be queued without the gate; with it, the socket buffers and
+        // one response high-water mark hold only a handful.
+        #expect(seen < 40, "\(seen) requests answered while the client read nothing")
+        await server.shutdown(grace: 0.5)
+    }
+
+    @Test func chunkedUploadAnsweredEarlyGetsTheAnswerNotAReset() async throws {
+        let (server, port, _) = try startServer()
+        let client = try TestClient(port: port)
+        try client.send("POST /early HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n")
+        let chunk = "8000\r\n" + String(repeating: "z", count: 0x8000) + "\r\n"
+        for _ in 0..<8 { try? client.send(chunk) }
+        let response = try client.readResponse()
+        #expect(response.status == 413 && response.header("connection") == "close")
+        await server.shutdown(grace: 1)
+    }
+
+    @Test func expectContinueWithAStreamThatReadsTheBodyLater() async throws {
+        let (server, port, _) = try startServer { $0.bodyTimeout = 5 }
+        let client = try TestClient(port: port)
+        try client.send("POST /stream-then-read HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n")
+        try await Task.sleep(for: .milliseconds(100))
+        try client.send("abc")
+        let response = try client.readResponse(timeout: 5)
+        #expect(response.status == 200 && response.text == "read 3")
+        await server.shutdown(grace: 1)
+    }
+
+    @Test func aStreamLongerThanItsLengthIsCutAtTheLength() async throws {
+        let (server, port, _) = try startServer()
+        let client = try TestClient(port: port)
+        try client.send("GET /overrun HTTP/1.1\r\nHost: t\r\n\r\n")
+        let response = try client.readResponse()
+        #expect(response.text == "0123456789")
+        let rest = try client.readToEnd(timeout: 3)
+        #expect(rest.isEmpty, "surplus bytes reached the client: \(String(decoding: rest, as: UTF8.self))")
+        await server.shutdown(grace: 1)
     }
 }
