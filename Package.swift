@@ -36,9 +36,9 @@ let package = Package(
         .executableTarget(name: "TransferGateway", dependencies: ["Gateway", "S3", "SigV4"]),
 
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
-        .testTarget(name: "SigV4Tests", dependencies: ["SigV4", "Crypto"]),
+        .testTarget(name: "SigV4Tests", dependencies: ["SigV4", "Crypto"], exclude: ["Fixtures"]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "HTTPServer", "S3", "Postgres"]),
-        .testTarget(name: "S3Tests", dependencies: ["S3", "SigV4", "Crypto"]),
+        .testTarget(name: "S3Tests", dependencies: ["S3", "SigV4", "Crypto"], exclude: ["Fixtures"]),
     ],
     swiftLanguageModes: [.v6]
 )
