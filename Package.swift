@@ -31,13 +31,16 @@ let package = Package(
         .target(name: "S3", dependencies: ["CCurl", "SigV4", "Crypto"]),
         // PostgreSQL over libpq.
         .target(name: "Postgres", dependencies: ["CPostgres"]),
+        // JWT verification, identities, access levels and object-key rules.
+        .target(name: "Auth", dependencies: ["Crypto"]),
         // REST endpoints, configuration, logging, metrics: the composition of everything above.
-        .target(name: "Gateway", dependencies: ["HTTPServer", "S3", "Postgres", "SigV4", "Crypto"]),
-        .executableTarget(name: "TransferGateway", dependencies: ["Gateway", "S3", "SigV4"]),
+        .target(name: "Gateway", dependencies: ["HTTPServer", "S3", "Postgres", "SigV4", "Crypto", "Auth"]),
+        .executableTarget(name: "TransferGateway", dependencies: ["Gateway", "Auth", "S3", "SigV4"]),
 
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "SigV4Tests", dependencies: ["SigV4", "Crypto"], exclude: ["Fixtures"]),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "HTTPServer", "S3", "Postgres"]),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "HTTPServer", "S3", "Postgres", "Auth", "SigV4", "Crypto"]),
+        .testTarget(name: "AuthTests", dependencies: ["Auth", "Crypto"], exclude: ["Fixtures"]),
         .testTarget(name: "S3Tests", dependencies: ["S3", "SigV4", "Crypto"], exclude: ["Fixtures"]),
     ],
     swiftLanguageModes: [.v6]

@@ -115,5 +115,8 @@ public struct Configuration: Sendable {
         if s3SecretAccessKey == nil {
             throw Invalid(variable: "GATEWAY_S3_SECRET_ACCESS_KEY", reason: "is required (or AWS_SECRET_ACCESS_KEY)")
         }
+        if jwtSecret == nil && jwtPublicKeyFile == nil {
+            throw Invalid(variable: "GATEWAY_JWT_SECRET", reason: "is required (or GATEWAY_JWT_PUBLIC_KEY_FILE)")
+        }
     }
 }

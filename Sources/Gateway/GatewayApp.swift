@@ -1,3 +1,4 @@
+import Auth
 import Foundation
 import HTTPServer
 import Postgres
@@ -30,7 +31,19 @@ public struct GatewayApp: Sendable {
         let credentials = Credentials(accessKeyID: configuration.s3AccessKeyID ?? "",
                                       secretAccessKey: configuration.s3SecretAccessKey ?? "",
                                       sessionToken: configuration.s3SessionToken)
-        let s3 = S3Client(endpoint: endpoint, credentials: credentials, now: { Int(Date().timeIntervalSince1970) })
+        let clock: @Sendable () -> Int = { Int(Date().timeIntervalSince1970) }
+        let s3 = S3Client(endpoint: endpoint, credentials: credentials, now: clock)
+        var publicEndpoint: S3Endpoint?
+        if let url = configuration.s3PublicEndpoint {
+            do {
+                publicEndpoint = try S3Endpoint.parse(url: url, bucket: configuration.s3Bucket ?? "", region: configuration.s3Region,
+                                                      pathStyle: configuration.s3PathStyle, accelerate: false)
+            } catch {
+                throw Configuration.Invalid(variable: "GATEWAY_S3_PUBLIC_ENDPOINT", reason: "\(error)")
+            }
+        }
+        let authenticator = Authenticator(verifier: try Self.verifier(configuration),
+                                          allowGuestRead: configuration.allowGuestRead, now: clock)
         var checks: [any DependencyCheck] = []
         if let url = configuration.databaseURL { checks.append(PostgresCheck(probe: PostgresProbe(url: url))) }
         checks.append(S3Check(client: s3))
@@ -38,6 +51,11 @@ public struct GatewayApp: Sendable {
         var router = Router<RouteHandler>()
         OperationsRoutes(readiness: Readiness(checks: checks, timeout: 2), metrics: metrics,
                          openAPI: Self.loadOpenAPI(configuration.openAPIPath))
+            .register(in: &router)
+        PresignRoutes(authenticator: authenticator, policy: AccessPolicy(allowGuestRead: configuration.allowGuestRead),
+                      client: s3, publicEndpoint: publicEndpoint, defaultExpiry: configuration.presignExpiry,
+                      maxExpiry: configuration.presignMaxExpiry, maxObjectSize: Int64(configuration.maxObjectSize),
+                      credentialExpiration: nil, now: clock)
             .register(in: &router)
 
         let prefix = Digest.hex(Digest.randomBytes(3)) + "-"
@@ -57,6 +75,28 @@ public struct GatewayApp: Sendable {
         metrics.registerGauge(name: "gateway_http_open_connections", help: "Open HTTP connections.") {
             server.openConnections
         }
+    }
+
+    /// The JWT keys: the HS256 secret and/or the PEM public key file (RS256 or ES256).
+    static func verifier(_ configuration: Configuration) throws(Configuration.Invalid) -> JWTVerifier {
+        var keys: [JWTVerifier.Key] = []
+        if let secret = configuration.jwtSecret {
+            guard secret.utf8.count >= 32 else {
+                throw Configuration.Invalid(variable: "GATEWAY_JWT_SECRET", reason: "must be at least 32 bytes")
+            }
+            keys.append(.hmac(Array(secret.utf8)))
+        }
+        if let path = configuration.jwtPublicKeyFile {
+            guard let pem = FileManager.default.contents(atPath: path) else {
+                throw Configuration.Invalid(variable: "GATEWAY_JWT_PUBLIC_KEY_FILE", reason: "cannot read '\(path)'")
+            }
+            do {
+                keys.append(.publicKey(try PublicKey(pem: Array(pem))))
+            } catch {
+                throw Configuration.Invalid(variable: "GATEWAY_JWT_PUBLIC_KEY_FILE", reason: "\(error)")
+            }
+        }
+        return JWTVerifier(keys: keys, issuer: configuration.jwtIssuer, audience: configuration.jwtAudience)
     }
 
     /// The OpenAPI document: `GATEWAY_OPENAPI_PATH`, else `openapi.yaml` in the working folder,

@@ -53,7 +53,9 @@ public final class GatewayResponder: HTTPResponder {
                 let response = try await match.handler(RouteRequest(http: request, parameters: match.parameters))
                 return (response, match.pattern)
             } catch let error as APIError {
-                return (Responses.problem(error), match.pattern)
+                var response = Responses.problem(error)
+                if error.status == 401 { response.headers.add("WWW-Authenticate", "Bearer") }
+                return (response, match.pattern)
             } catch let error as RequestBodyError {
                 switch error {
                 case .tooLarge(let limit): return (Responses.problem(.tooLarge(limit)), match.pattern)

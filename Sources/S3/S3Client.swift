@@ -163,7 +163,8 @@ public final class S3Client: Sendable {
 
     // MARK: plumbing
 
-    var signingCredentials: Credentials { credentials }
+    /// The credentials requests are signed with (for POST policies signed elsewhere).
+    public var signingCredentials: Credentials { credentials }
     func currentTime() -> Int { now() }
 
     /// Signs and sends one request; a status outside 2xx (or `expecting`) becomes an `S3Error`.

@@ -9,8 +9,8 @@ import Glibc
 enum Command {
     static let usage = """
         usage: transfer-gateway [serve]
+               transfer-gateway token --sub ID [--ttl SECONDS] [--role admin]
                transfer-gateway migrate                (with the jobs issue)
-               transfer-gateway token --sub ID [--ttl SECONDS] [--role admin]   (with the access issue)
         Settings come from GATEWAY_* environment variables; see README.md.
         """
 
@@ -19,6 +19,8 @@ enum Command {
         switch command {
         case "serve":
             await serve()
+        case "token":
+            TokenCommand.run(Array(arguments.dropFirst(2)))
         case "bench-s3":
             await BenchS3Command.run(Array(arguments.dropFirst(2)))
         case "-h", "--help", "help":

@@ -1,0 +1,54 @@
+/// The three access levels of PRODUCT.md §3 and who may read or write under each.
+///
+/// | level       | object key                     | read                       | write      |
+/// |-------------|--------------------------------|----------------------------|------------|
+/// | `public`    | `public/{key}`                 | signed in (guests if allowed) | signed in |
+/// | `protected` | `protected/{identityId}/{key}` | signed in, naming the owner | owner     |
+/// | `private`   | `private/{identityId}/{key}`   | owner                      | owner      |
+public enum AccessLevel: String, Sendable, Codable, CaseIterable {
+    case `public`, protected, `private`
+}
+
+public enum AccessMode: Sendable, Equatable {
+    /// get, head, download, copy source.
+    case read
+    /// put, multipart, delete.
+    case write
+}
+
+/// Why an access was refused: 400 for a bad key or request, 401 without identity, 403 otherwise.
+public enum AccessDenial: Error, Equatable, Sendable {
+    case invalidKey(String)
+    case signInRequired
+    case forbidden(String)
+}
+
+public struct AccessPolicy: Sendable {
+    public let allowGuestRead: Bool
+
+    public init(allowGuestRead: Bool) {
+        self.allowGuestRead = allowGuestRead
+    }
+
+    /// Checks the access and returns the full object key.
+    public func objectKey(for mode: AccessMode, level: AccessLevel, key: String, identity: Identity,
+                          targetIdentityID: String? = nil) throws(AccessDenial) -> String {
+        let owner: String
+        switch level {
+        case .public:
+            if identity.id == nil && !(mode == .read && allowGuestRead) { throw .signInRequired }
+            if targetIdentityID != nil { throw .invalidKey("targetIdentityId is only for protected files") }
+            return try ObjectKey.make(prefix: "public/", key: key)
+        case .protected:
+            guard let id = identity.id else { throw .signInRequired }
+            owner = targetIdentityID ?? id
+            if mode == .write && owner != id { throw .forbidden("only the owner may write protected files") }
+        case .private:
+            guard let id = identity.id else { throw .signInRequired }
+            owner = targetIdentityID ?? id
+            if owner != id { throw .forbidden("private files belong to their owner only") }
+        }
+        guard Identity.isValidID(owner) else { throw .invalidKey("targetIdentityId is not a valid identity id") }
+        return try ObjectKey.make(prefix: "\(level.rawValue)/\(owner)/", key: key)
+    }
+}

@@ -1,0 +1,53 @@
+import Auth
+import Foundation
+import HTTPServer
+
+/// Turns `Authorization: Bearer <JWT>` into an `Identity`, or answers 401.
+public struct Authenticator: Sendable {
+    let verifier: JWTVerifier
+    let allowGuestRead: Bool
+    let now: @Sendable () -> Int
+
+    /// The caller's identity. Without a token: a guest where `guestAllowed` (reads of `public/`
+    /// with `GATEWAY_ALLOW_GUEST_READ`), else 401. A bad token is always 401, never a guest.
+    func identity(of request: HTTPRequest, guestAllowed: Bool = false) throws(APIError) -> Identity {
+        guard let authorization = request.headers["authorization"] else {
+            if guestAllowed && allowGuestRead { return .guest }
+            throw APIError.unauthorized
+        }
+        let parts = authorization.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { throw APIError.unauthorized }
+        do {
+            return try verifier.verify(String(parts[1].trimmingCharacters(in: .whitespaces)), now: now())
+        } catch {
+            throw APIError.invalidToken(error)
+        }
+    }
+}
+
+extension APIError {
+    static func invalidToken(_ failure: JWTVerifier.Failure) -> APIError {
+        let detail: String
+        switch failure {
+        case .malformed: detail = "The token is not a well-formed JWT."
+        case .unsupportedAlgorithm: detail = "The token's algorithm is not accepted."
+        case .badSignature: detail = "The token's signature does not verify."
+        case .missingExpiry: detail = "The token has no exp claim."
+        case .expired: detail = "The token has expired."
+        case .notYetValid: detail = "The token is not valid yet."
+        case .wrongIssuer: detail = "The token's issuer is not accepted."
+        case .wrongAudience: detail = "The token's audience is not this gateway."
+        case .badSubject: detail = "The token's sub claim is missing or not a usable identity id."
+        }
+        return APIError(status: 401, code: "unauthorized", detail: detail)
+    }
+
+    /// Maps an access-policy refusal to its status: 400 bad key, 401 sign in, 403 forbidden.
+    static func access(_ denial: AccessDenial) -> APIError {
+        switch denial {
+        case .invalidKey(let why): return APIError(status: 400, code: "invalid_key", detail: "Invalid key: \(why).")
+        case .signInRequired: return .unauthorized
+        case .forbidden(let why): return APIError(status: 403, code: "forbidden", detail: "Forbidden: \(why).")
+        }
+    }
+}

@@ -1,0 +1,69 @@
+import Auth
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+@testable import Gateway
+
+/// A gateway running in-process on a free port with the real stack's settings (tests only).
+final class LiveGateway: @unchecked Sendable {
+    let app: GatewayApp
+    let port: Int
+    let configuration: Configuration
+    let logs = MemorySink()
+
+    init(_ tweak: (inout Configuration) -> Void = { _ in }) throws {
+        var c = try Configuration.fromEnvironment(ProcessInfo.processInfo.environment)
+        c.port = 0
+        tweak(&c)
+        configuration = c
+        app = try GatewayApp(configuration: c, logger: Logger(level: .info, sink: logs))
+        port = try app.server.start()
+    }
+
+    func stop() async { await app.server.shutdown(grace: 1) }
+
+    func token(_ subject: String, roles: [String] = [], ttl: Int = 600) -> String {
+        TokenMinter.hs256(secret: Array((configuration.jwtSecret ?? "").utf8), subject: subject,
+                          issuedAt: Int(Date().timeIntervalSince1970), ttl: ttl, roles: roles)
+    }
+
+    struct Answer {
+        let status: Int
+        let json: [String: Any]
+        let headers: [AnyHashable: Any]
+        let body: Data
+    }
+
+    func request(_ method: String, _ path: String, token: String? = nil, json: [String: Any]? = nil,
+                 rawBody: Data? = nil, headers: [String: String] = [:]) async throws -> Answer {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+        request.httpMethod = method
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        if let json {
+            request.httpBody = try JSONSerialization.data(withJSONObject: json)
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
+        if let rawBody { request.httpBody = rawBody }
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        let http = response as! HTTPURLResponse
+        let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
+        return Answer(status: http.statusCode, json: object, headers: http.allHeaderFields, body: data)
+    }
+}
+
+/// Runs curl (a real outside client) and returns the HTTP status and body.
+func curl(_ arguments: [String]) throws -> (status: Int, body: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+    let marker = "\n--status--"
+    process.arguments = ["-s", "-w", "\(marker)%{http_code}"] + arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    try process.run()
+    let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    guard let range = output.range(of: marker, options: .backwards) else { return (-1, output) }
+    return (Int(output[range.upperBound...]) ?? -1, String(output[..<range.lowerBound]))
+}
