@@ -19,12 +19,15 @@ public struct JWTVerifier: Sendable {
     public let issuer: String?
     public let audience: String?
     public let leeway: Int
+    private let cache: VerifiedTokenCache?
 
-    public init(keys: [Key], issuer: String? = nil, audience: String? = nil, leeway: Int = 60) {
+    public init(keys: [Key], issuer: String? = nil, audience: String? = nil, leeway: Int = 60,
+                cache: VerifiedTokenCache? = nil) {
         self.keys = keys
         self.issuer = issuer
         self.audience = audience
         self.leeway = leeway
+        self.cache = cache
     }
 
     public init(key: Key, issuer: String? = nil, audience: String? = nil, leeway: Int = 60) {
@@ -91,6 +94,11 @@ public struct JWTVerifier: Sendable {
 
     /// The identity a valid token names.
     public func verify(_ token: String, now: Int) throws(Failure) -> Identity {
+        if let cached = cache?.lookup(token) {
+            if Double(now) > cached.expiry + Double(leeway) { throw .expired }
+            if let nbf = cached.notBefore, Double(now + leeway) < nbf { throw .notYetValid }
+            return cached.identity
+        }
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, token.utf8.count <= 16 * 1024,
               let headerBytes = Base64URL.decode(parts[0]), let payloadBytes = Base64URL.decode(parts[1]),
@@ -118,7 +126,9 @@ public struct JWTVerifier: Sendable {
         guard let claims = try? JSONDecoder().decode(Claims.self, from: Data(payloadBytes)) else { throw .malformed }
         try checkClaims(claims, now: now)
         guard let sub = claims.sub, Identity.isValidID(sub) else { throw .badSubject }
-        return Identity(id: sub, isAdmin: claims.roles?.contains("admin") ?? false)
+        let identity = Identity(id: sub, isAdmin: claims.roles?.contains("admin") ?? false)
+        if let exp = claims.exp { cache?.store(token, .init(identity: identity, expiry: exp, notBefore: claims.nbf)) }
+        return identity
     }
 
     private func checkClaims(_ claims: Claims, now: Int) throws(Failure) {

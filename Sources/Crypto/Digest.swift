@@ -3,42 +3,57 @@ import CCrypto
 /// Hashes and MACs over libcrypto. This target is the only one that imports `CCrypto`,
 /// so no OpenSSL type leaks into the rest of the package.
 public enum Digest {
+    /// Digest algorithms fetched once. OpenSSL 3 looks an algorithm up (locks, property
+    /// queries) every time a legacy `EVP_sha256()` or one-shot `SHA256()`/`HMAC()` is used;
+    /// with a fetched `EVP_MD` that cost is paid once per process. Immutable after the fetch.
+    struct Algorithms: @unchecked Sendable {
+        let sha256: OpaquePointer
+        let md5: OpaquePointer
+    }
+
+    static let algorithms: Algorithms = {
+        guard let sha256 = EVP_MD_fetch(nil, "SHA256", nil), let md5 = EVP_MD_fetch(nil, "MD5", nil) else {
+            preconditionFailure("libcrypto has no SHA-256 or MD5")
+        }
+        return Algorithms(sha256: sha256, md5: md5)
+    }()
+
+    private static func digest(_ algorithm: OpaquePointer, _ parts: [UnsafeRawBufferPointer], size: Int) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: size)
+        guard let context = EVP_MD_CTX_new() else { preconditionFailure("libcrypto is out of memory") }
+        defer { EVP_MD_CTX_free(context) }
+        EVP_DigestInit_ex2(context, algorithm, nil)
+        for part in parts { EVP_DigestUpdate(context, part.baseAddress, part.count) }
+        var length: UInt32 = 0
+        _ = out.withUnsafeMutableBufferPointer { EVP_DigestFinal_ex(context, $0.baseAddress, &length) }
+        return out
+    }
+
     /// SHA-256 of `bytes`.
     public static func sha256(_ bytes: some ContiguousBytesLike) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: 32)
-        bytes.withBytes { raw in
-            out.withUnsafeMutableBufferPointer { o in
-                _ = SHA256(raw.baseAddress?.assumingMemoryBound(to: UInt8.self), raw.count, o.baseAddress)
-            }
-        }
-        return out
+        bytes.withBytes { digest(algorithms.sha256, [$0], size: 32) }
     }
 
     /// MD5 of `bytes` (for `Content-MD5` only; never for security).
     public static func md5(_ bytes: some ContiguousBytesLike) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: 16)
-        var length: UInt32 = 0
-        bytes.withBytes { raw in
-            out.withUnsafeMutableBufferPointer { o in
-                _ = EVP_Digest(raw.baseAddress, raw.count, o.baseAddress, &length, EVP_md5(), nil)
-            }
-        }
-        return out
+        bytes.withBytes { digest(algorithms.md5, [$0], size: 16) }
     }
 
-    /// HMAC-SHA256 of `message` under `key`.
+    /// HMAC-SHA256 of `message` under `key` (RFC 2104): H((K ⊕ opad) ‖ H((K ⊕ ipad) ‖ m)).
     public static func hmacSHA256(key: some ContiguousBytesLike, _ message: some ContiguousBytesLike) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: 32)
-        var length: UInt32 = 32
+        var block = [UInt8](repeating: 0, count: 64)
         key.withBytes { k in
-            message.withBytes { m in
-                out.withUnsafeMutableBufferPointer { o in
-                    _ = HMAC(EVP_sha256(), k.baseAddress, Int32(k.count),
-                             m.baseAddress?.assumingMemoryBound(to: UInt8.self), m.count, o.baseAddress, &length)
-                }
+            if k.count > 64 {
+                let hashed = digest(algorithms.sha256, [k], size: 32)
+                block.replaceSubrange(0..<32, with: hashed)
+            } else if k.count > 0 {
+                block.withUnsafeMutableBytes { $0.copyMemory(from: k) }
             }
         }
-        return out
+        let inner = block.map { $0 ^ 0x36 }
+        let outer = block.map { $0 ^ 0x5C }
+        let innerHash = message.withBytes { m in inner.withUnsafeBytes { digest(algorithms.sha256, [$0, m], size: 32) } }
+        return outer.withUnsafeBytes { o in innerHash.withUnsafeBytes { digest(algorithms.sha256, [o, $0], size: 32) } }
     }
 
     /// Lower-case hexadecimal.
@@ -95,7 +110,7 @@ extension Digest {
         public init() {
             guard let context = EVP_MD_CTX_new() else { preconditionFailure("libcrypto is out of memory") }
             self.context = context
-            EVP_DigestInit_ex(context, EVP_sha256(), nil)
+            EVP_DigestInit_ex2(context, Digest.algorithms.sha256, nil)
         }
 
         deinit { EVP_MD_CTX_free(context) }

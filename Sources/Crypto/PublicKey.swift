@@ -56,7 +56,7 @@ public final class PublicKey: @unchecked Sendable {
         }
         guard let context = EVP_MD_CTX_new() else { return false }
         defer { EVP_MD_CTX_free(context) }
-        guard EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, key) == 1 else { return false }
+        guard EVP_DigestVerifyInit_ex(context, nil, "SHA256", nil, nil, key, nil) == 1 else { return false }
         let result = der.withUnsafeBytes { sig in
             message.withUnsafeBytes { msg in
                 EVP_DigestVerify(context, sig.baseAddress?.assumingMemoryBound(to: UInt8.self), sig.count,

@@ -18,7 +18,7 @@ public struct Authenticator: Sendable {
         let parts = authorization.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { throw APIError.unauthorized }
         do {
-            return try verifier.verify(String(parts[1].trimmingCharacters(in: .whitespaces)), now: now())
+            return try verifier.verify(String(parts[1].trimmingOWS()), now: now())
         } catch {
             throw APIError.invalidToken(error)
         }

@@ -96,7 +96,8 @@ public struct GatewayApp: Sendable {
                 throw Configuration.Invalid(variable: "GATEWAY_JWT_PUBLIC_KEY_FILE", reason: "\(error)")
             }
         }
-        return JWTVerifier(keys: keys, issuer: configuration.jwtIssuer, audience: configuration.jwtAudience)
+        return JWTVerifier(keys: keys, issuer: configuration.jwtIssuer, audience: configuration.jwtAudience,
+                           cache: VerifiedTokenCache())
     }
 
     /// The OpenAPI document: `GATEWAY_OPENAPI_PATH`, else `openapi.yaml` in the working folder,

@@ -55,6 +55,23 @@ struct JSONText {
         bytes.append(UInt8(ascii: "\""))
     }
 
+    /// A field whose value is already JSON.
+    mutating func rawField(_ key: String, _ json: [UInt8]) {
+        if !first { bytes.append(UInt8(ascii: ",")) }
+        first = false
+        appendString(key)
+        bytes.append(UInt8(ascii: ":"))
+        bytes.append(contentsOf: json)
+    }
+
+    static func object(_ fields: [(String, LogValue)]) -> [UInt8] {
+        var text = JSONText()
+        text.begin()
+        for (key, value) in fields { text.field(key, value) }
+        text.end()
+        return text.bytes
+    }
+
     static func object(_ fields: KeyValuePairs<String, LogValue>) -> [UInt8] {
         var text = JSONText()
         text.begin()

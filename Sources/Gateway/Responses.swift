@@ -67,6 +67,22 @@ public enum Responses {
         }
     }
 
+    /// Reads a JSON object body of at most `limit` bytes with the hand-written parser.
+    static func fields(from request: HTTPRequest, limit: Int = 64 * 1024) async throws -> JSONFields {
+        if let contentType = request.headers["content-type"],
+           !contentType.lowercased().hasPrefix("application/json") {
+            throw APIError.unsupportedMediaType
+        }
+        let bytes: [UInt8]
+        do {
+            bytes = try await request.body.collect(upTo: limit)
+        } catch RequestBodyError.tooLarge {
+            throw APIError.tooLarge(limit)
+        }
+        guard let value = try? JSONValue.parse(bytes) else { throw APIError.invalidJSON("The body is not valid JSON.") }
+        return try JSONFields(value)
+    }
+
     /// Names the field at fault without echoing the client's data back.
     static func describe(_ error: DecodingError) -> String {
         func path(_ keys: [any CodingKey]) -> String {

@@ -9,10 +9,11 @@ extension S3Client {
                              endpointOverride: S3Endpoint? = nil) -> String {
         let target = endpointOverride ?? endpoint
         let path = target.encodedPath(key: key)
-        let signer = Signer(credentials: signingCredentials, region: target.region)
-        let items = signer.presignedQuery(method: method, encodedPath: path, query: query,
-                                          headers: [("Host", target.hostHeader)] + headers, expires: expires,
-                                          time: SigningTime(secondsSince1970: time ?? currentTime()))
-        return target.url(encodedPath: path) + "?" + URIEncoding.query(items)
+        let signer = Signer(credentials: signingCredentials, region: target.region, keyCache: keyCache)
+        let host = endpointOverride == nil ? ownHostHeader : target.hostHeader
+        let queryString = signer.presignedQueryString(method: method, encodedPath: path, query: query,
+                                                      headers: [("Host", host)] + headers, expires: expires,
+                                                      time: SigningTime(secondsSince1970: time ?? currentTime()))
+        return target.scheme + "://" + host + path + "?" + queryString
     }
 }

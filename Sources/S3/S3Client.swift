@@ -11,10 +11,14 @@ public final class S3Client: Sendable {
     private let engine: CurlEngine
     private let options: CurlOptions
     private let now: @Sendable () -> Int
+    let keyCache = SigningKeyCache()
+    /// `endpoint.hostHeader`, worked out once.
+    let ownHostHeader: String
 
     public init(endpoint: S3Endpoint, credentials: Credentials, options: CurlOptions = CurlOptions(),
                 now: @escaping @Sendable () -> Int) {
         self.endpoint = endpoint
+        self.ownHostHeader = endpoint.hostHeader
         self.credentials = credentials
         self.options = options
         self.engine = CurlEngine(options: options)
@@ -178,7 +182,7 @@ public final class S3Client: Sendable {
         case .none: payloadHash = Signer.emptyPayloadHash
         default: payloadHash = Signer.unsignedPayload
         }
-        let signer = Signer(credentials: credentials, region: endpoint.region)
+        let signer = Signer(credentials: credentials, region: endpoint.region, keyCache: keyCache)
         var toSign = [("Host", endpoint.hostHeader)] + headers
         if case .bytes = body, !headers.contains(where: { $0.0.lowercased() == "content-type" }) {
             toSign.append(("Content-Type", "application/octet-stream"))

@@ -68,7 +68,9 @@ public struct S3Endpoint: Sendable, Equatable {
     }
 
     /// The `Host` header value.
-    public var hostHeader: String {
+    public var hostHeader: String { computeHostHeader() }
+
+    private func computeHostHeader() -> String {
         let name: String
         switch style {
         case .path: name = host.contains(":") ? "[\(host)]" : host

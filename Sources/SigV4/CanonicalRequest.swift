@@ -29,35 +29,60 @@ public struct CanonicalRequest: Sendable {
     /// Lower-case names, sorted; repeated names joined with commas in order; values trimmed
     /// with inner runs of spaces folded to one.
     public var canonicalHeaders: [(String, String)] {
-        var merged: [String: [String]] = [:]
+        var merged: [(String, String)] = []
+        merged.reserveCapacity(headers.count)
         for (name, value) in headers {
-            merged[name.lowercased(), default: []].append(Self.trimAll(value))
+            let lower = name.lowercased()
+            let clean = Self.trimAll(value)
+            if let index = merged.firstIndex(where: { $0.0 == lower }) {
+                merged[index].1 += "," + clean
+            } else {
+                merged.append((lower, clean))
+            }
         }
-        return merged.map { ($0.key, $0.value.joined(separator: ",")) }
-            .sorted { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) }
+        return merged.sorted { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) }
     }
 
     public var signedHeaders: String {
         canonicalHeaders.map(\.0).joined(separator: ";")
     }
 
-    public var text: String {
-        let headerLines = canonicalHeaders.map { "\($0.0):\($0.1)\n" }.joined()
-        return [method, encodedPath.isEmpty ? "/" : encodedPath, canonicalQuery, headerLines, signedHeaders, payloadHash]
-            .joined(separator: "\n")
+    public var text: String { text(canonicalQuery: canonicalQuery) }
+
+    func text(canonicalQuery: String) -> String {
+        let headers = canonicalHeaders
+        var out = method
+        out.reserveCapacity(512)
+        out += "\n"
+        out += encodedPath.isEmpty ? "/" : encodedPath
+        out += "\n"
+        out += canonicalQuery
+        out += "\n"
+        for (name, value) in headers {
+            out += name
+            out += ":"
+            out += value
+            out += "\n"
+        }
+        out += "\n"
+        out += headers.map(\.0).joined(separator: ";")
+        out += "\n"
+        out += payloadHash
+        return out
     }
 
+    /// Trims spaces and tabs and folds inner runs of spaces to one (AWS's `Trimall`).
     static func trimAll(_ value: String) -> String {
-        value.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ")
-            .trimmingCharacters(in: [" ", "\t"])
-    }
-}
-
-extension String {
-    fileprivate func trimmingCharacters(in set: Set<Character>) -> String {
-        var s = Substring(self)
-        while let f = s.first, set.contains(f) { s.removeFirst() }
-        while let l = s.last, set.contains(l) { s.removeLast() }
-        return String(s)
+        let bytes = value.utf8
+        var needsWork = bytes.first == 0x20 || bytes.first == 0x09 || bytes.last == 0x20 || bytes.last == 0x09
+        if !needsWork {
+            var previousSpace = false
+            for byte in bytes {
+                if byte == 0x20 && previousSpace { needsWork = true; break }
+                previousSpace = byte == 0x20
+            }
+        }
+        guard needsWork else { return value }
+        return value.split(whereSeparator: { $0 == " " || $0 == "\t" }).joined(separator: " ")
     }
 }

@@ -10,11 +10,14 @@ public struct Signer: Sendable {
     public let credentials: Credentials
     public let region: String
     public let service: String
+    private let keyCache: SigningKeyCache?
 
-    public init(credentials: Credentials, region: String, service: String = "s3") {
+    /// `keyCache` spares the four chained HMACs of stage 3 while the date stays the same.
+    public init(credentials: Credentials, region: String, service: String = "s3", keyCache: SigningKeyCache? = nil) {
         self.credentials = credentials
         self.region = region
         self.service = service
+        self.keyCache = keyCache
     }
 
     /// `date/region/service/aws4_request`.
@@ -24,11 +27,25 @@ public struct Signer: Sendable {
 
     /// Stage 2: the string to sign.
     public func stringToSign(_ request: CanonicalRequest, time: SigningTime) -> String {
-        [Self.algorithm, time.dateTime, scope(time), Digest.hex(Digest.sha256(request.text))].joined(separator: "\n")
+        stringToSign(request, canonicalQuery: request.canonicalQuery, time: time)
+    }
+
+    func stringToSign(_ request: CanonicalRequest, canonicalQuery: String, time: SigningTime) -> String {
+        [Self.algorithm, time.dateTime, scope(time), Digest.hex(Digest.sha256(request.text(canonicalQuery: canonicalQuery)))]
+            .joined(separator: "\n")
     }
 
     /// Stage 3: the signing key, HMAC chained over date, region, service and `aws4_request`.
     public func signingKey(_ time: SigningTime) -> [UInt8] {
+        if let keyCache {
+            return keyCache.key(date: time.date, region: region, service: service, secret: credentials.secretAccessKey) {
+                deriveKey(time)
+            }
+        }
+        return deriveKey(time)
+    }
+
+    private func deriveKey(_ time: SigningTime) -> [UInt8] {
         let kDate = Digest.hmacSHA256(key: "AWS4" + credentials.secretAccessKey, time.date)
         let kRegion = Digest.hmacSHA256(key: kDate, region)
         let kService = Digest.hmacSHA256(key: kRegion, service)
@@ -61,18 +78,89 @@ public struct Signer: Sendable {
     public func presignedQuery(method: String, encodedPath: String, query: [(String, String)],
                                headers: [(String, String)], expires: Int,
                                time: SigningTime) -> [(String, String)] {
+        let (items, signature) = presign(method: method, encodedPath: encodedPath, query: query, headers: headers,
+                                         expires: expires, time: time)
+        return items + [("X-Amz-Signature", signature)]
+    }
+
+    /// The same, as the encoded query string of the URL: the canonical query (sorted, as AWS's
+    /// SDKs send it) followed by `X-Amz-Signature`. Built as bytes: this runs for every
+    /// presigned URL the gateway hands out.
+    public func presignedQueryString(method: String, encodedPath: String, query: [(String, String)],
+                                     headers: [(String, String)], expires: Int, time: SigningTime) -> String {
+        let request = presignRequest(method: method, encodedPath: encodedPath, query: query, headers: headers,
+                                     expires: expires, time: time)
+        // Stage 1, canonical query: each side encoded, sorted by encoded name then value.
+        var pairs: [(name: [UInt8], value: [UInt8])] = []
+        pairs.reserveCapacity(request.query.count)
+        for (name, value) in request.query {
+            var n: [UInt8] = [], v: [UInt8] = []
+            URIEncoding.append(name, to: &n)
+            URIEncoding.append(value, to: &v)
+            pairs.append((n, v))
+        }
+        pairs.sort { a, b in
+            a.name == b.name ? a.value.lexicographicallyPrecedes(b.value) : a.name.lexicographicallyPrecedes(b.name)
+        }
+        var queryBytes: [UInt8] = []
+        queryBytes.reserveCapacity(512)
+        for (index, pair) in pairs.enumerated() {
+            if index > 0 { queryBytes.append(UInt8(ascii: "&")) }
+            queryBytes.append(contentsOf: pair.name)
+            queryBytes.append(UInt8(ascii: "="))
+            queryBytes.append(contentsOf: pair.value)
+        }
+        // Stage 1, the rest of the canonical request.
+        var canonical: [UInt8] = []
+        canonical.reserveCapacity(queryBytes.count + 256)
+        canonical.append(contentsOf: method.utf8)
+        canonical.append(0x0A)
+        canonical.append(contentsOf: (encodedPath.isEmpty ? "/" : encodedPath).utf8)
+        canonical.append(0x0A)
+        canonical.append(contentsOf: queryBytes)
+        canonical.append(0x0A)
+        let canonicalHeaders = request.canonicalHeaders
+        for (name, value) in canonicalHeaders {
+            canonical.append(contentsOf: name.utf8)
+            canonical.append(UInt8(ascii: ":"))
+            canonical.append(contentsOf: value.utf8)
+            canonical.append(0x0A)
+        }
+        canonical.append(0x0A)
+        for (index, header) in canonicalHeaders.enumerated() {
+            if index > 0 { canonical.append(UInt8(ascii: ";")) }
+            canonical.append(contentsOf: header.0.utf8)
+        }
+        canonical.append(0x0A)
+        canonical.append(contentsOf: Self.unsignedPayload.utf8)
+        // Stages 2–4.
+        let stringToSign = Self.algorithm + "\n" + time.dateTime + "\n" + scope(time) + "\n" + Digest.hex(Digest.sha256(canonical))
+        queryBytes.append(contentsOf: "&X-Amz-Signature=".utf8)
+        queryBytes.append(contentsOf: signature(stringToSign, time: time).utf8)
+        return String(decoding: queryBytes, as: UTF8.self)
+    }
+
+    private func presign(method: String, encodedPath: String, query: [(String, String)], headers: [(String, String)],
+                         expires: Int, time: SigningTime) -> ([(String, String)], String) {
+        let request = presignRequest(method: method, encodedPath: encodedPath, query: query, headers: headers,
+                                     expires: expires, time: time)
+        return (request.query, signature(stringToSign(request, time: time), time: time))
+    }
+
+    private func presignRequest(method: String, encodedPath: String, query: [(String, String)],
+                                headers: [(String, String)], expires: Int, time: SigningTime) -> CanonicalRequest {
         var items = query
         items.append(("X-Amz-Algorithm", Self.algorithm))
         items.append(("X-Amz-Credential", "\(credentials.accessKeyID)/\(scope(time))"))
         items.append(("X-Amz-Date", time.dateTime))
         items.append(("X-Amz-Expires", String(expires)))
         if let token = credentials.sessionToken { items.append(("X-Amz-Security-Token", token)) }
-        let probe = CanonicalRequest(method: method, encodedPath: encodedPath, query: [],
-                                     headers: headers, payloadHash: Self.unsignedPayload)
-        items.append(("X-Amz-SignedHeaders", probe.signedHeaders))
-        let request = CanonicalRequest(method: method, encodedPath: encodedPath, query: items,
-                                       headers: headers, payloadHash: Self.unsignedPayload)
-        items.append(("X-Amz-Signature", signature(stringToSign(request, time: time), time: time)))
-        return items
+        let names = headers.count == 1 && headers[0].0.lowercased() == "host"
+            ? "host"
+            : CanonicalRequest(method: method, encodedPath: encodedPath, query: [], headers: headers,
+                               payloadHash: Self.unsignedPayload).signedHeaders
+        items.append(("X-Amz-SignedHeaders", names))
+        return CanonicalRequest(method: method, encodedPath: encodedPath, query: items,
+                                headers: headers, payloadHash: Self.unsignedPayload)
     }
 }

@@ -37,7 +37,12 @@ let badTokens: [BadToken] = [
         let parts = good.split(separator: ".")
         return parts[0] + "." + Base64URL.encode(Array(#"{"sub":"admin","exp":\#(now + 600)}"#.utf8)) + "." + parts[2]
     }(), failure: .badSignature),
-    .init(name: "truncated signature", token: String(good.dropLast(4)), failure: .badSignature),
+    .init(name: "truncated signature", token: {
+        let parts = good.split(separator: ".")
+        let signature = Base64URL.decode(parts[2]) ?? []
+        return parts[0] + "." + parts[1] + "." + Base64URL.encode(Array(signature.dropLast()))
+    }(), failure: .badSignature),
+    .init(name: "impossible base64url length", token: String(good.dropLast(2)), failure: .malformed),
     .init(name: "missing exp", token: token(payload: #"{"sub":"alice"}"#), failure: .missingExpiry),
     .init(name: "exp as string", token: token(payload: #"{"sub":"alice","exp":"\#(now + 600)"}"#), failure: .malformed),
     .init(name: "exp as boolean", token: token(payload: #"{"sub":"alice","exp":true}"#), failure: .malformed),

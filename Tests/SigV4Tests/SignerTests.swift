@@ -52,3 +52,19 @@ private let signer = Signer(credentials: docCredentials, region: "us-east-1")
     #expect(URIEncoding.encode("a/b") == "a%2Fb")
     #expect(URIEncoding.encode("*'()!") == "%2A%27%28%29%21")
 }
+
+@Test func byteBuiltPresignEqualsTheStagedOne() {
+    let keys = ["plain", "with space", "ünï/日本", "a+b%c~d", "*'()!;,=&@$#[]"]
+    for key in keys {
+        let path = "/bucket/" + URIEncoding.encode(key, encodeSlash: false)
+        let headers = [("Host", "127.0.0.1:9000"), ("Content-Type", "text/plain"), ("x-amz-meta-a", " spaced   out ")]
+        let pairs = signer.presignedQuery(method: "PUT", encodedPath: path, query: [("partNumber", "3"), ("uploadId", "a/b+c")],
+                                          headers: headers, expires: 600, time: docTime)
+        let text = signer.presignedQueryString(method: "PUT", encodedPath: path, query: [("partNumber", "3"), ("uploadId", "a/b+c")],
+                                               headers: headers, expires: 600, time: docTime)
+        let signature = pairs.last { $0.0 == "X-Amz-Signature" }?.1 ?? "?"
+        #expect(text.hasSuffix("&X-Amz-Signature=" + signature), "\(key)")
+        #expect(Set(text.split(separator: "&").map(String.init)) == Set(pairs.map { URIEncoding.encode($0.0) + "=" + URIEncoding.encode($0.1) }))
+    }
+    #expect(docTime.iso8601 == "2013-05-24T00:00:00Z")
+}

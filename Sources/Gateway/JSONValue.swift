@@ -1,0 +1,233 @@
+/// A parsed JSON value (RFC 8259), for request bodies on hot paths where `JSONDecoder`'s
+/// generic machinery costs more than the request's real work. Strict: one value, no trailing
+/// bytes, no duplicate keys, nesting at most 32 deep.
+enum JSONValue: Equatable, Sendable {
+    case null
+    case bool(Bool)
+    case number(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    struct SyntaxError: Error {}
+
+    static func parse(_ bytes: [UInt8]) throws -> JSONValue {
+        var reader = Reader(bytes: bytes)
+        reader.skipWhite()
+        let value = try reader.value(depth: 0)
+        reader.skipWhite()
+        guard reader.index == bytes.count else { throw SyntaxError() }
+        return value
+    }
+
+    private struct Reader {
+        let bytes: [UInt8]
+        var index = 0
+
+        mutating func skipWhite() {
+            while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
+        }
+
+        mutating func value(depth: Int) throws -> JSONValue {
+            guard depth < 32, index < bytes.count else { throw SyntaxError() }
+            switch bytes[index] {
+            case UInt8(ascii: "{"): return try object(depth: depth)
+            case UInt8(ascii: "["): return try array(depth: depth)
+            case UInt8(ascii: "\""): return .string(try string())
+            case UInt8(ascii: "t"): try literal("true"); return .bool(true)
+            case UInt8(ascii: "f"): try literal("false"); return .bool(false)
+            case UInt8(ascii: "n"): try literal("null"); return .null
+            default: return .number(try number())
+            }
+        }
+
+        mutating func literal(_ word: StaticString) throws {
+            let count = word.utf8CodeUnitCount
+            guard index + count <= bytes.count else { throw SyntaxError() }
+            for i in 0..<count where bytes[index + i] != word.utf8Start[i] { throw SyntaxError() }
+            index += count
+        }
+
+        mutating func object(depth: Int) throws -> JSONValue {
+            index += 1
+            var members: [String: JSONValue] = [:]
+            skipWhite()
+            if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return .object(members) }
+            while true {
+                skipWhite()
+                guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw SyntaxError() }
+                let key = try string()
+                skipWhite()
+                guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw SyntaxError() }
+                index += 1
+                skipWhite()
+                guard members.updateValue(try value(depth: depth + 1), forKey: key) == nil else { throw SyntaxError() }
+                skipWhite()
+                guard index < bytes.count else { throw SyntaxError() }
+                if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+                if bytes[index] == UInt8(ascii: "}") { index += 1; return .object(members) }
+                throw SyntaxError()
+            }
+        }
+
+        mutating func array(depth: Int) throws -> JSONValue {
+            index += 1
+            var elements: [JSONValue] = []
+            skipWhite()
+            if index < bytes.count, bytes[index] == UInt8(ascii: "]") { index += 1; return .array(elements) }
+            while true {
+                skipWhite()
+                elements.append(try value(depth: depth + 1))
+                skipWhite()
+                guard index < bytes.count else { throw SyntaxError() }
+                if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+                if bytes[index] == UInt8(ascii: "]") { index += 1; return .array(elements) }
+                throw SyntaxError()
+            }
+        }
+
+        mutating func string() throws -> String {
+            index += 1
+            var out: [UInt8] = []
+            while index < bytes.count {
+                let byte = bytes[index]
+                index += 1
+                switch byte {
+                case UInt8(ascii: "\""):
+                    guard let text = String(validating: out, as: UTF8.self) else { throw SyntaxError() }
+                    return text
+                case UInt8(ascii: "\\"):
+                    guard index < bytes.count else { throw SyntaxError() }
+                    let escape = bytes[index]
+                    index += 1
+                    switch escape {
+                    case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): out.append(escape)
+                    case UInt8(ascii: "b"): out.append(0x08)
+                    case UInt8(ascii: "f"): out.append(0x0C)
+                    case UInt8(ascii: "n"): out.append(0x0A)
+                    case UInt8(ascii: "r"): out.append(0x0D)
+                    case UInt8(ascii: "t"): out.append(0x09)
+                    case UInt8(ascii: "u"):
+                        var scalar = try hex4()
+                        if (0xD800...0xDBFF).contains(scalar) {
+                            guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
+                                throw SyntaxError()
+                            }
+                            index += 2
+                            let low = try hex4()
+                            guard (0xDC00...0xDFFF).contains(low) else { throw SyntaxError() }
+                            scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                        }
+                        guard let unicode = Unicode.Scalar(scalar) else { throw SyntaxError() }
+                        out.append(contentsOf: Array(String(Character(unicode)).utf8))
+                    default:
+                        throw SyntaxError()
+                    }
+                case 0..<0x20:
+                    throw SyntaxError()
+                default:
+                    out.append(byte)
+                }
+            }
+            throw SyntaxError()
+        }
+
+        mutating func hex4() throws -> UInt32 {
+            guard index + 4 <= bytes.count else { throw SyntaxError() }
+            var value: UInt32 = 0
+            for _ in 0..<4 {
+                let byte = bytes[index]
+                index += 1
+                let digit: UInt32
+                switch byte {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(byte - 48)
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(byte - 87)
+                case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(byte - 55)
+                default: throw SyntaxError()
+                }
+                value = value * 16 + digit
+            }
+            return value
+        }
+
+        /// RFC 8259 §6 number grammar, then Double's parser.
+        mutating func number() throws -> Double {
+            let start = index
+            if index < bytes.count, bytes[index] == UInt8(ascii: "-") { index += 1 }
+            guard index < bytes.count else { throw SyntaxError() }
+            if bytes[index] == UInt8(ascii: "0") {
+                index += 1
+            } else {
+                guard digits() > 0 else { throw SyntaxError() }
+            }
+            if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+                index += 1
+                guard digits() > 0 else { throw SyntaxError() }
+            }
+            if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+                index += 1
+                if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+                guard digits() > 0 else { throw SyntaxError() }
+            }
+            guard let value = Double(String(decoding: bytes[start..<index], as: UTF8.self)), value.isFinite else {
+                throw SyntaxError()
+            }
+            return value
+        }
+
+        mutating func digits() -> Int {
+            let start = index
+            while index < bytes.count, bytes[index] >= 0x30, bytes[index] <= 0x39 { index += 1 }
+            return index - start
+        }
+    }
+}
+
+/// Typed reads of an object's fields, with errors that name the field (never echo its value).
+struct JSONFields {
+    let members: [String: JSONValue]
+
+    init(_ value: JSONValue) throws(APIError) {
+        guard case .object(let members) = value else { throw APIError.invalidJSON("The body must be a JSON object.") }
+        self.members = members
+    }
+
+    func string(_ name: String) throws(APIError) -> String? {
+        switch members[name] {
+        case nil, .null?: return nil
+        case .string(let text)?: return text
+        default: throw APIError.invalidJSON("Field '\(name)' has the wrong type.")
+        }
+    }
+
+    func requiredString(_ name: String) throws(APIError) -> String {
+        guard let text = try string(name) else { throw APIError.invalidJSON("Missing field '\(name)'.") }
+        return text
+    }
+
+    func integer(_ name: String) throws(APIError) -> Int64? {
+        switch members[name] {
+        case nil, .null?: return nil
+        case .number(let number)?:
+            guard number == number.rounded(), abs(number) < 9e15 else {
+                throw APIError.invalidJSON("Field '\(name)' must be a whole number.")
+            }
+            return Int64(number)
+        default: throw APIError.invalidJSON("Field '\(name)' has the wrong type.")
+        }
+    }
+
+    func stringMap(_ name: String) throws(APIError) -> [String: String]? {
+        switch members[name] {
+        case nil, .null?: return nil
+        case .object(let object)?:
+            var out: [String: String] = [:]
+            for (key, value) in object {
+                guard case .string(let text) = value else { throw APIError.invalidJSON("Field '\(name).\(key)' must be a string.") }
+                out[key] = text
+            }
+            return out
+        default: throw APIError.invalidJSON("Field '\(name)' has the wrong type.")
+        }
+    }
+}
