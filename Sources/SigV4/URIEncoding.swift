@@ -3,7 +3,22 @@
 /// kept only in paths. Applied to the UTF-8 bytes, so non-ASCII keys encode byte by byte.
 public enum URIEncoding {
     public static func encode(_ text: some StringProtocol, encodeSlash: Bool = true) -> String {
-        if text.utf8.allSatisfy({ isUnreserved($0) || (!encodeSlash && $0 == UInt8(ascii: "/")) }) { return String(text) }
+        encode(String(text), encodeSlash: encodeSlash)
+    }
+
+    public static func encode(_ text: String, encodeSlash: Bool = true) -> String {
+        var copy = text
+        let plain = copy.withUTF8 { utf8 in
+            utf8.allSatisfy { isUnreserved($0) || (!encodeSlash && $0 == UInt8(ascii: "/")) }
+        }
+        if plain { return text }
+        var out: [UInt8] = []
+        out.reserveCapacity(text.utf8.count * 3)
+        append(text, encodeSlash: encodeSlash, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func encodeSlowPath(_ text: some StringProtocol, encodeSlash: Bool) -> String {
         let hex = Array("0123456789ABCDEF".utf8)
         var out: [UInt8] = []
         out.reserveCapacity(text.utf8.count)
