@@ -26,6 +26,10 @@ public final class HTTPServer: Sendable {
     private let nextLoop = Atomic<Int>(0)
     private let acceptQueue = DispatchQueue(label: "http.accept")
     private let state = Mutex<Running?>(nil)
+    private let draining = Atomic<Bool>(false)
+
+    /// True once a shutdown has reached every connection that was open when it began.
+    public var isDraining: Bool { draining.load(ordering: .acquiring) }
 
     /// `eventLoops` defaults to one per processor.
     public init(configuration: HTTPServerConfiguration, responder: any HTTPResponder, eventLoops: Int? = nil) throws {
@@ -122,9 +126,17 @@ public final class HTTPServer: Sendable {
         guard let running else { return }
         running.acceptSource.cancel()
         if running.acceptSuspended { running.acceptSource.resume() }
+        // Every open connection learns of the shutdown before we wait: answers written from
+        // now on say `Connection: close`.
         for connection in context.connections {
-            connection.loop.execute { connection.beginShutdown() }
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                connection.loop.execute {
+                    connection.beginShutdown()
+                    done.resume()
+                }
+            }
         }
+        draining.store(true, ordering: .releasing)
         let until = Clock.now() + Clock.nanoseconds(grace)
         while context.connectionCount > 0 && Clock.now() < until {
             try? await Task.sleep(for: .milliseconds(10))

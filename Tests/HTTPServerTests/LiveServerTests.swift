@@ -354,6 +354,7 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
         #expect(eventually { server.openConnections == 2 })
         let stopping = Task { await server.shutdown(grace: 5) }
         #expect(idle.closedByPeer(within: 2))
+        #expect(eventually { server.isDraining })
         responder.observations.release.withLock { $0 = true }
         let response = try client.readResponse()
         #expect(response.text == "released" && response.header("connection") == "close")
