@@ -31,6 +31,57 @@ public final class PostgresConnection {
         PQfinish(handle)
     }
 
+    /// Whether the server connection still works (after an error, say).
+    public var isHealthy: Bool { PQstatus(handle) == CONNECTION_OK }
+
+    /// Runs `sql` with its parameters bound (text format) and returns the rows.
+    @discardableResult
+    public func query(_ sql: SQL) throws -> [PostgresRow] {
+        let result: OpaquePointer? = Self.withOptionalCStrings(sql.parameters) { values in
+            PQexecParams(handle, sql.text, Int32(sql.parameters.count), nil, values, nil, nil, 0)
+        }
+        guard let result else {
+            throw PostgresError(kind: .connection, sqlState: nil, message: Self.firstLine(PQerrorMessage(handle)))
+        }
+        defer { PQclear(result) }
+        let status = PQresultStatus(result)
+        guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
+            let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
+            let kind: PostgresError.Kind = PQstatus(handle) == CONNECTION_OK ? .query : .connection
+            throw PostgresError(kind: kind, sqlState: state, message: Self.firstLine(PQresultErrorMessage(result)))
+        }
+        let rowCount = Int(PQntuples(result))
+        let columnCount = Int(PQnfields(result))
+        var columns: [String: Int] = [:]
+        for column in 0..<columnCount {
+            columns[String(cString: PQfname(result, Int32(column)))] = column
+        }
+        var rows: [PostgresRow] = []
+        rows.reserveCapacity(rowCount)
+        for row in 0..<rowCount {
+            var values: [String?] = []
+            values.reserveCapacity(columnCount)
+            for column in 0..<columnCount {
+                if PQgetisnull(result, Int32(row), Int32(column)) == 1 {
+                    values.append(nil)
+                } else {
+                    values.append(String(cString: PQgetvalue(result, Int32(row), Int32(column))))
+                }
+            }
+            rows.append(PostgresRow(columns: columns, values: values))
+        }
+        return rows
+    }
+
+    private static func withOptionalCStrings<R>(_ strings: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> R) -> R {
+        var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { $0.map { strdup($0) } ?? nil }
+        defer { for p in pointers { free(p) } }
+        if pointers.isEmpty { return body(nil) }
+        return pointers.withUnsafeMutableBufferPointer { buffer in
+            buffer.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: buffer.count) { body($0) }
+        }
+    }
+
     /// Runs a statement with no parameters and no result rows of interest (e.g. `SELECT 1`).
     public func execute(_ sql: StaticString) throws {
         guard let result = PQexec(handle, sql.description) else {
