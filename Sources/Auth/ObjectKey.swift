@@ -6,19 +6,36 @@ public enum ObjectKey {
 
     public static func make(prefix: String, key: String) throws(AccessDenial) -> String {
         if key.isEmpty { throw .invalidKey("the key is empty") }
-        if key.hasPrefix("/") { throw .invalidKey("the key must not start with /") }
-        for scalar in key.unicodeScalars {
-            if scalar == "\\" { throw .invalidKey("the key must not contain a backslash") }
-            if scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) {
-                throw .invalidKey("the key must not contain control characters")
+        var copy = key
+        // One pass over the UTF-8 bytes: characters, then segments.
+        let problem: String? = copy.withUTF8 { utf8 -> String? in
+            if utf8[0] == UInt8(ascii: "/") { return "the key must not start with /" }
+            var segmentStart = 0
+            var previous: UInt8 = 0
+            for i in 0...utf8.count {
+                let byte: UInt8 = i < utf8.count ? utf8[i] : UInt8(ascii: "/")
+                if i < utf8.count {
+                    if byte == UInt8(ascii: "\\") { return "the key must not contain a backslash" }
+                    if byte < 0x20 || byte == 0x7F { return "the key must not contain control characters" }
+                    // U+0080–U+009F (C1 controls) are C2 80 … C2 9F in UTF-8.
+                    if previous == 0xC2 && byte >= 0x80 && byte <= 0x9F { return "the key must not contain control characters" }
+                }
+                if byte == UInt8(ascii: "/") {
+                    let length = i - segmentStart
+                    if length == 0 { return "the key must not have an empty segment" }
+                    if length <= 2 && utf8[segmentStart] == UInt8(ascii: ".") && (length == 1 || utf8[segmentStart + 1] == UInt8(ascii: ".")) {
+                        return "the key must not have a . or .. segment"
+                    }
+                    segmentStart = i + 1
+                }
+                previous = byte
             }
+            return nil
         }
-        for segment in key.split(separator: "/", omittingEmptySubsequences: false) {
-            if segment.isEmpty { throw .invalidKey("the key must not have an empty segment") }
-            if segment == "." || segment == ".." { throw .invalidKey("the key must not have a . or .. segment") }
+        if let problem { throw .invalidKey(problem) }
+        if prefix.utf8.count + key.utf8.count > maxBytes {
+            throw .invalidKey("the key is longer than \(maxBytes) bytes with its prefix")
         }
-        let full = prefix + key
-        if full.utf8.count > maxBytes { throw .invalidKey("the key is longer than \(maxBytes) bytes with its prefix") }
-        return full
+        return prefix + key
     }
 }

@@ -88,6 +88,10 @@ public struct Signer: Sendable {
     /// presigned URL the gateway hands out.
     public func presignedQueryString(method: String, encodedPath: String, query: [(String, String)],
                                      headers: [(String, String)], expires: Int, time: SigningTime) -> String {
+        if query.isEmpty {
+            return presignedQueryStringWithoutQuery(method: method, encodedPath: encodedPath, headers: headers,
+                                                    expires: expires, time: time)
+        }
         let request = presignRequest(method: method, encodedPath: encodedPath, query: query, headers: headers,
                                      expires: expires, time: time)
         // Stage 1, canonical query: each side encoded, sorted by encoded name then value.
@@ -162,5 +166,72 @@ public struct Signer: Sendable {
         items.append(("X-Amz-SignedHeaders", names))
         return CanonicalRequest(method: method, encodedPath: encodedPath, query: items,
                                 headers: headers, payloadHash: Self.unsignedPayload)
+    }
+
+    /// The common case (no query of the caller's): the `X-Amz-*` parameters are already in
+    /// canonical order, so the canonical query is written straight out, without sorting.
+    private func presignedQueryStringWithoutQuery(method: String, encodedPath: String, headers: [(String, String)],
+                                                  expires: Int, time: SigningTime) -> String {
+        let canonicalHeaders = CanonicalRequest(method: method, encodedPath: encodedPath, query: [], headers: headers,
+                                                payloadHash: Self.unsignedPayload).canonicalHeaders
+        var query: [UInt8] = []
+        query.reserveCapacity(384)
+        query.append(contentsOf: "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=".utf8)
+        URIEncoding.append(credentials.accessKeyID, to: &query)
+        query.append(contentsOf: "%2F".utf8)
+        query.append(contentsOf: time.date.utf8)
+        query.append(contentsOf: "%2F".utf8)
+        URIEncoding.append(region, to: &query)
+        query.append(contentsOf: "%2F".utf8)
+        URIEncoding.append(service, to: &query)
+        query.append(contentsOf: "%2Faws4_request&X-Amz-Date=".utf8)
+        query.append(contentsOf: time.dateTime.utf8)
+        query.append(contentsOf: "&X-Amz-Expires=".utf8)
+        query.append(contentsOf: String(expires).utf8)
+        if let token = credentials.sessionToken {
+            query.append(contentsOf: "&X-Amz-Security-Token=".utf8)
+            URIEncoding.append(token, to: &query)
+        }
+        query.append(contentsOf: "&X-Amz-SignedHeaders=".utf8)
+        for (index, header) in canonicalHeaders.enumerated() {
+            if index > 0 { query.append(contentsOf: "%3B".utf8) }
+            URIEncoding.append(header.0, to: &query)
+        }
+        var canonical: [UInt8] = []
+        canonical.reserveCapacity(query.count + 256)
+        canonical.append(contentsOf: method.utf8)
+        canonical.append(0x0A)
+        canonical.append(contentsOf: (encodedPath.isEmpty ? "/" : encodedPath).utf8)
+        canonical.append(0x0A)
+        canonical.append(contentsOf: query)
+        canonical.append(0x0A)
+        for (name, value) in canonicalHeaders {
+            canonical.append(contentsOf: name.utf8)
+            canonical.append(UInt8(ascii: ":"))
+            canonical.append(contentsOf: value.utf8)
+            canonical.append(0x0A)
+        }
+        canonical.append(0x0A)
+        for (index, header) in canonicalHeaders.enumerated() {
+            if index > 0 { canonical.append(UInt8(ascii: ";")) }
+            canonical.append(contentsOf: header.0.utf8)
+        }
+        canonical.append(0x0A)
+        canonical.append(contentsOf: Self.unsignedPayload.utf8)
+        var stringToSign: [UInt8] = []
+        stringToSign.reserveCapacity(160)
+        stringToSign.append(contentsOf: "AWS4-HMAC-SHA256\n".utf8)
+        stringToSign.append(contentsOf: time.dateTime.utf8)
+        stringToSign.append(0x0A)
+        stringToSign.append(contentsOf: time.date.utf8)
+        stringToSign.append(UInt8(ascii: "/"))
+        stringToSign.append(contentsOf: region.utf8)
+        stringToSign.append(UInt8(ascii: "/"))
+        stringToSign.append(contentsOf: service.utf8)
+        stringToSign.append(contentsOf: "/aws4_request\n".utf8)
+        stringToSign.append(contentsOf: Digest.hex(Digest.sha256(canonical)).utf8)
+        query.append(contentsOf: "&X-Amz-Signature=".utf8)
+        query.append(contentsOf: Digest.hex(Digest.hmacSHA256(key: signingKey(time), stringToSign)).utf8)
+        return String(decoding: query, as: UTF8.self)
     }
 }
