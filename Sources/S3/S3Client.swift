@@ -106,11 +106,11 @@ public final class S3Client: Sendable {
     }
 
     /// Every part S3 holds, following `NextPartNumberMarker` across pages.
-    public func listParts(key: String, uploadId: String) async throws -> [UploadedPart] {
+    public func listParts(key: String, uploadId: String, pageSize: Int = 1000) async throws -> [UploadedPart] {
         var parts: [UploadedPart] = []
         var marker: String?
         repeat {
-            var query = [("uploadId", uploadId), ("max-parts", "1000")]
+            var query = [("uploadId", uploadId), ("max-parts", String(pageSize))]
             if let marker { query.append(("part-number-marker", marker)) }
             let tree = try parse(try await send("GET", key: key, query: query))
             for part in tree.all("Part") {
@@ -123,28 +123,31 @@ public final class S3Client: Sendable {
     }
 
     /// Every unfinished multipart upload under `prefix`, following the markers across pages.
-    public func listMultipartUploads(prefix: String? = nil) async throws -> [MultipartUploadListing] {
+    /// AWS sends both `NextKeyMarker` and `NextUploadIdMarker` on a truncated page; SeaweedFS
+    /// sends only the latter (and mis-lists if a key marker is guessed), so each marker is sent
+    /// only when the server gave it.
+    public func listMultipartUploads(prefix: String? = nil, pageSize: Int = 1000) async throws -> [MultipartUploadListing] {
         var uploads: [MultipartUploadListing] = []
+        var seen = Set<String>()
         var keyMarker: String?
         var uploadMarker: String?
-        repeat {
-            var query = [("uploads", ""), ("max-uploads", "1000")]
+        while true {
+            var query = [("uploads", ""), ("max-uploads", String(pageSize))]
             if let prefix { query.append(("prefix", prefix)) }
-            if let keyMarker { query.append(("key-marker", keyMarker)) }
-            if let uploadMarker { query.append(("upload-id-marker", uploadMarker)) }
+            if let keyMarker, !keyMarker.isEmpty { query.append(("key-marker", keyMarker)) }
+            if let uploadMarker, !uploadMarker.isEmpty { query.append(("upload-id-marker", uploadMarker)) }
             let tree = try parse(try await send("GET", key: nil, query: query))
+            var fresh = 0
             for upload in tree.all("Upload") {
-                guard let key = upload.text("Key"), let id = upload.text("UploadId") else { continue }
+                guard let key = upload.text("Key"), let id = upload.text("UploadId"), seen.insert(id).inserted else { continue }
                 uploads.append(MultipartUploadListing(key: key, uploadId: id, initiated: upload.text("Initiated") ?? ""))
+                fresh += 1
             }
-            if tree.text("IsTruncated") == "true" {
-                keyMarker = tree.text("NextKeyMarker")
-                uploadMarker = tree.text("NextUploadIdMarker")
-                if keyMarker == nil { break }
-            } else {
-                keyMarker = nil
-            }
-        } while keyMarker != nil
+            keyMarker = tree.text("NextKeyMarker")
+            uploadMarker = tree.text("NextUploadIdMarker")
+            let hasMarker = !(keyMarker ?? "").isEmpty || !(uploadMarker ?? "").isEmpty
+            guard tree.text("IsTruncated") == "true", hasMarker, fresh > 0 else { break }
+        }
         return uploads
     }
 
@@ -158,7 +161,20 @@ public final class S3Client: Sendable {
         xml += "</CompleteMultipartUpload>"
         let response = try await send("POST", key: key, query: [("uploadId", uploadId)],
                                       headers: [("Content-Type", "application/xml")], body: .bytes(Array(xml.utf8)))
-        return try xmlETag(response, root: "CompleteMultipartUploadResult")
+        return try Self.completionETag(status: response.status, body: response.body)
+    }
+
+    /// The ETag of a completed upload, or the error S3 reported — also when it answered 200
+    /// with `<Error>` in the body, which it may do after a long completion.
+    static func completionETag(status: Int, body: [UInt8]) throws -> String {
+        guard let tree = try? XMLTree.parse(body) else {
+            throw S3Error(kind: .protocolViolation, status: status, code: "BadResponse", message: "unreadable XML")
+        }
+        if tree.name == "Error" { throw S3Error.fromResponse(status: status, body: body) }
+        guard tree.name == "CompleteMultipartUploadResult", let etag = tree.text("ETag"), !etag.isEmpty else {
+            throw S3Error(kind: .protocolViolation, status: status, code: "BadResponse", message: "no ETag in the completion")
+        }
+        return etag
     }
 
     public func abortMultipartUpload(key: String, uploadId: String) async throws {

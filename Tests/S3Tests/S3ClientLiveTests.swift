@@ -125,7 +125,7 @@ struct S3ClientLiveTests {
             etags.append((i + 1, try await client.uploadPart(key: key, uploadId: uploadId, partNumber: i + 1, body: .bytes(slice),
                                                              contentMD5: S3Client.contentMD5(slice))))
         }
-        let listed = try await client.listParts(key: key, uploadId: uploadId)
+        let listed = try await client.listParts(key: key, uploadId: uploadId, pageSize: 2)  // two pages
         #expect(listed.map(\.partNumber) == [1, 2, 3])
         #expect(listed.map(\.size) == [Int64(part), Int64(part), 1234])
         #expect(listed.map(\.etag) == etags.map(\.etag))
@@ -161,6 +161,17 @@ struct S3ClientLiveTests {
         } catch let error as S3Error {
             #expect(error.code == "NoSuchUpload", "\(error)")
         }
+    }
+
+    @Test func listingUploadsFollowsPages() async throws {
+        let client = try liveClient()
+        let prefix = uniqueKey("paged/")
+        var ids: [String] = []
+        for i in 0..<5 { ids.append(try await client.createMultipartUpload(key: prefix + "f\(i)")) }
+        let listed = try await client.listMultipartUploads(prefix: prefix, pageSize: 2)
+        #expect(Set(listed.map(\.uploadId)) == Set(ids), "\(listed.count) of 5 listed")
+        for (i, id) in ids.enumerated() { try await client.abortMultipartUpload(key: prefix + "f\(i)", uploadId: id) }
+        #expect(try await client.listMultipartUploads(prefix: prefix).isEmpty)
     }
 
     @Test func presignedPutAndGetWorkAndTamperedOrExpiredAreRefused() async throws {

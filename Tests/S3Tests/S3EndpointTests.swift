@@ -44,3 +44,18 @@ func badEndpointsAreRefused(url: String) {
     #expect(inPart.code == "InvalidPart" && !inPart.retryable)
     #expect(S3Error(kind: .transport, status: 0, code: "ConnectionReset", message: "").retryable)
 }
+
+@Test func completionThatFailsWithStatus200IsAnError() {
+    let body = Array("<?xml version=\"1.0\"?>\n<Error><Code>InternalError</Code><Message>We encountered an internal error.</Message></Error>".utf8)
+    do {
+        _ = try S3Client.completionETag(status: 200, body: body)
+        Issue.record("a 200 with an Error body counted as success")
+    } catch let error as S3Error {
+        #expect(error.code == "InternalError" && error.status == 200 && error.retryable)
+    } catch {
+        Issue.record("\(error)")
+    }
+    let ok = Array("<CompleteMultipartUploadResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Location>x</Location><Bucket>b</Bucket><Key>k</Key><ETag>&quot;abc-3&quot;</ETag></CompleteMultipartUploadResult>".utf8)
+    #expect((try? S3Client.completionETag(status: 200, body: ok)) == "\"abc-3\"")
+    #expect(throws: S3Error.self) { _ = try S3Client.completionETag(status: 200, body: Array("<html>".utf8)) }
+}
