@@ -30,15 +30,8 @@ public final class GatewayResponder: HTTPResponder {
         let elapsed = ContinuousClock.now - started
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         metrics.recordRequest(route: pattern, method: request.method, status: response.status, seconds: seconds)
-        logger.info("request", [
-            "requestId": .string(requestID),
-            "method": .string(request.method),
-            "route": .string(pattern),
-            "path": .string(String(request.path.prefix(256))),
-            "status": .int(response.status),
-            "durationMs": .double((seconds * 1_000_000).rounded() / 1000),
-            "remote": .string(request.remoteAddress),
-        ])
+        logger.request(id: requestID, method: request.method, route: pattern, path: request.path,
+                       status: response.status, microseconds: Int(seconds * 1_000_000), remote: request.remoteAddress)
         return response
     }
 

@@ -50,6 +50,38 @@ public final class Logger: Sendable {
         sink.write(line.bytes)
     }
 
+    /// The per-request line, written straight into bytes: it runs for every request, so it
+    /// skips the general path's enum boxing and intermediate strings.
+    public func request(id: String, method: String, route: String, path: Substring, status: Int,
+                        microseconds: Int, remote: String) {
+        guard level <= .info else { return }
+        var line = JSONText()
+        line.bytes.reserveCapacity(256)
+        line.bytes.append(contentsOf: #"{"ts":""#.utf8)
+        Timestamp.append(to: &line.bytes)
+        line.bytes.append(contentsOf: #"","level":"info","msg":"request","requestId":"#.utf8)
+        line.appendString(id)
+        line.bytes.append(contentsOf: #","method":"#.utf8)
+        line.appendString(method)
+        line.bytes.append(contentsOf: #","route":"#.utf8)
+        line.appendString(route)
+        line.bytes.append(contentsOf: #","path":"#.utf8)
+        line.appendString(String(path.prefix(256)))
+        line.bytes.append(contentsOf: #","status":"#.utf8)
+        line.bytes.append(contentsOf: String(status).utf8)
+        line.bytes.append(contentsOf: #","durationMs":"#.utf8)
+        line.bytes.append(contentsOf: String(microseconds / 1000).utf8)
+        let fraction = microseconds % 1000
+        line.bytes.append(UInt8(ascii: "."))
+        line.bytes.append(UInt8(48 + fraction / 100))
+        line.bytes.append(UInt8(48 + fraction / 10 % 10))
+        line.bytes.append(UInt8(48 + fraction % 10))
+        line.bytes.append(contentsOf: #","remote":"#.utf8)
+        line.appendString(remote)
+        line.bytes.append(contentsOf: "}\n".utf8)
+        sink.write(line.bytes)
+    }
+
     private static func name(_ level: Configuration.LogLevel) -> String {
         switch level {
         case .debug: return "debug"
@@ -150,5 +182,30 @@ enum Timestamp {
         }
         let ms = Int(ts.tv_nsec) / 1_000_000
         return prefix + (ms < 10 ? ".00" : ms < 100 ? ".0" : ".") + "\(ms)Z"
+    }
+
+    /// Appends the same text as `now()` to `bytes`.
+    static func append(to bytes: inout [UInt8]) {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        let second = Int(ts.tv_sec)
+        var prefix = cache.withLocalLock { c -> String in
+            if c.0 != second {
+                var t = time_t(second)
+                var parts = tm()
+                gmtime_r(&t, &parts)
+                func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
+                c = (second, "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
+                     + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))")
+            }
+            return c.1
+        }
+        prefix.withUTF8 { bytes.append(contentsOf: $0) }
+        let ms = Int(ts.tv_nsec) / 1_000_000
+        bytes.append(UInt8(ascii: "."))
+        bytes.append(UInt8(48 + ms / 100))
+        bytes.append(UInt8(48 + ms / 10 % 10))
+        bytes.append(UInt8(48 + ms % 10))
+        bytes.append(UInt8(ascii: "Z"))
     }
 }

@@ -118,7 +118,14 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
                     handler.onEvent(events[i])
                 }
             }
-            pendingWork = runOneBatch()
+            // Run queued work in batches (what a batch queues runs in the next one), up to a
+            // budget, then look at the sockets again: cheap for the usual request, which needs
+            // two or three batches, and fair to other connections when one keeps queuing.
+            var batches = 0
+            repeat {
+                pendingWork = runOneBatch()
+                batches += 1
+            } while pendingWork && batches < 8
             if stopping.load(ordering: .relaxed) && handlers.isEmpty && !pendingWork { break }
         }
         exited.store(true, ordering: .releasing)
