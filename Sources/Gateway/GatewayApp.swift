@@ -77,6 +77,11 @@ public struct GatewayApp: Sendable {
         }
     }
 
+    /// Applies the missing schema migrations; returns the versions applied now.
+    public static func migrate(databaseURL: String) async throws -> [Int] {
+        try await Schema.migrations.apply(using: PostgresPool(url: databaseURL, size: 1))
+    }
+
     /// The JWT keys: the HS256 secret and/or the PEM public key file (RS256 or ES256).
     static func verifier(_ configuration: Configuration) throws(Configuration.Invalid) -> JWTVerifier {
         var keys: [JWTVerifier.Key] = []

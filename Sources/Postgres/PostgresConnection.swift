@@ -11,8 +11,9 @@ public final class PostgresConnection {
     /// Connects with a libpq connection string or `postgres://` URL, waiting at most
     /// `connectTimeout` seconds.
     public init(url: String, connectTimeout: Int = 5) throws {
-        let keywords = ["dbname", "connect_timeout", "application_name"]
-        let values = [url, String(max(1, connectTimeout)), "transfer-gateway"]
+        // Notices (e.g. "already exists, skipping") would go to stderr raw, outside the JSON log.
+        let keywords = ["dbname", "connect_timeout", "application_name", "options"]
+        let values = [url, String(max(1, connectTimeout)), "transfer-gateway", "-c client_min_messages=warning"]
         let connection: OpaquePointer? = Self.withCStrings(keywords) { k in
             Self.withCStrings(values) { v in PQconnectdbParams(k, v, 1) }
         }

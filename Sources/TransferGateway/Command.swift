@@ -10,7 +10,7 @@ enum Command {
     static let usage = """
         usage: transfer-gateway [serve]
                transfer-gateway token --sub ID [--ttl SECONDS] [--role admin]
-               transfer-gateway migrate                (with the jobs issue)
+               transfer-gateway migrate
         Settings come from GATEWAY_* environment variables; see README.md.
         """
 
@@ -19,6 +19,8 @@ enum Command {
         switch command {
         case "serve":
             await serve()
+        case "migrate":
+            await MigrateCommand.run()
         case "token":
             TokenCommand.run(Array(arguments.dropFirst(2)))
         case "bench-s3":
@@ -52,6 +54,14 @@ enum Command {
             app = try GatewayApp(configuration: configuration, logger: logger)
         } catch {
             fail("\(error)", code: 2)
+        }
+        if let url = configuration.databaseURL {
+            do {
+                let applied = try await GatewayApp.migrate(databaseURL: url)
+                if !applied.isEmpty { logger.info("migrated", ["versions": .string(applied.map(String.init).joined(separator: ","))]) }
+            } catch {
+                fail("migration failed: \(error)", code: 1)
+            }
         }
         let port: Int
         do {
