@@ -36,12 +36,12 @@ let package = Package(
         // Transfer jobs: part planning, scheduling, retries, leases — pure logic behind ports.
         .target(name: "TransferEngine"),
         // REST endpoints, configuration, logging, metrics: the composition of everything above.
-        .target(name: "Gateway", dependencies: ["HTTPServer", "S3", "Postgres", "SigV4", "Crypto", "Auth"]),
+        .target(name: "Gateway", dependencies: ["HTTPServer", "S3", "Postgres", "SigV4", "Crypto", "Auth", "TransferEngine"]),
         .executableTarget(name: "TransferGateway", dependencies: ["Gateway", "Auth", "S3", "SigV4"]),
 
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "SigV4Tests", dependencies: ["SigV4", "Crypto"], exclude: ["Fixtures"]),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "HTTPServer", "S3", "Postgres", "Auth", "SigV4", "Crypto"]),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "HTTPServer", "S3", "Postgres", "Auth", "SigV4", "Crypto", "TransferEngine"]),
         .testTarget(name: "AuthTests", dependencies: ["Auth", "Crypto"], exclude: ["Fixtures"]),
         .testTarget(name: "TransferEngineTests", dependencies: ["TransferEngine"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),

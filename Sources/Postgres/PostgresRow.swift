@@ -7,6 +7,10 @@ public struct PostgresRow: Sendable {
     public struct DecodingError: Error, CustomStringConvertible {
         public let column: String
         public let expected: String
+        public init(column: String, expected: String) {
+            self.column = column
+            self.expected = expected
+        }
         public var description: String { "column \(column) is not \(expected)" }
     }
 

@@ -27,6 +27,12 @@ public struct SQL: Sendable, ExpressibleByStringInterpolation {
             text += literal
         }
 
+        /// A constant piece of SQL (a column list, say). Only a `StaticString` makes one, so no
+        /// runtime value can become SQL text this way.
+        public mutating func appendInterpolation(_ fragment: SQLFragment) {
+            text += fragment.text
+        }
+
         /// A bind parameter in PostgreSQL's text format.
         public mutating func appendInterpolation(_ value: some PostgresEncodable) {
             parameters.append(value.postgresText)
@@ -39,6 +45,12 @@ public struct SQL: Sendable, ExpressibleByStringInterpolation {
             text += "$\(parameters.count)"
         }
     }
+}
+
+/// SQL text fixed at compile time.
+public struct SQLFragment: Sendable {
+    let text: String
+    public init(_ text: StaticString) { self.text = text.description }
 }
 
 /// A value that can be sent as a bind parameter in text format.

@@ -1,0 +1,157 @@
+import Foundation
+import Postgres
+import TransferEngine
+
+/// `JobStore` over PostgreSQL. Claims use `FOR UPDATE SKIP LOCKED`, so instances never take
+/// the same job; every write under a lease names its token in the `WHERE`, so a stale worker's
+/// write touches no row and becomes `LeaseLost`.
+public struct PostgresJobStore: JobStore {
+    let pool: PostgresPool
+
+    public init(pool: PostgresPool) {
+        self.pool = pool
+    }
+
+    private static let columns = SQLFragment("""
+        id::text, owner, type, state, object_key, source::text, options::text, bytes_total, bytes_transferred,
+        bytes_committed, part_size, parts_total, upload_id, etag, error::text, attempts, version, lease_owner,
+        lease_token, (extract(epoch FROM lease_expires_at) * 1000)::bigint AS lease_expires_ms,
+        (extract(epoch FROM created_at) * 1000)::bigint AS created_ms,
+        (extract(epoch FROM updated_at) * 1000)::bigint AS updated_ms,
+        (extract(epoch FROM completed_at) * 1000)::bigint AS completed_ms
+        """)
+
+    public func insert(_ job: Job) async throws {
+        try await pool.withConnection { connection in
+            try connection.query("""
+                INSERT INTO jobs (id, owner, type, state, object_key, source, options, bytes_total, part_size)
+                VALUES (\(job.id)::uuid, \(job.owner), \(job.kind.rawValue), \(job.state.rawValue), \(job.objectKey),
+                        \(job.source)::jsonb, \(job.options)::jsonb, \(job.bytesTotal), \(job.partSize))
+                """)
+        }
+    }
+
+    public func job(id: String) async throws -> Job? {
+        try await pool.withConnection { connection in
+            try connection.query("SELECT \(Self.columns) FROM jobs WHERE id = \(id)::uuid").first.map(Self.decode)
+        }
+    }
+
+    public func claim(owner: String, leaseMilliseconds: Int64) async throws -> (Job, Lease)? {
+        try await pool.withConnection { connection in
+            let rows = try connection.query("""
+                UPDATE jobs SET state = 'running', lease_owner = \(owner), lease_token = lease_token + 1,
+                       lease_expires_at = now() + \(leaseMilliseconds)::bigint * interval '1 millisecond',
+                       attempts = attempts + 1, version = version + 1, updated_at = now()
+                WHERE id = (SELECT id FROM jobs
+                            WHERE state = 'queued' OR (state = 'running' AND lease_expires_at < now())
+                            ORDER BY created_at, id
+                            FOR UPDATE SKIP LOCKED
+                            LIMIT 1)
+                RETURNING \(Self.columns)
+                """)
+            guard let row = rows.first else { return nil }
+            let job = try Self.decode(row)
+            return (job, Lease(jobID: job.id, owner: owner, token: Int64(try row.int("lease_token")),
+                               expiresAt: Int64(try row.int("lease_expires_ms"))))
+        }
+    }
+
+    public func renew(_ lease: Lease, leaseMilliseconds: Int64) async throws -> Lease {
+        try await pool.withConnection { connection in
+            let rows = try connection.query("""
+                UPDATE jobs SET lease_expires_at = now() + \(leaseMilliseconds)::bigint * interval '1 millisecond'
+                WHERE id = \(lease.jobID)::uuid AND lease_token = \(lease.token) AND state = 'running'
+                RETURNING (extract(epoch FROM lease_expires_at) * 1000)::bigint AS expires
+                """)
+            guard let row = rows.first else { throw LeaseLost(jobID: lease.jobID) }
+            return Lease(jobID: lease.jobID, owner: lease.owner, token: lease.token, expiresAt: Int64(try row.int("expires")))
+        }
+    }
+
+    public func release(_ lease: Lease) async throws {
+        try await pool.withConnection { connection in
+            try connection.query("""
+                UPDATE jobs SET lease_expires_at = now() - interval '1 second', lease_owner = NULL,
+                       version = version + 1, updated_at = now()
+                WHERE id = \(lease.jobID)::uuid AND lease_token = \(lease.token) AND state = 'running'
+                """)
+        }
+    }
+
+    public func recordPart(_ part: RecordedPart, under lease: Lease) async throws {
+        try await pool.withTransaction { connection in
+            // Lock the job row under our token first: if it is not ours any more, nothing is written.
+            let owned = try connection.query("""
+                SELECT 1 FROM jobs WHERE id = \(lease.jobID)::uuid AND lease_token = \(lease.token) AND state = 'running' FOR UPDATE
+                """)
+            guard !owned.isEmpty else { throw LeaseLost(jobID: lease.jobID) }
+            let previous = try connection.query("""
+                SELECT size FROM job_parts WHERE job_id = \(lease.jobID)::uuid AND part_number = \(part.number)
+                """).first.map { try $0.int("size") } ?? 0
+            try connection.query("""
+                INSERT INTO job_parts (job_id, part_number, size, etag) VALUES (\(lease.jobID)::uuid, \(part.number), \(part.size), \(part.etag))
+                ON CONFLICT (job_id, part_number) DO UPDATE SET size = EXCLUDED.size, etag = EXCLUDED.etag,
+                    attempts = job_parts.attempts + 1, completed_at = now()
+                """)
+            let delta = part.size - Int64(previous)
+            try connection.query("""
+                UPDATE jobs SET bytes_committed = bytes_committed + \(delta), bytes_transferred = bytes_transferred + \(delta),
+                       version = version + 1, updated_at = now()
+                WHERE id = \(lease.jobID)::uuid
+                """)
+        }
+    }
+
+    public func parts(of jobID: String) async throws -> [RecordedPart] {
+        try await pool.withConnection { connection in
+            try connection.query("SELECT part_number, size, etag FROM job_parts WHERE job_id = \(jobID)::uuid ORDER BY part_number")
+                .map { RecordedPart(number: try $0.int("part_number"), size: Int64(try $0.int("size")), etag: try $0.string("etag")) }
+        }
+    }
+
+    public func start(_ lease: Lease, uploadID: String?, partsTotal: Int, partSize: Int64) async throws {
+        try await writeUnderLease(lease, """
+            UPDATE jobs SET upload_id = \(uploadID), parts_total = \(partsTotal), part_size = \(partSize),
+                   version = version + 1, updated_at = now()
+            WHERE id = \(lease.jobID)::uuid AND lease_token = \(lease.token) AND state = 'running'
+            RETURNING 1 AS ok
+            """)
+    }
+
+    public func finish(_ lease: Lease, state: Job.State, etag: String?, error: String?) async throws {
+        try await writeUnderLease(lease, """
+            UPDATE jobs SET state = \(state.rawValue), etag = \(etag), error = \(error)::jsonb, lease_owner = NULL,
+                   lease_expires_at = NULL, completed_at = now(), version = version + 1, updated_at = now()
+            WHERE id = \(lease.jobID)::uuid AND lease_token = \(lease.token) AND state = 'running'
+            RETURNING 1 AS ok
+            """)
+    }
+
+    private func writeUnderLease(_ lease: Lease, _ sql: SQL) async throws {
+        let changed = try await pool.withConnection { try !$0.query(sql).isEmpty }
+        if !changed { throw LeaseLost(jobID: lease.jobID) }
+    }
+
+    static func decode(_ row: PostgresRow) throws -> Job {
+        guard let kind = Job.Kind(rawValue: try row.string("type")), let state = Job.State(rawValue: try row.string("state")) else {
+            throw PostgresRow.DecodingError(column: "type/state", expected: "a known value")
+        }
+        var job = Job(id: try row.string("id"), owner: try row.string("owner"), kind: kind, state: state,
+                      objectKey: try row.optionalString("object_key"), source: try row.optionalString("source"),
+                      options: try row.string("options"), bytesTotal: try row.optionalInt("bytes_total").map(Int64.init),
+                      partSize: Int64(try row.int("part_size")))
+        job.bytesTransferred = Int64(try row.int("bytes_transferred"))
+        job.bytesCommitted = Int64(try row.int("bytes_committed"))
+        job.partsTotal = try row.optionalInt("parts_total")
+        job.uploadID = try row.optionalString("upload_id")
+        job.etag = try row.optionalString("etag")
+        job.error = try row.optionalString("error")
+        job.attempts = try row.int("attempts")
+        job.version = Int64(try row.int("version"))
+        job.createdAt = Int64(try row.int("created_ms"))
+        job.updatedAt = Int64(try row.int("updated_ms"))
+        job.completedAt = try row.optionalInt("completed_ms").map(Int64.init)
+        return job
+    }
+}

@@ -1,0 +1,91 @@
+/// A transfer job as the engine and the API see it (PRODUCT.md §4 "Server-side jobs").
+public struct Job: Sendable, Equatable {
+    public enum Kind: String, Sendable, CaseIterable { case upload, `import`, copy, download }
+
+    public enum State: String, Sendable, CaseIterable {
+        case pending, queued, running, paused, completed, failed, canceled
+
+        /// No further change is possible.
+        public var isFinal: Bool { self == .completed || self == .failed || self == .canceled }
+    }
+
+    public var id: String
+    public var owner: String
+    public var kind: Kind
+    public var state: State
+    public var objectKey: String?
+    /// The type's source, as JSON (a URL, a source key…).
+    public var source: String?
+    /// The job's options, as JSON.
+    public var options: String
+    public var bytesTotal: Int64?
+    public var bytesTransferred: Int64
+    public var bytesCommitted: Int64
+    public var partSize: Int64
+    public var partsTotal: Int?
+    public var uploadID: String?
+    public var etag: String?
+    /// `{"code": …, "message": …}` when failed.
+    public var error: String?
+    public var attempts: Int
+    /// Bumped on every change: the API's ETag and long-poll key.
+    public var version: Int64
+    /// Unix time in milliseconds.
+    public var createdAt: Int64
+    public var updatedAt: Int64
+    public var completedAt: Int64?
+
+    public init(id: String, owner: String, kind: Kind, state: State, objectKey: String?, source: String?,
+                options: String = "{}", bytesTotal: Int64?, partSize: Int64) {
+        self.id = id
+        self.owner = owner
+        self.kind = kind
+        self.state = state
+        self.objectKey = objectKey
+        self.source = source
+        self.options = options
+        self.bytesTotal = bytesTotal
+        self.bytesTransferred = 0
+        self.bytesCommitted = 0
+        self.partSize = partSize
+        self.partsTotal = nil
+        self.uploadID = nil
+        self.etag = nil
+        self.error = nil
+        self.attempts = 0
+        self.version = 1
+        self.createdAt = 0
+        self.updatedAt = 0
+        self.completedAt = nil
+    }
+}
+
+/// The right to work on a job until `expiresAt`. Every write made under a lease carries its
+/// token, so a worker that lost the lease (stalled past it) cannot overwrite the new owner's work.
+public struct Lease: Sendable, Equatable {
+    public let jobID: String
+    public let owner: String
+    public let token: Int64
+    /// Unix time in milliseconds.
+    public let expiresAt: Int64
+
+    public init(jobID: String, owner: String, token: Int64, expiresAt: Int64) {
+        self.jobID = jobID
+        self.owner = owner
+        self.token = token
+        self.expiresAt = expiresAt
+    }
+}
+
+/// A part S3 acknowledged, as recorded before it counts.
+public struct RecordedPart: Sendable, Equatable {
+    public let number: Int
+    public let size: Int64
+    public let etag: String
+
+    public init(number: Int, size: Int64, etag: String) {
+        self.number = number
+        self.size = size
+        self.etag = etag
+    }
+}

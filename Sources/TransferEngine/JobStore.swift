@@ -1,0 +1,28 @@
+/// Where jobs live (PostgreSQL in production, memory in tests). Lists only what the engine and
+/// the API use. Every write under a lease fails with `LeaseLost` when the lease's token is no
+/// longer the job's: another instance took the job over.
+public protocol JobStore: Sendable {
+    func insert(_ job: Job) async throws
+    func job(id: String) async throws -> Job?
+
+    /// Takes the oldest runnable job (queued, or running with a lapsed lease) for `owner`.
+    func claim(owner: String, leaseMilliseconds: Int64) async throws -> (Job, Lease)?
+    /// Extends the lease; throws `LeaseLost` if it was taken over.
+    func renew(_ lease: Lease, leaseMilliseconds: Int64) async throws -> Lease
+    /// Gives the job back at once (SIGTERM): it is runnable again for any instance.
+    func release(_ lease: Lease) async throws
+
+    /// Records a finished part and adds its bytes to the job's progress, atomically.
+    func recordPart(_ part: RecordedPart, under lease: Lease) async throws
+    func parts(of jobID: String) async throws -> [RecordedPart]
+    /// Sets the multipart upload id and the plan (before the first part).
+    func start(_ lease: Lease, uploadID: String?, partsTotal: Int, partSize: Int64) async throws
+    /// Ends the job as completed or failed.
+    func finish(_ lease: Lease, state: Job.State, etag: String?, error: String?) async throws
+}
+
+/// A write under a lease that is no longer the job's.
+public struct LeaseLost: Error, Equatable, Sendable {
+    public let jobID: String
+    public init(jobID: String) { self.jobID = jobID }
+}
