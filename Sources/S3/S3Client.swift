@@ -57,7 +57,7 @@ public final class S3Client: Sendable {
         for (name, value) in response.headers where name.hasPrefix("x-amz-meta-") {
             metadata[String(name.dropFirst("x-amz-meta-".count))] = value
         }
-        return ObjectHead(size: Int64(response.header("content-length") ?? "") ?? 0, etag: response.header("etag") ?? "",
+        return ObjectHead(size: Int64(response.header("content-length") ?? "") ?? 0, etag: Self.quoted(response.header("etag") ?? ""),
                           contentType: response.header("content-type"), lastModified: response.header("last-modified"),
                           metadata: metadata)
     }
@@ -115,7 +115,7 @@ public final class S3Client: Sendable {
             let tree = try parse(try await send("GET", key: key, query: query))
             for part in tree.all("Part") {
                 guard let number = Int(part.text("PartNumber") ?? ""), let etag = part.text("ETag") else { continue }
-                parts.append(UploadedPart(partNumber: number, etag: etag, size: Int64(part.text("Size") ?? "") ?? 0))
+                parts.append(UploadedPart(partNumber: number, etag: Self.quoted(etag), size: Int64(part.text("Size") ?? "") ?? 0))
             }
             marker = tree.text("IsTruncated") == "true" ? tree.text("NextPartNumberMarker") : nil
         } while marker != nil
@@ -174,7 +174,7 @@ public final class S3Client: Sendable {
         guard tree.name == "CompleteMultipartUploadResult", let etag = tree.text("ETag"), !etag.isEmpty else {
             throw S3Error(kind: .protocolViolation, status: status, code: "BadResponse", message: "no ETag in the completion")
         }
-        return etag
+        return quoted(etag)
     }
 
     public func abortMultipartUpload(key: String, uploadId: String) async throws {
@@ -230,12 +230,19 @@ public final class S3Client: Sendable {
     private func xmlETag(_ response: CurlTransfer.Response, root: String) throws -> String {
         let tree = try parse(response)
         guard tree.name == root, let etag = tree.text("ETag"), !etag.isEmpty else { throw protocolError("no ETag in \(root)") }
-        return etag
+        return Self.quoted(etag)
     }
 
     private func etag(of response: CurlTransfer.Response) throws -> String {
         guard let etag = response.header("etag") else { throw protocolError("no ETag header") }
-        return etag
+        return Self.quoted(etag)
+    }
+
+    /// ETags in their quoted HTTP form (RFC 9110 §8.8.3): AWS quotes them everywhere, SeaweedFS
+    /// leaves them bare in some XML answers; callers compare them, so they get one spelling.
+    static func quoted(_ etag: String) -> String {
+        if etag.hasPrefix("\"") || etag.hasPrefix("W/\"") { return etag }
+        return "\"" + etag + "\""
     }
 
     private func protocolError(_ message: String) -> S3Error {

@@ -1,0 +1,60 @@
+import S3
+import TransferEngine
+
+/// The engine's `ObjectStore` port over the S3 client. S3 errors become `ObjectStoreError`
+/// with S3's code and the client's retry verdict.
+public struct S3ObjectStore: ObjectStore {
+    let client: S3Client
+
+    public init(client: S3Client) {
+        self.client = client
+    }
+
+    public func size(of key: String) async throws -> (size: Int64, etag: String) {
+        try await mapped {
+            let head = try await client.headObject(key: key)
+            return (head.size, head.etag)
+        }
+    }
+
+    public func createMultipartUpload(key: String, attributes: ObjectAttributesSpec) async throws -> String {
+        try await mapped { try await client.createMultipartUpload(key: key, attributes: Self.attributes(attributes)) }
+    }
+
+    public func copyPart(key: String, uploadID: String, part: Int, sourceKey: String, range: ClosedRange<Int64>?) async throws -> String {
+        try await mapped { try await client.uploadPartCopy(key: key, uploadId: uploadID, partNumber: part, sourceKey: sourceKey, range: range) }
+    }
+
+    public func listParts(key: String, uploadID: String) async throws -> [RecordedPart] {
+        try await mapped {
+            try await client.listParts(key: key, uploadId: uploadID).map { RecordedPart(number: $0.partNumber, size: $0.size, etag: $0.etag) }
+        }
+    }
+
+    public func completeMultipartUpload(key: String, uploadID: String, parts: [RecordedPart]) async throws -> String {
+        try await mapped {
+            try await client.completeMultipartUpload(key: key, uploadId: uploadID, parts: parts.map { (partNumber: $0.number, etag: $0.etag) })
+        }
+    }
+
+    public func abortMultipartUpload(key: String, uploadID: String) async throws {
+        try await mapped { try await client.abortMultipartUpload(key: key, uploadId: uploadID) }
+    }
+
+    public func copyObject(from sourceKey: String, to key: String, attributes: ObjectAttributesSpec) async throws -> String {
+        try await mapped { try await client.copyObject(from: sourceKey, to: key, attributes: Self.attributes(attributes)) }
+    }
+
+    static func attributes(_ spec: ObjectAttributesSpec) -> ObjectAttributes {
+        ObjectAttributes(contentType: spec.contentType, cacheControl: spec.cacheControl, contentDisposition: spec.contentDisposition,
+                         serverSideEncryption: spec.serverSideEncryption, metadata: spec.metadata)
+    }
+
+    private func mapped<T>(_ work: () async throws -> T) async throws -> T {
+        do {
+            return try await work()
+        } catch let error as S3Error {
+            throw ObjectStoreError(code: error.code, retryable: error.retryable)
+        }
+    }
+}

@@ -1,0 +1,40 @@
+/// The S3 operations the engine needs, no more (the S3 adapter implements them; tests use an
+/// in-memory twin). Errors carry whether a retry can help.
+public protocol ObjectStore: Sendable {
+    func size(of key: String) async throws -> (size: Int64, etag: String)
+    func createMultipartUpload(key: String, attributes: ObjectAttributesSpec) async throws -> String
+    func copyPart(key: String, uploadID: String, part: Int, sourceKey: String, range: ClosedRange<Int64>?) async throws -> String
+    func listParts(key: String, uploadID: String) async throws -> [RecordedPart]
+    func completeMultipartUpload(key: String, uploadID: String, parts: [RecordedPart]) async throws -> String
+    func abortMultipartUpload(key: String, uploadID: String) async throws
+    func copyObject(from sourceKey: String, to key: String, attributes: ObjectAttributesSpec) async throws -> String
+}
+
+/// Object attributes a job sets (content type, metadata, …), independent of the S3 client.
+public struct ObjectAttributesSpec: Sendable, Equatable {
+    public var contentType: String?
+    public var cacheControl: String?
+    public var contentDisposition: String?
+    public var serverSideEncryption: String?
+    public var metadata: [String: String]
+
+    public init(contentType: String? = nil, cacheControl: String? = nil, contentDisposition: String? = nil,
+                serverSideEncryption: String? = nil, metadata: [String: String] = [:]) {
+        self.contentType = contentType
+        self.cacheControl = cacheControl
+        self.contentDisposition = contentDisposition
+        self.serverSideEncryption = serverSideEncryption
+        self.metadata = metadata
+    }
+}
+
+/// An object-store failure, as the engine sees it.
+public struct ObjectStoreError: Error, Equatable, Sendable {
+    public let code: String
+    public let retryable: Bool
+
+    public init(code: String, retryable: Bool) {
+        self.code = code
+        self.retryable = retryable
+    }
+}
