@@ -42,13 +42,20 @@ public struct AccessPolicy: Sendable {
         case .protected:
             guard let id = identity.id else { throw .signInRequired }
             owner = targetIdentityID ?? id
-            if mode == .write && owner != id { throw .forbidden("only the owner may write protected files") }
+            // Bytes, not Swift's `==`: canonically equivalent spellings of two ids are two ids.
+            if mode == .write && !Self.same(owner, id) { throw .forbidden("only the owner may write protected files") }
         case .private:
             guard let id = identity.id else { throw .signInRequired }
             owner = targetIdentityID ?? id
-            if owner != id { throw .forbidden("private files belong to their owner only") }
+            if !Self.same(owner, id) { throw .forbidden("private files belong to their owner only") }
         }
         guard Identity.isValidID(owner) else { throw .invalidKey("targetIdentityId is not a valid identity id") }
         return try ObjectKey.make(prefix: "\(level.rawValue)/\(owner)/", key: key)
+    }
+
+    /// Identity ids are compared byte for byte (`"jos\u{E9}"` and `"jose\u{301}"` are
+    /// different people, though Swift's `String ==` calls them equal).
+    public static func same(_ a: String, _ b: String) -> Bool {
+        a.utf8.elementsEqual(b.utf8)
     }
 }

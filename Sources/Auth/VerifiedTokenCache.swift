@@ -10,7 +10,9 @@ public final class VerifiedTokenCache: Sendable {
         let notBefore: Double?
     }
 
-    private let entries = Mutex<[String: Entry]>([:])
+    /// Keyed by the token's bytes: `String` equality would let canonically equivalent
+    /// spellings (a KELVIN SIGN for a K) hit an entry.
+    private let entries = Mutex<[[UInt8]: Entry]>([:])
     private let capacity: Int
 
     public init(capacity: Int = 10_000) {
@@ -18,13 +20,15 @@ public final class VerifiedTokenCache: Sendable {
     }
 
     func lookup(_ token: String) -> Entry? {
-        entries.withLock { $0[token] }
+        let key = Array(token.utf8)
+        return entries.withLock { $0[key] }
     }
 
     func store(_ token: String, _ entry: Entry) {
+        let key = Array(token.utf8)
         entries.withLock { map in
             if map.count >= capacity { map.removeAll(keepingCapacity: true) }
-            map[token] = entry
+            map[key] = entry
         }
     }
 }

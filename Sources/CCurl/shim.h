@@ -11,6 +11,7 @@ static inline CURLcode tg_easy_setopt_slist(CURL *h, CURLoption o, struct curl_s
 typedef size_t (*tg_data_callback)(char *, size_t, size_t, void *);
 static inline CURLcode tg_easy_setopt_datafn(CURL *h, CURLoption o, tg_data_callback v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode tg_easy_setopt_xferinfo(CURL *h, curl_xferinfo_callback f) { return curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, f); }
+static inline CURLcode tg_easy_setopt_seek(CURL *h, curl_seek_callback f) { return curl_easy_setopt(h, CURLOPT_SEEKFUNCTION, f); }
 static inline CURLcode tg_easy_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode tg_easy_getinfo_off(CURL *h, CURLINFO i, curl_off_t *v) { return curl_easy_getinfo(h, i, v); }
 static inline CURLcode tg_easy_getinfo_ptr(CURL *h, CURLINFO i, void **v) { return curl_easy_getinfo(h, i, v); }

@@ -29,9 +29,13 @@ public final class PublicKey: @unchecked Sendable {
             }
             kind = .rsa
         case EVP_PKEY_EC:
-            guard EVP_PKEY_get_bits(key) == 256 else {
+            var name = [CChar](repeating: 0, count: 64)
+            var length = 0
+            let named = EVP_PKEY_get_group_name(key, &name, name.count, &length) == 1
+            let group = String(decoding: name.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            guard named, group == "prime256v1" || group == "P-256" else {
                 EVP_PKEY_free(key)
-                throw LoadError(description: "EC keys must be P-256 (ES256)")
+                throw LoadError(description: "EC keys must be on the P-256 curve (ES256)")
             }
             kind = .ecP256
         default:

@@ -18,7 +18,8 @@ public struct PostgresJobStore: JobStore {
         lease_token, (extract(epoch FROM lease_expires_at) * 1000)::bigint AS lease_expires_ms,
         (extract(epoch FROM created_at) * 1000)::bigint AS created_ms,
         (extract(epoch FROM updated_at) * 1000)::bigint AS updated_ms,
-        (extract(epoch FROM completed_at) * 1000)::bigint AS completed_ms
+        (extract(epoch FROM completed_at) * 1000)::bigint AS completed_ms,
+        (SELECT count(*) FROM job_parts WHERE job_id = jobs.id) AS parts_completed
         """)
 
     public func insert(_ job: Job) async throws {
@@ -110,9 +111,9 @@ public struct PostgresJobStore: JobStore {
         }
     }
 
-    public func start(_ lease: Lease, uploadID: String?, partsTotal: Int, partSize: Int64) async throws {
+    public func start(_ lease: Lease, uploadID: String?, partsTotal: Int, partSize: Int64, bytesTotal: Int64) async throws {
         try await writeUnderLease(lease, """
-            UPDATE jobs SET upload_id = \(uploadID), parts_total = \(partsTotal), part_size = \(partSize),
+            UPDATE jobs SET upload_id = \(uploadID), parts_total = \(partsTotal), part_size = \(partSize), bytes_total = \(bytesTotal),
                    version = version + 1, updated_at = now()
             WHERE id = \(lease.jobID)::uuid AND lease_token = \(lease.token) AND state = 'running'
             RETURNING 1 AS ok
@@ -126,6 +127,31 @@ public struct PostgresJobStore: JobStore {
             WHERE id = \(lease.jobID)::uuid AND lease_token = \(lease.token) AND state = 'running'
             RETURNING 1 AS ok
             """)
+    }
+
+    public func list(owner: String?, state: Job.State?, limit: Int, after cursor: String?) async throws -> [Job] {
+        try await pool.withConnection { connection in
+            try connection.query("""
+                SELECT \(Self.columns) FROM jobs
+                WHERE (\(owner)::text IS NULL OR owner = \(owner))
+                  AND (\(state?.rawValue)::text IS NULL OR state = \(state?.rawValue))
+                  AND (\(cursor)::uuid IS NULL OR (created_at, id) < (SELECT created_at, id FROM jobs WHERE id = \(cursor)::uuid))
+                ORDER BY created_at DESC, id DESC
+                LIMIT \(limit)
+                """).map(Self.decode)
+        }
+    }
+
+    public func transition(id: String, from: Set<Job.State>, to: Job.State) async throws -> Job? {
+        try await pool.withConnection { connection in
+            let allowed = "{" + from.map(\.rawValue).sorted().joined(separator: ",") + "}"
+            _ = try connection.query("""
+                UPDATE jobs SET state = \(to.rawValue), version = version + 1, updated_at = now(),
+                       completed_at = CASE WHEN \(to.rawValue) = 'canceled' THEN now() ELSE completed_at END
+                WHERE id = \(id)::uuid AND state = ANY(\(allowed)::text[])
+                """)
+            return try connection.query("SELECT \(Self.columns) FROM jobs WHERE id = \(id)::uuid").first.map(Self.decode)
+        }
     }
 
     private func writeUnderLease(_ lease: Lease, _ sql: SQL) async throws {
@@ -152,6 +178,7 @@ public struct PostgresJobStore: JobStore {
         job.createdAt = Int64(try row.int("created_ms"))
         job.updatedAt = Int64(try row.int("updated_ms"))
         job.completedAt = try row.optionalInt("completed_ms").map(Int64.init)
+        job.partsCompleted = try row.optionalInt("parts_completed") ?? 0
         return job
     }
 }

@@ -161,8 +161,10 @@ struct PresignRoutes: Sendable {
     }
 
     static func checkHeaderValue(_ value: String, field: String) throws(APIError) {
-        if value.isEmpty || value.utf8.count > 1024 || value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
-            throw APIError.validation("\(field) must be 1–1024 characters without control characters.")
+        // Printable ASCII only: S3 servers fold other white space before checking signatures, and
+        // browsers send bytes 0x80–0xFF as Latin-1, not the UTF-8 that was signed.
+        if value.isEmpty || value.utf8.count > 1024 || !value.utf8.allSatisfy({ $0 >= 0x20 && $0 <= 0x7E }) {
+            throw APIError.validation("\(field) must be 1–1024 printable ASCII characters.")
         }
     }
 
@@ -171,11 +173,14 @@ struct PresignRoutes: Sendable {
         guard let metadata else { return [] }
         var total = 0
         var out: [(String, String)] = []
+        var seen = Set<String>()
         for (name, value) in metadata.sorted(by: { $0.key < $1.key }) {
+            guard !name.isEmpty, name.utf8.allSatisfy({ byte in
+                (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x30 && byte <= 0x39)
+                    || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
+            }) else { throw APIError.validation("metadata names must be ASCII letters, digits, - and _.") }
             let lower = name.lowercased()
-            guard !lower.isEmpty, lower.utf8.allSatisfy({ byte in
-                (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
-            }) else { throw APIError.validation("metadata names must be letters, digits, - and _.") }
+            guard seen.insert(lower).inserted else { throw APIError.validation("metadata names must differ in more than case.") }
             try checkHeaderValue(value, field: "metadata.\(lower)")
             total += lower.utf8.count + value.utf8.count
             out.append(("x-amz-meta-\(lower)", value))

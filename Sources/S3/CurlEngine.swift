@@ -60,8 +60,18 @@ final class CurlEngine: @unchecked Sendable {
                     transfer.finish(.failure(S3Error.cancelled))
                     continue
                 }
+                guard curl_multi_add_handle(multi, transfer.handle) == CURLM_OK else {
+                    transfer.finish(.failure(S3Error(kind: .transport, status: 0, code: "CurlMulti", message: "libcurl refused the transfer")))
+                    continue
+                }
                 active[transfer.handle] = transfer
-                curl_multi_add_handle(multi, transfer.handle)
+            }
+            // Cancelled transfers leave now: one waiting for a connection slot, or stalled, may
+            // not reach the progress callback that would abort it.
+            for (handle, transfer) in active where transfer.cancelled.load(ordering: .relaxed) {
+                curl_multi_remove_handle(multi, handle)
+                active[handle] = nil
+                transfer.finish(.failure(S3Error.cancelled))
             }
             curl_multi_perform(multi, &running)
             var easy: UnsafeMutableRawPointer?

@@ -59,13 +59,27 @@ final class CurlTransfer: @unchecked Sendable {
         self.handle = handle
         self.source = source
         self.sink = sink
-        for (name, value) in headers { headerList = curl_slist_append(headerList, "\(name): \(value)") }
+        for (name, value) in headers {
+            // curl sends these verbatim: a CR or LF would add headers, an empty value would be
+            // dropped after being signed. Refuse rather than send.
+            guard Self.isToken(name), value.utf8.allSatisfy({ $0 >= 0x20 && $0 <= 0x7E }), !value.isEmpty else {
+                return nil  // deinit frees the handle and the list
+            }
+            headerList = curl_slist_append(headerList, "\(name): \(value)")
+        }
         // curl adds "Expect: 100-continue" to large uploads; S3 does not need the round trip.
         headerList = curl_slist_append(headerList, "Expect:")
         if case .none = source, method != "GET", method != "HEAD", method != "DELETE" {
             headerList = curl_slist_append(headerList, "Content-Length: 0")
         }
         configure(method: method, url: url, options: options)
+    }
+
+    static func isToken(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                || "!#$%&'*+-.^_`|~".utf8.contains(byte)
+        }
     }
 
     deinit {
@@ -109,6 +123,15 @@ final class CurlTransfer: @unchecked Sendable {
             _ = tg_easy_setopt_str(handle, CURLOPT_CUSTOMREQUEST, method)
         }
         if source.length > 0 || method == "PUT" || method == "POST" {
+            // A reused connection found dead makes curl rewind the body and send it again.
+            _ = tg_easy_setopt_ptr(handle, CURLOPT_SEEKDATA, me)
+            _ = tg_easy_setopt_seek(handle) { user, offset, origin in
+                guard let user, origin == SEEK_SET else { return Int32(CURL_SEEKFUNC_CANTSEEK) }
+                let transfer = Unmanaged<CurlTransfer>.fromOpaque(user).takeUnretainedValue()
+                guard offset >= 0, Int64(offset) <= transfer.source.length else { return Int32(CURL_SEEKFUNC_FAIL) }
+                transfer.sourcePosition = Int64(offset)
+                return Int32(CURL_SEEKFUNC_OK)
+            }
             _ = tg_easy_setopt_ptr(handle, CURLOPT_READDATA, me)
             _ = tg_easy_setopt_datafn(handle, CURLOPT_READFUNCTION) { buffer, size, count, user in
                 guard let buffer, let user else { return 0 }

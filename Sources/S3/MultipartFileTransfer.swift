@@ -43,7 +43,9 @@ public struct MultipartFileTransfer: Sendable {
             return try await client.completeMultipartUpload(
                 key: key, uploadId: uploadId, parts: etags.enumerated().map { (partNumber: $0.offset + 1, etag: $0.element) })
         } catch {
-            try? await client.abortMultipartUpload(key: key, uploadId: uploadId)
+            // Detached: a cancelled task's own requests are cancelled at once, and the abort must go out.
+            let client = self.client
+            await Task.detached { try? await client.abortMultipartUpload(key: key, uploadId: uploadId) }.value
             throw error
         }
     }
@@ -60,7 +62,7 @@ public struct MultipartFileTransfer: Sendable {
             let offset = Int64(index) * partSize
             guard head.size > 0 else { return "" }
             let end = min(offset + partSize, head.size) - 1
-            _ = try await client.getObject(key: key, range: offset...end, sink: .file(fd: fd, offset: offset))
+            _ = try await client.getObject(key: key, range: offset...end, ifMatch: head.etag, sink: .file(fd: fd, offset: offset))
             return ""
         }
         return head.size

@@ -43,11 +43,14 @@ public final class S3Client: Sendable {
     }
 
     /// GetObject into `sink`, optionally a byte range (inclusive, RFC 9110 §14.1.2).
-    public func getObject(key: String, range: ClosedRange<Int64>? = nil,
+    /// With a range, only 206 is success (a 200 would be the whole object landing where one
+    /// range should); `ifMatch` pins the object version across several ranged GETs.
+    public func getObject(key: String, range: ClosedRange<Int64>? = nil, ifMatch: String? = nil,
                           sink: ResponseBodySink = .memory(limit: 64 << 20)) async throws -> (headers: [(String, String)], body: [UInt8]) {
         var headers: [(String, String)] = []
         if let range { headers.append(("Range", "bytes=\(range.lowerBound)-\(range.upperBound)")) }
-        let response = try await send("GET", key: key, headers: headers, sink: sink)
+        if let ifMatch { headers.append(("If-Match", ifMatch)) }
+        let response = try await send("GET", key: key, headers: headers, sink: sink, expecting: range == nil ? 200..<300 : 206..<207)
         return (response.headers, response.body)
     }
 
@@ -117,7 +120,9 @@ public final class S3Client: Sendable {
                 guard let number = Int(part.text("PartNumber") ?? ""), let etag = part.text("ETag") else { continue }
                 parts.append(UploadedPart(partNumber: number, etag: Self.quoted(etag), size: Int64(part.text("Size") ?? "") ?? 0))
             }
-            marker = tree.text("IsTruncated") == "true" ? tree.text("NextPartNumberMarker") : nil
+            let next = tree.text("IsTruncated") == "true" ? tree.text("NextPartNumberMarker") : nil
+            // A server that repeats its marker would loop us forever.
+            marker = next != nil && next != marker && !tree.all("Part").isEmpty ? next : nil
         } while marker != nil
         return parts
     }
@@ -208,7 +213,8 @@ public final class S3Client: Sendable {
         let url = endpoint.url(encodedPath: path) + (query.isEmpty ? "" : "?" + URIEncoding.query(query))
         guard let transfer = CurlTransfer(method: method, url: url, headers: Array(toSign.dropFirst()) + added,
                                           source: body, sink: sink, options: options) else {
-            throw S3Error(kind: .transport, status: 0, code: "CurlInit", message: "libcurl could not create a handle")
+            throw S3Error(kind: .protocolViolation, status: 0, code: "InvalidHeader",
+                          message: "a header name or value cannot be sent (control or non-ASCII character, or empty)")
         }
         let response = try await engine.perform(transfer)
         if let expecting, !expecting.contains(response.status) {

@@ -78,7 +78,7 @@ public struct CanonicalRequest: Sendable {
         if !needsWork {
             var previousSpace = false
             for byte in bytes {
-                if byte == 0x20 && previousSpace { needsWork = true; break }
+                if byte == 0x09 || (byte == 0x20 && previousSpace) { needsWork = true; break }
                 previousSpace = byte == 0x20
             }
         }

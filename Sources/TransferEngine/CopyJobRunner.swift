@@ -54,7 +54,7 @@ public struct CopyJobRunner: Sendable {
         }
         if plan.isSinglePart {
             do {
-                try await store.start(lease, uploadID: nil, partsTotal: 1, partSize: plan.partSize)
+                try await store.start(lease, uploadID: nil, partsTotal: 1, partSize: plan.partSize, bytesTotal: plan.objectSize)
                 let etag = try await objects.copyObject(from: source.key, to: key, attributes: options.attributes)
                 try await store.recordPart(RecordedPart(number: 1, size: plan.objectSize, etag: etag), under: lease)
                 try await store.finish(lease, state: .completed, etag: etag, error: nil)
@@ -81,7 +81,8 @@ public struct CopyJobRunner: Sendable {
                 }
             } else {
                 uploadID = try await objects.createMultipartUpload(key: key, attributes: options.attributes)
-                try await store.start(lease, uploadID: uploadID, partsTotal: plan.partCount, partSize: plan.partSize)
+                try await store.start(lease, uploadID: uploadID, partsTotal: plan.partCount, partSize: plan.partSize,
+                                      bytesTotal: plan.objectSize)
             }
         } catch is LeaseLost {
             return .leaseLost

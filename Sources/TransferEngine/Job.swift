@@ -28,6 +28,8 @@ public struct Job: Sendable, Equatable {
     /// `{"code": …, "message": …}` when failed.
     public var error: String?
     public var attempts: Int
+    /// Parts recorded so far.
+    public var partsCompleted: Int = 0
     /// Bumped on every change: the API's ETag and long-poll key.
     public var version: Int64
     /// Unix time in milliseconds.

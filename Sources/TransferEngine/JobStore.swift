@@ -16,9 +16,15 @@ public protocol JobStore: Sendable {
     func recordPart(_ part: RecordedPart, under lease: Lease) async throws
     func parts(of jobID: String) async throws -> [RecordedPart]
     /// Sets the multipart upload id and the plan (before the first part).
-    func start(_ lease: Lease, uploadID: String?, partsTotal: Int, partSize: Int64) async throws
+    func start(_ lease: Lease, uploadID: String?, partsTotal: Int, partSize: Int64, bytesTotal: Int64) async throws
     /// Ends the job as completed or failed.
     func finish(_ lease: Lease, state: Job.State, etag: String?, error: String?) async throws
+
+    /// The owner's jobs, newest first, after `cursor` (the last id of the previous page).
+    func list(owner: String?, state: Job.State?, limit: Int, after cursor: String?) async throws -> [Job]
+    /// Moves a job between states on its owner's request (pause, resume, cancel), if it is in
+    /// one of `from`. Returns the job as it is afterwards, or nil when there is no such job.
+    func transition(id: String, from: Set<Job.State>, to: Job.State) async throws -> Job?
 }
 
 /// A write under a lease that is no longer the job's.

@@ -123,3 +123,15 @@ func validIdentityIDs(_ id: String) { #expect(Identity.isValidID(id)) }
 
 @Test(arguments: ["", ".", "..", "a/b", "a\\b", "tab\t", "nl\n", String(repeating: "x", count: 129)])
 func invalidIdentityIDs(_ id: String) { #expect(!Identity.isValidID(id)) }
+
+@Test func canonicallyEquivalentIdsAreDifferentOwners() {
+    // "josé" precomposed and decomposed: equal to Swift's ==, different identities here.
+    let policy = AccessPolicy(allowGuestRead: false)
+    let mallory = Identity(id: "jose\u{301}")
+    #expect(throws: AccessDenial.self) {
+        _ = try policy.objectKey(for: .write, level: .private, key: "x", identity: mallory, targetIdentityID: "jos\u{E9}")
+    }
+    #expect(throws: AccessDenial.self) {
+        _ = try policy.objectKey(for: .write, level: .protected, key: "x", identity: mallory, targetIdentityID: "jos\u{E9}")
+    }
+}

@@ -90,3 +90,14 @@ func badTokensAreRefused(_ bad: BadToken) {
     #expect(try verifier.verify(minted, now: now + 10) == Identity(id: "dev", isAdmin: true))
     #expect(throws: JWTVerifier.Failure.expired) { _ = try verifier.verify(minted, now: now + 3600 + 61) }
 }
+
+@Test func aLookalikeOfACachedTokenIsNotAccepted() throws {
+    let cached = JWTVerifier(keys: [.hmac(secret)], cache: VerifiedTokenCache())
+    #expect(try cached.verify(good, now: now).id == "alice")
+    // Every ASCII letter K replaced by U+212A KELVIN SIGN, which Swift's == equates with K.
+    let lookalike = good.replacingOccurrences(of: "K", with: "\u{212A}")
+    if lookalike != good || good.contains("K") {
+        #expect(throws: JWTVerifier.Failure.malformed) { _ = try cached.verify(lookalike, now: now) }
+    }
+    #expect(throws: JWTVerifier.Failure.malformed) { _ = try cached.verify(good + "\u{0}", now: now) }
+}

@@ -8,8 +8,8 @@ import TransferEngine
 @testable import Gateway
 
 /// The copy job end to end against the real PostgreSQL and SeaweedFS.
-@Suite(.enabled(if: liveTestsEnabled, "set GATEWAY_LIVE_TESTS=1 (scripts/test.sh does)"), .serialized)
-struct CopyJobLiveTests {
+extension JobTableTests {
+@Suite struct CopyJobLiveTests {
     struct Parts {
         let store: PostgresJobStore
         let pool: PostgresPool
@@ -21,6 +21,7 @@ struct CopyJobLiveTests {
         let url = try #require(c.databaseURL)
         _ = try await GatewayApp.migrate(databaseURL: url)
         let pool = PostgresPool(url: url, size: 4)
+        try await JobTableTests.retireLeftovers(pool)
         let endpoint = try S3Endpoint.parse(url: c.s3Endpoint, bucket: c.s3Bucket ?? "", region: c.s3Region, pathStyle: nil, accelerate: false)
         let client = S3Client(endpoint: endpoint, credentials: Credentials(accessKeyID: c.s3AccessKeyID ?? "", secretAccessKey: c.s3SecretAccessKey ?? ""),
                               now: { Int(Date().timeIntervalSince1970) })
@@ -84,4 +85,5 @@ struct CopyJobLiveTests {
         #expect(final.state == .failed && (final.error ?? "").contains("code"))
         try await p.pool.withConnection { try $0.query("DELETE FROM jobs WHERE id = \(job.id)::uuid") }
     }
+}
 }

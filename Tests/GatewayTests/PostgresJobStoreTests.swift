@@ -6,12 +6,13 @@ import TransferEngine
 
 /// The job store against the real PostgreSQL: exclusive claims, leases that lapse and are
 /// taken over, and stale workers refused.
-@Suite(.enabled(if: liveTestsEnabled, "set GATEWAY_LIVE_TESTS=1 (scripts/test.sh does)"), .serialized)
-struct PostgresJobStoreTests {
+extension JobTableTests {
+@Suite struct PostgresJobStoreTests {
     func store() async throws -> (PostgresJobStore, PostgresPool) {
         let url = try #require(try Configuration.fromEnvironment(liveEnvironment).databaseURL)
         _ = try await GatewayApp.migrate(databaseURL: url)
         let pool = PostgresPool(url: url, size: 4)
+        try await JobTableTests.retireLeftovers(pool)
         return (PostgresJobStore(pool: pool), pool)
     }
 
@@ -126,4 +127,5 @@ struct PostgresJobStoreTests {
         #expect(try await store.job(id: job.id)?.state == .failed)
         try await cleanup(pool, [job.id])
     }
+}
 }

@@ -101,6 +101,19 @@ struct S3ClientLiveTests {
         }
     }
 
+    @Test func headerInjectionIsRefusedBeforeAnythingIsSent() async throws {
+        let client = try liveClient()
+        let key = uniqueKey("inject.txt")
+        do {
+            _ = try await client.putObject(key: key, body: .bytes([1]),
+                                           attributes: ObjectAttributes(contentDisposition: "a\r\nx-amz-acl: public-read"))
+            Issue.record("a CRLF in a header value was sent")
+        } catch let error as S3Error {
+            #expect(error.code == "InvalidHeader" && !error.retryable)
+        }
+        await #expect(throws: S3Error.self) { _ = try await client.headObject(key: key) }
+    }
+
     @Test func copyObjectKeepsOrReplacesAttributes() async throws {
         let client = try liveClient()
         let source = uniqueKey("copy source.bin")

@@ -68,3 +68,10 @@ private let signer = Signer(credentials: docCredentials, region: "us-east-1")
     }
     #expect(docTime.iso8601 == "2013-05-24T00:00:00Z")
 }
+
+@Test func trimAllFoldsTabsLikeSpaces() {
+    #expect(CanonicalRequest.trimAll("a\tb") == "a b")
+    #expect(CanonicalRequest.trimAll(" a\tb ") == "a b")
+    #expect(CanonicalRequest.trimAll("a  b") == "a b")
+    #expect(CanonicalRequest.trimAll("plain") == "plain")
+}

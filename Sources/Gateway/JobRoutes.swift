@@ -1,0 +1,234 @@
+import Auth
+import Foundation
+import HTTPServer
+import TransferEngine
+
+/// `/v1/jobs`: server-side transfers (PRODUCT.md §4 "Server-side jobs"). So far the `copy`
+/// type runs; the others answer 501 `not_implemented` until their engines land.
+struct JobRoutes: Sendable {
+    let authenticator: Authenticator
+    let policy: AccessPolicy
+    let store: any JobStore
+    let objects: any ObjectStore
+    let settings: EngineSettings
+    let maxPartConcurrency: Int
+
+    func register(in router: inout Router<RouteHandler>) {
+        router.add("POST", "/v1/jobs") { try await create($0.http) }
+        router.add("GET", "/v1/jobs") { try await list($0.http) }
+        router.add("GET", "/v1/jobs/{id}") { try await show($0.http, id: $0.parameters["id"] ?? "") }
+        router.add("POST", "/v1/jobs/{id}/pause") { try await change($0.http, id: $0.parameters["id"] ?? "", action: "pause") }
+        router.add("POST", "/v1/jobs/{id}/resume") { try await change($0.http, id: $0.parameters["id"] ?? "", action: "resume") }
+        router.add("POST", "/v1/jobs/{id}/cancel") { try await change($0.http, id: $0.parameters["id"] ?? "", action: "cancel") }
+    }
+
+    // MARK: create
+
+    private func create(_ http: HTTPRequest) async throws -> HTTPResponse {
+        let fields = try await Responses.fields(from: http)
+        let identity = try authenticator.identity(of: http)
+        guard let owner = identity.id else { throw APIError.unauthorized }
+        let type = try fields.requiredString("type")
+        guard let kind = Job.Kind(rawValue: type) else { throw APIError.validation("type must be upload, import, copy or download.") }
+        guard kind == .copy else {
+            throw APIError(status: 501, code: "not_implemented", detail: "Jobs of type \(type) are not available yet.")
+        }
+        let source = try object(fields, "source", mode: .read, identity: identity)
+        let destination = try object(fields, "destination", mode: .write, identity: identity)
+        let options = try Self.options(fields, maxConcurrency: maxPartConcurrency)
+        let job = Job(id: UUID().uuidString.lowercased(), owner: owner, kind: kind, state: .queued, objectKey: destination,
+                      source: ObjectSource(key: source).json, options: options.json, bytesTotal: nil,
+                      partSize: options.partSize ?? settings.partSize)
+        try await store.insert(job)
+        let created = try await store.job(id: job.id) ?? job
+        var response = Responses.json(201, bytes: Self.json(created))
+        response.headers.add("Location", "/v1/jobs/\(job.id)")
+        response.headers.add("ETag", Self.etag(created))
+        return response
+    }
+
+    /// `{accessLevel, key, targetIdentityId?}` → the object key, access checked.
+    private func object(_ fields: JSONFields, _ name: String, mode: AccessMode, identity: Identity) throws(APIError) -> String {
+        guard case .object(let members)? = fields.members[name] else { throw APIError.invalidJSON("Missing object '\(name)'.") }
+        let inner = try JSONFields(.object(members))
+        guard let level = AccessLevel(rawValue: try inner.requiredString("accessLevel")) else {
+            throw APIError.invalidJSON("Field '\(name).accessLevel' must be public, protected or private.")
+        }
+        let target = mode == .read ? try inner.string("targetIdentityId") : nil
+        let key = try inner.requiredString("key")
+        do {
+            return try policy.objectKey(for: mode, level: level, key: key, identity: identity, targetIdentityID: target)
+        } catch {
+            throw APIError.access(error)
+        }
+    }
+
+    static func options(_ fields: JSONFields, maxConcurrency: Int) throws(APIError) -> JobOptions {
+        var options = JobOptions()
+        if let partSize = try fields.integer("partSize") {
+            guard (PartPlan.minimumPartSize...PartPlan.maximumPartSize).contains(partSize) else {
+                throw APIError.validation("partSize must be from 5 MiB to 5 GiB.")
+            }
+            options.partSize = partSize
+        }
+        if let concurrency = try fields.integer("concurrency") {
+            guard (1...Int64(maxConcurrency)).contains(concurrency) else { throw APIError.validation("concurrency must be from 1 to \(maxConcurrency).") }
+            options.concurrency = Int(concurrency)
+        }
+        if let retries = try fields.integer("retryLimit") {
+            guard (0...100).contains(retries) else { throw APIError.validation("retryLimit must be from 0 to 100.") }
+            options.retryLimit = Int(retries)
+        }
+        if let timeout = try fields.integer("timeoutSeconds") {
+            guard (1...604_800).contains(timeout) else { throw APIError.validation("timeoutSeconds must be from 1 to 604800.") }
+            options.timeoutSeconds = Int(timeout)
+        }
+        if let limit = try fields.integer("bandwidthLimit") {
+            guard limit >= 1 else { throw APIError.validation("bandwidthLimit must be a positive number of bytes per second.") }
+            options.bandwidthLimit = limit
+        }
+        options.contentType = try fields.string("contentType")
+        options.cacheControl = try fields.string("cacheControl")
+        options.contentDisposition = try fields.string("contentDisposition")
+        if let sse = try fields.string("serverSideEncryption") {
+            guard sse == "AES256" || sse == "aws:kms" else { throw APIError.validation("serverSideEncryption must be AES256 or aws:kms.") }
+            options.serverSideEncryption = sse
+        }
+        for value in [options.contentType, options.cacheControl, options.contentDisposition].compactMap({ $0 }) {
+            try PresignRoutes.checkHeaderValue(value, field: "a header option")
+        }
+        if let metadata = try fields.stringMap("metadata") {
+            _ = try PresignRoutes.metadataHeaders(metadata)
+            options.metadata = Dictionary(uniqueKeysWithValues: metadata.map { ($0.key.lowercased(), $0.value) })
+        }
+        return options
+    }
+
+    // MARK: read
+
+    private func visibleJob(_ http: HTTPRequest, id: String) async throws -> Job {
+        let identity = try authenticator.identity(of: http)
+        guard UUID(uuidString: id) != nil, let job = try await store.job(id: id.lowercased()),
+              job.owner == identity.id || identity.isAdmin else {
+            throw APIError.notFound
+        }
+        return job
+    }
+
+    private func show(_ http: HTTPRequest, id: String) async throws -> HTTPResponse {
+        var job = try await visibleJob(http, id: id)
+        let known = http.headers["if-none-match"]
+        // ?wait=N (N ≤ 60): hold the answer until the job changes from what the client has.
+        if let wait = PercentDecoding.query(http.query).first(where: { $0.0 == "wait" })?.1 {
+            guard let seconds = Int(wait), (0...60).contains(seconds) else { throw APIError.validation("wait must be from 0 to 60 seconds.") }
+            let baseline = known ?? Self.etag(job)
+            let deadline = ContinuousClock.now + .seconds(seconds)
+            while Self.etag(job) == baseline && !job.state.isFinal && ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(200))
+                job = try await store.job(id: job.id) ?? job
+            }
+        }
+        if let known, known == Self.etag(job) {
+            return HTTPResponse(status: 304, headers: HTTPHeaders([("ETag", Self.etag(job))]))
+        }
+        var response = Responses.json(200, bytes: Self.json(job))
+        response.headers.add("ETag", Self.etag(job))
+        response.headers.add("Cache-Control", "no-store")
+        return response
+    }
+
+    private func list(_ http: HTTPRequest) async throws -> HTTPResponse {
+        let identity = try authenticator.identity(of: http)
+        guard let owner = identity.id else { throw APIError.unauthorized }
+        let query = Dictionary(PercentDecoding.query(http.query), uniquingKeysWith: { a, _ in a })
+        var state: Job.State?
+        if let raw = query["state"], !raw.isEmpty {
+            guard let parsed = Job.State(rawValue: raw) else { throw APIError.validation("state is not a job state.") }
+            state = parsed
+        }
+        let limit = Int(query["limit"] ?? "20") ?? -1
+        guard (1...100).contains(limit) else { throw APIError.validation("limit must be from 1 to 100.") }
+        var cursor: String?
+        if let raw = query["cursor"], !raw.isEmpty {
+            guard UUID(uuidString: raw) != nil else { throw APIError.validation("cursor is not one this API gave.") }
+            cursor = raw.lowercased()
+        }
+        let jobs = try await store.list(owner: owner, state: state, limit: limit, after: cursor)
+        var text = JSONText()
+        text.begin()
+        text.rawField("jobs", Array("[".utf8) + Array(jobs.map(Self.json).joined(separator: Array(",".utf8))) + Array("]".utf8))
+        if jobs.count == limit, let last = jobs.last { text.field("nextCursor", .string(last.id)) } else { text.rawField("nextCursor", Array("null".utf8)) }
+        text.end()
+        return Responses.json(200, bytes: text.bytes)
+    }
+
+    // MARK: pause, resume, cancel
+
+    private func change(_ http: HTTPRequest, id: String, action: String) async throws -> HTTPResponse {
+        let visible = try await visibleJob(http, id: id)
+        let identity = try authenticator.identity(of: http)
+        guard visible.owner == identity.id else { throw APIError.forbidden }
+        let updated: Job?
+        switch action {
+        case "pause": updated = try await store.transition(id: visible.id, from: [.pending, .queued, .running], to: .paused)
+        case "resume": updated = try await store.transition(id: visible.id, from: [.paused], to: .queued)
+        default:
+            updated = try await store.transition(id: visible.id, from: [.pending, .queued, .running, .paused], to: .canceled)
+            // A running job aborts its own upload; one that was waiting has nobody else to do it.
+            if visible.state != .running, let upload = visible.uploadID, let key = visible.objectKey {
+                try? await objects.abortMultipartUpload(key: key, uploadID: upload)
+            }
+        }
+        guard let job = updated else { throw APIError.notFound }
+        var response = Responses.json(200, bytes: Self.json(job))
+        response.headers.add("ETag", Self.etag(job))
+        return response
+    }
+
+    // MARK: JSON
+
+    static func etag(_ job: Job) -> String { "\"\(job.version)\"" }
+
+    static func json(_ job: Job) -> [UInt8] {
+        var text = JSONText()
+        text.begin()
+        text.field("id", .string(job.id))
+        text.field("type", .string(job.kind.rawValue))
+        text.field("state", .string(job.state.rawValue))
+        optional(&text, "objectKey", job.objectKey.map { .string($0) })
+        optional(&text, "bytesTotal", job.bytesTotal.map { .int(Int($0)) })
+        text.field("bytesTransferred", .int(Int(job.bytesTransferred)))
+        text.field("bytesCommitted", .int(Int(job.bytesCommitted)))
+        optional(&text, "partsTotal", job.partsTotal.map { .int($0) })
+        text.field("partsCompleted", .int(job.partsCompleted))
+        text.field("partSize", .int(Int(job.partSize)))
+        let fraction: Double
+        if job.state == .completed {
+            fraction = 1
+        } else if let total = job.bytesTotal, total > 0 {
+            fraction = min(1, Double(job.bytesCommitted) / Double(total))
+        } else {
+            fraction = 0
+        }
+        text.field("fractionCompleted", .double((fraction * 10_000).rounded() / 10_000))
+        text.field("attempts", .int(job.attempts))
+        if let error = job.error { text.rawField("error", Array(error.utf8)) } else { text.rawField("error", Array("null".utf8)) }
+        text.field("createdAt", .string(timestamp(job.createdAt)))
+        text.field("updatedAt", .string(timestamp(job.updatedAt)))
+        optional(&text, "completedAt", job.completedAt.map { .string(timestamp($0)) })
+        optional(&text, "etag", job.etag.map { .string($0) })
+        text.end()
+        return text.bytes
+    }
+
+    private static func optional(_ text: inout JSONText, _ key: String, _ value: LogValue?) {
+        if let value { text.field(key, value) } else { text.rawField(key, Array("null".utf8)) }
+    }
+
+    /// RFC 3339 with milliseconds.
+    static func timestamp(_ milliseconds: Int64) -> String {
+        let base = PresignRoutes.iso8601(Int(milliseconds / 1000))
+        let ms = Int(milliseconds % 1000)
+        return String(base.dropLast()) + "." + String(format: "%03d", ms) + "Z"
+    }
+}
