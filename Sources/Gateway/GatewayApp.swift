@@ -1,6 +1,7 @@
 import Auth
 import Foundation
 import HTTPServer
+import TransferEngine
 import Postgres
 import S3
 import SigV4
@@ -12,6 +13,8 @@ public struct GatewayApp: Sendable {
     public let logger: Logger
     public let metrics: Metrics
     public let server: HTTPServer
+    /// Runs this instance's share of the jobs (nil without a database).
+    public let worker: JobWorker?
 
     /// Fails with a `Configuration.Invalid` naming the variable when a setting cannot be used.
     public init(configuration: Configuration, logger: Logger) throws(Configuration.Invalid) {
@@ -52,6 +55,25 @@ public struct GatewayApp: Sendable {
         OperationsRoutes(readiness: Readiness(checks: checks, timeout: 2), metrics: metrics,
                          openAPI: Self.loadOpenAPI(configuration.openAPIPath))
             .register(in: &router)
+        var settings = EngineSettings()
+        settings.partSize = Int64(configuration.partSize)
+        settings.concurrency = configuration.partConcurrency
+        settings.maxConcurrency = configuration.maxPartConcurrency
+        settings.retryLimit = configuration.retryLimit
+        settings.maxObjectSize = Int64(configuration.maxObjectSize)
+        settings.leaseMilliseconds = Int64(configuration.leaseSeconds) * 1000
+        settings.tickMilliseconds = min(1000, max(100, configuration.leaseSeconds * 1000 / 6))
+        let objects = S3ObjectStore(client: s3)
+        if let url = configuration.databaseURL {
+            let store = PostgresJobStore(pool: PostgresPool(url: url, size: configuration.workers + 4))
+            JobRoutes(authenticator: authenticator, policy: AccessPolicy(allowGuestRead: configuration.allowGuestRead),
+                      store: store, objects: objects, settings: settings, maxPartConcurrency: configuration.maxPartConcurrency)
+                .register(in: &router)
+            let instance = "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)-\(Digest.hex(Digest.randomBytes(3)))"
+            worker = JobWorker(store: store, objects: objects, settings: settings, instance: instance, slots: configuration.workers)
+        } else {
+            worker = nil
+        }
         PresignRoutes(authenticator: authenticator, policy: AccessPolicy(allowGuestRead: configuration.allowGuestRead),
                       client: s3, publicEndpoint: publicEndpoint, defaultExpiry: configuration.presignExpiry,
                       maxExpiry: configuration.presignMaxExpiry, maxObjectSize: Int64(configuration.maxObjectSize),

@@ -70,8 +70,11 @@ enum Command {
             fail("\(error)", code: 1)
         }
         logger.info("listening", ["host": .string(configuration.host), "port": .int(port)])
+        app.worker?.start()
         let signalName = await waitForTermination()
         logger.info("shutting down", ["signal": .string(signalName), "graceSeconds": .double(configuration.shutdownGrace)])
+        // Jobs first: their leases are released at once, so another instance takes them now.
+        await app.worker?.stop()
         await app.server.shutdown(grace: configuration.shutdownGrace)
         logger.info("stopped")
         sink.flush()
