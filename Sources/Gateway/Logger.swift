@@ -166,22 +166,10 @@ enum Timestamp {
     private static let cache = Striped<(Int, String)> { (-1, "") }
 
     static func now() -> String {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        let second = Int(ts.tv_sec)
-        let prefix = cache.withLocalLock { c -> String in
-            if c.0 != second {
-                var t = time_t(second)
-                var parts = tm()
-                gmtime_r(&t, &parts)
-                func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
-                c = (second, "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
-                     + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))")
-            }
-            return c.1
-        }
-        let ms = Int(ts.tv_nsec) / 1_000_000
-        return prefix + (ms < 10 ? ".00" : ms < 100 ? ".0" : ".") + "\(ms)Z"
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(24)
+        append(to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Appends the same text as `now()` to `bytes`.

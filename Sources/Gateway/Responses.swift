@@ -50,16 +50,7 @@ public enum Responses {
 
     /// Reads a JSON body of at most `limit` bytes into `T`.
     public static func decode<T: Decodable>(_ type: T.Type, from request: HTTPRequest, limit: Int = 64 * 1024) async throws -> T {
-        if let contentType = request.headers["content-type"],
-           !contentType.lowercased().hasPrefix("application/json") {
-            throw APIError.unsupportedMediaType
-        }
-        let bytes: [UInt8]
-        do {
-            bytes = try await request.body.collect(upTo: limit)
-        } catch RequestBodyError.tooLarge {
-            throw APIError.tooLarge(limit)
-        }
+        let bytes = try await jsonBody(of: request, limit: limit)
         do {
             return try JSONDecoder().decode(T.self, from: Data(bytes))
         } catch let error as DecodingError {
@@ -69,18 +60,22 @@ public enum Responses {
 
     /// Reads a JSON object body of at most `limit` bytes with the hand-written parser.
     static func fields(from request: HTTPRequest, limit: Int = 64 * 1024) async throws -> JSONFields {
+        let bytes = try await jsonBody(of: request, limit: limit)
+        guard let value = try? JSONValue.parse(bytes) else { throw APIError.invalidJSON("The body is not valid JSON.") }
+        return try JSONFields(value)
+    }
+
+    /// The body of a JSON request: 415 for another media type, 413 past `limit`.
+    private static func jsonBody(of request: HTTPRequest, limit: Int) async throws -> [UInt8] {
         if let contentType = request.headers["content-type"],
            !contentType.lowercased().hasPrefix("application/json") {
             throw APIError.unsupportedMediaType
         }
-        let bytes: [UInt8]
         do {
-            bytes = try await request.body.collect(upTo: limit)
+            return try await request.body.collect(upTo: limit)
         } catch RequestBodyError.tooLarge {
             throw APIError.tooLarge(limit)
         }
-        guard let value = try? JSONValue.parse(bytes) else { throw APIError.invalidJSON("The body is not valid JSON.") }
-        return try JSONFields(value)
     }
 
     /// Names the field at fault without echoing the client's data back.

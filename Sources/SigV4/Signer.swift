@@ -114,16 +114,22 @@ public struct Signer: Sendable {
             queryBytes.append(UInt8(ascii: "="))
             queryBytes.append(contentsOf: pair.value)
         }
-        // Stage 1, the rest of the canonical request.
+        return signQuery(queryBytes, method: method, encodedPath: encodedPath,
+                         canonicalHeaders: request.canonicalHeaders, time: time)
+    }
+
+    /// Stages 1 (rest of the canonical request) to 4 over an already-canonical query, as
+    /// bytes; returns the URL's query string with the signature appended.
+    private func signQuery(_ query: [UInt8], method: String, encodedPath: String,
+                           canonicalHeaders: [(String, String)], time: SigningTime) -> String {
         var canonical: [UInt8] = []
-        canonical.reserveCapacity(queryBytes.count + 256)
+        canonical.reserveCapacity(query.count + 256)
         canonical.append(contentsOf: method.utf8)
         canonical.append(0x0A)
         canonical.append(contentsOf: (encodedPath.isEmpty ? "/" : encodedPath).utf8)
         canonical.append(0x0A)
-        canonical.append(contentsOf: queryBytes)
+        canonical.append(contentsOf: query)
         canonical.append(0x0A)
-        let canonicalHeaders = request.canonicalHeaders
         for (name, value) in canonicalHeaders {
             canonical.append(contentsOf: name.utf8)
             canonical.append(UInt8(ascii: ":"))
@@ -137,12 +143,20 @@ public struct Signer: Sendable {
         }
         canonical.append(0x0A)
         canonical.append(contentsOf: Self.unsignedPayload.utf8)
-        // Stages 2–4.
-        let stringToSign = Self.algorithm + "\n" + time.dateTime + "\n" + scope(time) + "\n" + Digest.hex(Digest.sha256(canonical))
-        queryBytes.append(contentsOf: "&X-Amz-Signature=".utf8)
-        queryBytes.append(contentsOf: signature(stringToSign, time: time).utf8)
-        return String(decoding: queryBytes, as: UTF8.self)
+        var stringToSign: [UInt8] = []
+        stringToSign.reserveCapacity(160)
+        stringToSign.append(contentsOf: "AWS4-HMAC-SHA256\n".utf8)
+        stringToSign.append(contentsOf: time.dateTime.utf8)
+        stringToSign.append(0x0A)
+        stringToSign.append(contentsOf: scope(time).utf8)
+        stringToSign.append(0x0A)
+        stringToSign.append(contentsOf: Digest.hex(Digest.sha256(canonical)).utf8)
+        var out = query
+        out.append(contentsOf: "&X-Amz-Signature=".utf8)
+        out.append(contentsOf: Digest.hex(Digest.hmacSHA256(key: signingKey(time), stringToSign)).utf8)
+        return String(decoding: out, as: UTF8.self)
     }
+
 
     private func presign(method: String, encodedPath: String, query: [(String, String)], headers: [(String, String)],
                          expires: Int, time: SigningTime) -> ([(String, String)], String) {
@@ -197,41 +211,6 @@ public struct Signer: Sendable {
             if index > 0 { query.append(contentsOf: "%3B".utf8) }
             URIEncoding.append(header.0, to: &query)
         }
-        var canonical: [UInt8] = []
-        canonical.reserveCapacity(query.count + 256)
-        canonical.append(contentsOf: method.utf8)
-        canonical.append(0x0A)
-        canonical.append(contentsOf: (encodedPath.isEmpty ? "/" : encodedPath).utf8)
-        canonical.append(0x0A)
-        canonical.append(contentsOf: query)
-        canonical.append(0x0A)
-        for (name, value) in canonicalHeaders {
-            canonical.append(contentsOf: name.utf8)
-            canonical.append(UInt8(ascii: ":"))
-            canonical.append(contentsOf: value.utf8)
-            canonical.append(0x0A)
-        }
-        canonical.append(0x0A)
-        for (index, header) in canonicalHeaders.enumerated() {
-            if index > 0 { canonical.append(UInt8(ascii: ";")) }
-            canonical.append(contentsOf: header.0.utf8)
-        }
-        canonical.append(0x0A)
-        canonical.append(contentsOf: Self.unsignedPayload.utf8)
-        var stringToSign: [UInt8] = []
-        stringToSign.reserveCapacity(160)
-        stringToSign.append(contentsOf: "AWS4-HMAC-SHA256\n".utf8)
-        stringToSign.append(contentsOf: time.dateTime.utf8)
-        stringToSign.append(0x0A)
-        stringToSign.append(contentsOf: time.date.utf8)
-        stringToSign.append(UInt8(ascii: "/"))
-        stringToSign.append(contentsOf: region.utf8)
-        stringToSign.append(UInt8(ascii: "/"))
-        stringToSign.append(contentsOf: service.utf8)
-        stringToSign.append(contentsOf: "/aws4_request\n".utf8)
-        stringToSign.append(contentsOf: Digest.hex(Digest.sha256(canonical)).utf8)
-        query.append(contentsOf: "&X-Amz-Signature=".utf8)
-        query.append(contentsOf: Digest.hex(Digest.hmacSHA256(key: signingKey(time), stringToSign)).utf8)
-        return String(decoding: query, as: UTF8.self)
+        return signQuery(query, method: method, encodedPath: encodedPath, canonicalHeaders: canonicalHeaders, time: time)
     }
 }
