@@ -132,7 +132,7 @@ public struct CopyJobRunner: Sendable {
                         try await store.recordPart(record, under: lease)
                     } catch is LeaseLost {
                         group.cancelAll()
-                        return .leaseLost
+                        return try await whyLeaseEnded(job.id, key: key, uploadID: uploadID)
                     }
                     recorded[part] = record
                     scheduler.partSucceeded(part)
@@ -144,15 +144,8 @@ public struct CopyJobRunner: Sendable {
                     do {
                         lease = try await store.renew(lease, leaseMilliseconds: settings.leaseMilliseconds)
                     } catch is LeaseLost {
-                        // Paused, canceled, or taken over: the stored state says which.
                         group.cancelAll()
-                        let state = try await store.job(id: job.id)?.state
-                        if state == .canceled {
-                            try? await objects.abortMultipartUpload(key: key, uploadID: uploadID)
-                            return .stopped(.canceled)
-                        }
-                        if state == .paused { return .stopped(.paused) }
-                        return .leaseLost
+                        return try await whyLeaseEnded(job.id, key: key, uploadID: uploadID)
                     }
                     group.addTask {
                         try await Task.sleep(for: .milliseconds(tick))
@@ -189,6 +182,21 @@ public struct CopyJobRunner: Sendable {
             return try await fail(lease, code: code, uploadID: uploadID, key: key)
         case .stopped, .leaseLost:
             return outcome
+        }
+    }
+
+    /// Paused, canceled, or taken over: the stored state says which. A canceled job's upload is
+    /// aborted here, since this runner is the one that knows it is open.
+    private func whyLeaseEnded(_ id: String, key: String, uploadID: String) async throws -> Outcome {
+        switch try await store.job(id: id)?.state {
+        case .canceled?:
+            let objects = self.objects
+            await Task.detached { try? await objects.abortMultipartUpload(key: key, uploadID: uploadID) }.value
+            return .stopped(.canceled)
+        case .paused?:
+            return .stopped(.paused)
+        default:
+            return .leaseLost
         }
     }
 
