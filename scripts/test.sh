@@ -17,4 +17,7 @@ export GATEWAY_LIVE_TESTS=1
 # The API description must stay valid OpenAPI (it is also served at /openapi.yaml).
 .venv/bin/openapi-spec-validator openapi.yaml
 
+# The live tests also start the gateway as a separate process (crash and takeover), so the
+# executable is built first; swift test reuses the build.
+swift build
 exec swift test "$@"
