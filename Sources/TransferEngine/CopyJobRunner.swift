@@ -96,6 +96,10 @@ public struct CopyJobRunner: Sendable {
                                       completed: completed)
         let objects = self.objects
         let tick = settings.tickMilliseconds
+        // bandwidthLimit paces part starts: part n may start once the bytes of the parts
+        // started before it in this run would have moved at the limit.
+        let pacing = options.bandwidthLimit.map { Pacing(bytesPerSecond: $0, start: ContinuousClock.now) }
+        var bytesScheduled: Int64 = 0
         let outcome: Outcome = try await withThrowingTaskGroup(of: Event.self) { group in
             func launch(_ actions: [PartScheduler.Action]) -> PartScheduler.Action? {
                 for action in actions {
@@ -103,8 +107,11 @@ public struct CopyJobRunner: Sendable {
                     case .start(let part, _):
                         let range = plan.range(ofPart: part)
                         let size = plan.size(ofPart: part)
+                        let notBefore = pacing?.slot(afterBytes: bytesScheduled)
+                        bytesScheduled += size
                         group.addTask {
                             do {
+                                if let notBefore { try await Task.sleep(until: notBefore, clock: .continuous) }
                                 let etag = try await objects.copyPart(key: key, uploadID: uploadID, part: part, sourceKey: source.key, range: range)
                                 return .copied(part: part, size: size, etag: etag)
                             } catch let error as ObjectStoreError {
@@ -182,6 +189,16 @@ public struct CopyJobRunner: Sendable {
             return try await fail(lease, code: code, uploadID: uploadID, key: key)
         case .stopped, .leaseLost:
             return outcome
+        }
+    }
+
+    /// When the bytes before a part would have moved at `bytesPerSecond`.
+    struct Pacing: Sendable {
+        let bytesPerSecond: Int64
+        let start: ContinuousClock.Instant
+
+        func slot(afterBytes bytes: Int64) -> ContinuousClock.Instant {
+            start + .milliseconds(bytes * 1000 / max(1, bytesPerSecond))
         }
     }
 

@@ -71,7 +71,7 @@ extension JobTableTests {
                                                                            secretAccessKey: configuration.s3SecretAccessKey ?? ""),
                               now: { Int(Date().timeIntervalSince1970) })
         let folder = "crash-\(UUID().uuidString)"
-        var bytes = [UInt8](repeating: 0, count: 200 << 20)
+        var bytes = [UInt8](repeating: 0, count: 60 << 20)
         for i in stride(from: 0, to: bytes.count, by: 1 << 16) { bytes[i] = UInt8(truncatingIfNeeded: (i >> 16) &* 7) }
         _ = try await client.putObject(key: "private/alice/\(folder)/src.bin", body: .bytes(bytes))
 
@@ -79,7 +79,8 @@ extension JobTableTests {
         let b = try GatewayProcess(environment: environment)
         let token = TokenMinter.hs256Token(configuration, subject: "alice")
         let created = try await HTTP.json("POST", port: a.port, path: "/v1/jobs", token: token, body: [
-            "type": "copy", "concurrency": 1,
+            // 10 MiB/s: 12 parts take ~6 s, so the kill lands mid-job however loaded the machine is.
+            "type": "copy", "concurrency": 1, "bandwidthLimit": 10 << 20,
             "source": ["accessLevel": "private", "key": "\(folder)/src.bin"],
             "destination": ["accessLevel": "private", "key": "\(folder)/dst.bin"]])
         let id = try #require(created["id"] as? String)
@@ -112,7 +113,7 @@ extension JobTableTests {
         #expect(state == "completed", "\(final)")
         #expect((final["attempts"] as? Int ?? 0) >= 2, "the job was not taken over")
         #expect(partsBefore >= 3)
-        let copied = try await client.getObject(key: "private/alice/\(folder)/dst.bin", sink: .memory(limit: 256 << 20)).body
+        let copied = try await client.getObject(key: "private/alice/\(folder)/dst.bin", sink: .memory(limit: 128 << 20)).body
         #expect(Digest.sha256(copied) == Digest.sha256(bytes))
         #expect(try await client.listMultipartUploads(prefix: "private/alice/\(folder)/").isEmpty)
         survivor.kill()
