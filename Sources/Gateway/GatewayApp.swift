@@ -15,6 +15,8 @@ public struct GatewayApp: Sendable {
     public let server: HTTPServer
     /// Runs this instance's share of the jobs (nil without a database).
     public let worker: JobWorker?
+    /// Aborts abandoned multipart uploads (nil without a database).
+    public let janitor: Janitor?
 
     /// Fails with a `Configuration.Invalid` naming the variable when a setting cannot be used.
     public init(configuration: Configuration, logger: Logger) throws(Configuration.Invalid) {
@@ -65,7 +67,9 @@ public struct GatewayApp: Sendable {
         settings.tickMilliseconds = min(1000, max(100, configuration.leaseSeconds * 1000 / 6))
         let objects = S3ObjectStore(client: s3)
         if let url = configuration.databaseURL {
-            let store = PostgresJobStore(pool: PostgresPool(url: url, size: configuration.workers + 4))
+            let pool = PostgresPool(url: url, size: configuration.workers + 4)
+            let store = PostgresJobStore(pool: pool)
+            janitor = Janitor(client: s3, pool: pool, ttlSeconds: configuration.uploadTTL)
             JobRoutes(authenticator: authenticator, policy: AccessPolicy(allowGuestRead: configuration.allowGuestRead),
                       store: store, objects: objects, settings: settings, maxPartConcurrency: configuration.maxPartConcurrency)
                 .register(in: &router)
@@ -73,6 +77,7 @@ public struct GatewayApp: Sendable {
             worker = JobWorker(store: store, objects: objects, settings: settings, instance: instance, slots: configuration.workers)
         } else {
             worker = nil
+            janitor = nil
         }
         PresignRoutes(authenticator: authenticator, policy: AccessPolicy(allowGuestRead: configuration.allowGuestRead),
                       client: s3, publicEndpoint: publicEndpoint, defaultExpiry: configuration.presignExpiry,

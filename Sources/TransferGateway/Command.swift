@@ -71,9 +71,13 @@ enum Command {
         }
         logger.info("listening", ["host": .string(configuration.host), "port": .int(port)])
         app.worker?.start()
+        let janitorTask = app.janitor.map { janitor in
+            Task { await janitor.run(every: min(600, Double(configuration.uploadTTL) / 4), logger: logger) }
+        }
         let signalName = await waitForTermination()
         logger.info("shutting down", ["signal": .string(signalName), "graceSeconds": .double(configuration.shutdownGrace)])
         // Jobs first: their leases are released at once, so another instance takes them now.
+        janitorTask?.cancel()
         await app.worker?.stop()
         await app.server.shutdown(grace: configuration.shutdownGrace)
         logger.info("stopped")

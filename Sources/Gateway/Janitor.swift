@@ -1,0 +1,57 @@
+import Foundation
+import Postgres
+import S3
+
+/// Aborts multipart uploads under the gateway's prefixes that are older than
+/// `GATEWAY_UPLOAD_TTL` and that no unfinished job owns, so nothing abandoned stays billed.
+public struct Janitor: Sendable {
+    let client: S3Client
+    let pool: PostgresPool
+    let ttlSeconds: Int
+
+    public init(client: S3Client, pool: PostgresPool, ttlSeconds: Int) {
+        self.client = client
+        self.pool = pool
+        self.ttlSeconds = ttlSeconds
+    }
+
+    /// One pass; returns the uploads aborted.
+    @discardableResult
+    public func sweep(prefixes: [String] = ["public/", "protected/", "private/"], now: Date = Date()) async throws -> [String] {
+        let owned = Set(try await pool.withConnection { connection in
+            try connection.query("SELECT upload_id FROM jobs WHERE upload_id IS NOT NULL AND state IN ('pending', 'queued', 'running', 'paused')")
+                .map { try $0.string("upload_id") }
+        })
+        var aborted: [String] = []
+        for prefix in prefixes {
+            for upload in try await client.listMultipartUploads(prefix: prefix) where !owned.contains(upload.uploadId) {
+                guard let initiated = Self.parse(upload.initiated), now.timeIntervalSince(initiated) >= Double(ttlSeconds) else { continue }
+                try await client.abortMultipartUpload(key: upload.key, uploadId: upload.uploadId)
+                aborted.append(upload.uploadId)
+            }
+        }
+        return aborted
+    }
+
+    /// Runs `sweep` every `interval` seconds until the task is cancelled.
+    public func run(every interval: Double, logger: Logger) async {
+        while !Task.isCancelled {
+            do {
+                let aborted = try await sweep()
+                if !aborted.isEmpty { logger.info("janitor aborted idle uploads", ["count": .int(aborted.count)]) }
+            } catch {
+                logger.warn("janitor pass failed", ["error": .string(String(describing: type(of: error)))])
+            }
+            try? await Task.sleep(for: .milliseconds(Int(interval * 1000)))
+        }
+    }
+
+    /// S3's `Initiated` (ISO 8601, with or without fractional seconds).
+    static func parse(_ text: String) -> Date? {
+        let plain = ISO8601DateFormatter()
+        if let date = plain.date(from: text) { return date }
+        let fractional = ISO8601DateFormatter()
+        fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return fractional.date(from: text)
+    }
+}

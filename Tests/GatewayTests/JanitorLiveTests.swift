@@ -1,0 +1,44 @@
+import Foundation
+import Postgres
+import S3
+import SigV4
+import Testing
+@testable import Gateway
+
+extension JobTableTests {
+@Suite struct JanitorLiveTests {
+    @Test func idleUploadsAreAbortedAndJobsUploadsKept() async throws {
+        let c = try Configuration.fromEnvironment(liveEnvironment)
+        let endpoint = try S3Endpoint.parse(url: c.s3Endpoint, bucket: c.s3Bucket ?? "", region: c.s3Region, pathStyle: nil, accelerate: false)
+        let client = S3Client(endpoint: endpoint, credentials: Credentials(accessKeyID: c.s3AccessKeyID ?? "", secretAccessKey: c.s3SecretAccessKey ?? ""),
+                              now: { Int(Date().timeIntervalSince1970) })
+        let pool = try PostgresPoolFor.live()
+        _ = try await GatewayApp.migrate(databaseURL: c.databaseURL ?? "")
+        let prefix = "private/janitor-\(UUID().uuidString)/"
+        let idle = try await client.createMultipartUpload(key: prefix + "idle.bin")
+        let owned = try await client.createMultipartUpload(key: prefix + "owned.bin")
+        let jobID = UUID().uuidString.lowercased()
+        try await pool.withConnection { connection in
+            try connection.query("""
+                INSERT INTO jobs (id, owner, type, state, object_key, part_size, upload_id)
+                VALUES (\(jobID)::uuid, 'alice', 'copy', 'paused', \(prefix + "owned.bin"), 5242880, \(owned))
+                """)
+        }
+        let janitor = Janitor(client: client, pool: pool, ttlSeconds: 3600)
+        // Younger than the TTL: kept.
+        #expect(try await janitor.sweep(prefixes: [prefix]).isEmpty)
+        // Two hours later: the idle one goes, the paused job's stays.
+        let aborted = try await janitor.sweep(prefixes: [prefix], now: Date().addingTimeInterval(7200))
+        #expect(aborted == [idle])
+        #expect(try await client.listMultipartUploads(prefix: prefix).map(\.uploadId) == [owned])
+        try await client.abortMultipartUpload(key: prefix + "owned.bin", uploadId: owned)
+        try await pool.withConnection { try $0.query("DELETE FROM jobs WHERE id = \(jobID)::uuid") }
+    }
+
+    @Test func initiatedTimesParse() {
+        #expect(Janitor.parse("2026-11-30T00:11:56Z") != nil)
+        #expect(Janitor.parse("2026-11-30T00:11:56.123Z") != nil)
+        #expect(Janitor.parse("yesterday") == nil)
+    }
+}
+}
