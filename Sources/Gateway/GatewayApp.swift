@@ -25,28 +25,9 @@ public struct GatewayApp: Sendable {
         let metrics = Metrics()
         self.metrics = metrics
 
-        let endpoint: S3Endpoint
-        do {
-            endpoint = try S3Endpoint.parse(url: configuration.s3Endpoint, bucket: configuration.s3Bucket ?? "",
-                                            region: configuration.s3Region, pathStyle: configuration.s3PathStyle,
-                                            accelerate: configuration.s3Accelerate)
-        } catch {
-            throw Configuration.Invalid(variable: "GATEWAY_S3_ENDPOINT", reason: "\(error)")
-        }
-        let credentials = Credentials(accessKeyID: configuration.s3AccessKeyID ?? "",
-                                      secretAccessKey: configuration.s3SecretAccessKey ?? "",
-                                      sessionToken: configuration.s3SessionToken)
         let clock: @Sendable () -> Int = { Int(Date().timeIntervalSince1970) }
-        let s3 = S3Client(endpoint: endpoint, credentials: credentials, now: clock)
-        var publicEndpoint: S3Endpoint?
-        if let url = configuration.s3PublicEndpoint {
-            do {
-                publicEndpoint = try S3Endpoint.parse(url: url, bucket: configuration.s3Bucket ?? "", region: configuration.s3Region,
-                                                      pathStyle: configuration.s3PathStyle, accelerate: false)
-            } catch {
-                throw Configuration.Invalid(variable: "GATEWAY_S3_PUBLIC_ENDPOINT", reason: "\(error)")
-            }
-        }
+        let s3 = try configuration.makeS3Client()
+        let publicEndpoint = try configuration.s3PublicEndpointValue()
         let authenticator = Authenticator(verifier: try Self.verifier(configuration),
                                           allowGuestRead: configuration.allowGuestRead, now: clock)
         var checks: [any DependencyCheck] = []

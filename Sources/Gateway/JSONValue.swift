@@ -1,3 +1,5 @@
+import Auth
+
 /// A parsed JSON value (RFC 8259), for request bodies on hot paths where `JSONDecoder`'s
 /// generic machinery costs more than the request's real work. Strict: one value, no trailing
 /// bytes, no duplicate keys, nesting at most 32 deep.
@@ -215,6 +217,19 @@ struct JSONFields {
             return Int64(number)
         default: throw APIError.invalidJSON("Field '\(name)' has the wrong type.")
         }
+    }
+
+    func accessLevel(_ name: String) throws(APIError) -> AccessLevel {
+        guard let level = AccessLevel(rawValue: try requiredString(name)) else {
+            throw APIError.invalidJSON("Field '\(name)' must be public, protected or private.")
+        }
+        return level
+    }
+
+    /// A nested object's fields.
+    func object(_ name: String) throws(APIError) -> JSONFields {
+        guard case .object? = members[name], let value = members[name] else { throw APIError.invalidJSON("Missing object '\(name)'.") }
+        return try JSONFields(value)
     }
 
     func stringMap(_ name: String) throws(APIError) -> [String: String]? {

@@ -39,8 +39,7 @@ struct JobRoutes: Sendable {
         let job = Job(id: UUID().uuidString.lowercased(), owner: owner, kind: kind, state: .queued, objectKey: destination,
                       source: ObjectSource(key: source).json, options: options.json, bytesTotal: nil,
                       partSize: options.partSize ?? settings.partSize)
-        try await store.insert(job)
-        let created = try await store.job(id: job.id) ?? job
+        let created = try await store.insert(job)
         var response = Responses.json(201, bytes: Self.json(created))
         response.headers.add("Location", "/v1/jobs/\(job.id)")
         response.headers.add("ETag", Self.etag(created))
@@ -49,11 +48,8 @@ struct JobRoutes: Sendable {
 
     /// `{accessLevel, key, targetIdentityId?}` → the object key, access checked.
     private func object(_ fields: JSONFields, _ name: String, mode: AccessMode, identity: Identity) throws(APIError) -> String {
-        guard case .object(let members)? = fields.members[name] else { throw APIError.invalidJSON("Missing object '\(name)'.") }
-        let inner = try JSONFields(.object(members))
-        guard let level = AccessLevel(rawValue: try inner.requiredString("accessLevel")) else {
-            throw APIError.invalidJSON("Field '\(name).accessLevel' must be public, protected or private.")
-        }
+        let inner = try fields.object(name)
+        let level = try inner.accessLevel("accessLevel")
         let target = mode == .read ? try inner.string("targetIdentityId") : nil
         let key = try inner.requiredString("key")
         do {
@@ -95,10 +91,10 @@ struct JobRoutes: Sendable {
             options.serverSideEncryption = sse
         }
         for value in [options.contentType, options.cacheControl, options.contentDisposition].compactMap({ $0 }) {
-            try PresignRoutes.checkHeaderValue(value, field: "a header option")
+            try HeaderRules.checkValue(value, field: "a header option")
         }
         if let metadata = try fields.stringMap("metadata") {
-            _ = try PresignRoutes.metadataHeaders(metadata)
+            _ = try HeaderRules.metadataHeaders(metadata)
             options.metadata = Dictionary(uniqueKeysWithValues: metadata.map { ($0.key.lowercased(), $0.value) })
         }
         return options
@@ -106,17 +102,18 @@ struct JobRoutes: Sendable {
 
     // MARK: read
 
-    private func visibleJob(_ http: HTTPRequest, id: String) async throws -> Job {
+    /// The job, if the caller may see it (its owner, or an admin); 404 otherwise.
+    private func visibleJob(_ http: HTTPRequest, id: String) async throws -> (Job, Identity) {
         let identity = try authenticator.identity(of: http)
         guard UUID(uuidString: id) != nil, let job = try await store.job(id: id.lowercased()),
-              job.owner == identity.id || identity.isAdmin else {
+              (identity.id.map { AccessPolicy.same(job.owner, $0) } ?? false) || identity.isAdmin else {
             throw APIError.notFound
         }
-        return job
+        return (job, identity)
     }
 
     private func show(_ http: HTTPRequest, id: String) async throws -> HTTPResponse {
-        var job = try await visibleJob(http, id: id)
+        var (job, _) = try await visibleJob(http, id: id)
         let known = http.headers["if-none-match"]
         // ?wait=N (N ≤ 60): hold the answer until the job changes from what the client has.
         if let wait = PercentDecoding.query(http.query).first(where: { $0.0 == "wait" })?.1 {
@@ -165,9 +162,8 @@ struct JobRoutes: Sendable {
     // MARK: pause, resume, cancel
 
     private func change(_ http: HTTPRequest, id: String, action: String) async throws -> HTTPResponse {
-        let visible = try await visibleJob(http, id: id)
-        let identity = try authenticator.identity(of: http)
-        guard visible.owner == identity.id else { throw APIError.forbidden }
+        let (visible, identity) = try await visibleJob(http, id: id)
+        guard let id = identity.id, AccessPolicy.same(visible.owner, id) else { throw APIError.forbidden }
         let updated: Job?
         switch action {
         case "pause": updated = try await store.transition(id: visible.id, from: [.pending, .queued, .running], to: .paused)
@@ -213,9 +209,9 @@ struct JobRoutes: Sendable {
         text.field("fractionCompleted", .double((fraction * 10_000).rounded() / 10_000))
         text.field("attempts", .int(job.attempts))
         if let error = job.error { text.rawField("error", Array(error.utf8)) } else { text.rawField("error", Array("null".utf8)) }
-        text.field("createdAt", .string(timestamp(job.createdAt)))
-        text.field("updatedAt", .string(timestamp(job.updatedAt)))
-        optional(&text, "completedAt", job.completedAt.map { .string(timestamp($0)) })
+        text.field("createdAt", .string(Timestamp.rfc3339(milliseconds: job.createdAt)))
+        text.field("updatedAt", .string(Timestamp.rfc3339(milliseconds: job.updatedAt)))
+        optional(&text, "completedAt", job.completedAt.map { .string(Timestamp.rfc3339(milliseconds: $0)) })
         optional(&text, "etag", job.etag.map { .string($0) })
         text.end()
         return text.bytes
@@ -223,12 +219,5 @@ struct JobRoutes: Sendable {
 
     private static func optional(_ text: inout JSONText, _ key: String, _ value: LogValue?) {
         if let value { text.field(key, value) } else { text.rawField(key, Array("null".utf8)) }
-    }
-
-    /// RFC 3339 with milliseconds.
-    static func timestamp(_ milliseconds: Int64) -> String {
-        let base = PresignRoutes.iso8601(Int(milliseconds / 1000))
-        let ms = Int(milliseconds % 1000)
-        return String(base.dropLast()) + "." + String(format: "%03d", ms) + "Z"
     }
 }

@@ -172,6 +172,17 @@ enum Timestamp {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    /// A moment given in Unix milliseconds, in the same form.
+    static func rfc3339(milliseconds: Int64) -> String {
+        var t = time_t(milliseconds / 1000)
+        var parts = tm()
+        gmtime_r(&t, &parts)
+        let ms = Int(milliseconds % 1000)
+        func pad(_ n: Int, _ width: Int) -> String { String(repeating: "0", count: max(0, width - String(n).count)) + String(n) }
+        return "\(pad(Int(parts.tm_year) + 1900, 4))-\(pad(Int(parts.tm_mon) + 1, 2))-\(pad(Int(parts.tm_mday), 2))T"
+            + "\(pad(Int(parts.tm_hour), 2)):\(pad(Int(parts.tm_min), 2)):\(pad(Int(parts.tm_sec), 2)).\(pad(ms, 3))Z"
+    }
+
     /// Appends the same text as `now()` to `bytes`.
     static func append(to bytes: inout [UInt8]) {
         var ts = timespec()

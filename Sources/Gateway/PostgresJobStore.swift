@@ -22,13 +22,16 @@ public struct PostgresJobStore: JobStore {
         (SELECT count(*) FROM job_parts WHERE job_id = jobs.id) AS parts_completed
         """)
 
-    public func insert(_ job: Job) async throws {
+    @discardableResult
+    public func insert(_ job: Job) async throws -> Job {
         try await pool.withConnection { connection in
-            try connection.query("""
+            let rows = try connection.query("""
                 INSERT INTO jobs (id, owner, type, state, object_key, source, options, bytes_total, part_size)
                 VALUES (\(job.id)::uuid, \(job.owner), \(job.kind.rawValue), \(job.state.rawValue), \(job.objectKey),
                         \(job.source)::jsonb, \(job.options)::jsonb, \(job.bytesTotal), \(job.partSize))
+                RETURNING \(Self.columns)
                 """)
+            return try rows.first.map(Self.decode) ?? job
         }
     }
 

@@ -31,10 +31,7 @@ struct PresignRoutes: Sendable {
 
         init(_ fields: JSONFields) throws(APIError) {
             operation = try fields.requiredString("operation")
-            guard let level = AccessLevel(rawValue: try fields.requiredString("accessLevel")) else {
-                throw APIError.invalidJSON("Field 'accessLevel' must be public, protected or private.")
-            }
-            accessLevel = level
+            accessLevel = try fields.accessLevel("accessLevel")
             key = try fields.requiredString("key")
             targetIdentityId = try fields.string("targetIdentityId")
             contentType = try fields.string("contentType")
@@ -45,19 +42,20 @@ struct PresignRoutes: Sendable {
         }
     }
 
-    struct PostRequest: Decodable {
+    struct PostRequest {
         let accessLevel: AccessLevel
         let key: String
         let contentType: String?
         let maxSize: Int64?
         let expiresIn: Int?
-    }
 
-    struct PostResponse: Encodable {
-        let url: String
-        let fields: [String: String]
-        let expiresAt: String
-        let objectKey: String
+        init(_ fields: JSONFields) throws(APIError) {
+            accessLevel = try fields.accessLevel("accessLevel")
+            key = try fields.requiredString("key")
+            contentType = try fields.string("contentType")
+            maxSize = try fields.integer("maxSize")
+            expiresIn = try fields.integer("expiresIn").map { Int(clamping: $0) }
+        }
     }
 
     func register(in router: inout Router<RouteHandler>) {
@@ -83,7 +81,7 @@ struct PresignRoutes: Sendable {
         var signed: [(String, String)] = []
         if method == "PUT" {
             if let contentType = body.contentType {
-                try Self.checkHeaderValue(contentType, field: "contentType")
+                try HeaderRules.checkValue(contentType, field: "contentType")
                 signed.append(("Content-Type", contentType))
             }
             if let md5 = body.contentMD5 {
@@ -98,7 +96,7 @@ struct PresignRoutes: Sendable {
                 }
                 signed.append(("Content-Length", String(length)))
             }
-            signed += try Self.metadataHeaders(body.metadata)
+            signed += try HeaderRules.metadataHeaders(body.metadata)
         } else if body.contentType != nil || body.contentMD5 != nil || body.contentLength != nil || body.metadata != nil {
             throw APIError.validation("contentType, contentLength, contentMD5 and metadata apply to put only.")
         }
@@ -118,22 +116,28 @@ struct PresignRoutes: Sendable {
     }
 
     private func presignPost(_ http: HTTPRequest) async throws -> HTTPResponse {
-        let body = try await Responses.decode(PostRequest.self, from: http)
+        let body = try PostRequest(try await Responses.fields(from: http))
         let identity = try authenticator.identity(of: http)
         let objectKey = try grantedKey(mode: .write, level: body.accessLevel, key: body.key, identity: identity, target: nil)
         let expires = try lifetime(body.expiresIn)
         let ceiling = min(maxObjectSize, 5 << 30)  // S3 takes at most 5 GiB in one POST
         let maxSize = body.maxSize ?? ceiling
         guard (1...ceiling).contains(maxSize) else { throw APIError.validation("maxSize must be from 1 to \(ceiling).") }
-        if let contentType = body.contentType { try Self.checkHeaderValue(contentType, field: "contentType") }
+        if let contentType = body.contentType { try HeaderRules.checkValue(contentType, field: "contentType") }
         let issued = now()
         let endpoint = publicEndpoint ?? client.endpoint
         let policy = PostPolicy(signer: Signer(credentials: client.signingCredentials, region: endpoint.region),
                                 bucket: endpoint.bucket, key: objectKey, contentType: body.contentType, maxSize: maxSize,
                                 expires: expires, time: SigningTime(secondsSince1970: issued))
         let url = endpoint.url(encodedPath: endpoint.style == .path ? "/\(endpoint.bucket)" : "/")
-        return Responses.json(200, PostResponse(url: url, fields: Dictionary(policy.fields, uniquingKeysWith: { a, _ in a }),
-                                                expiresAt: Self.iso8601(issued + expires), objectKey: objectKey))
+        var json = JSONText()
+        json.begin()
+        json.field("url", .string(url))
+        json.rawField("fields", JSONText.object(policy.fields.map { ($0.0, LogValue.string($0.1)) }))
+        json.field("expiresAt", .string(SigningTime(secondsSince1970: issued + expires).iso8601))
+        json.field("objectKey", .string(objectKey))
+        json.end()
+        return Responses.json(200, bytes: json.bytes)
     }
 
     private func grantedKey(mode: AccessMode, level: AccessLevel, key: String, identity: Identity,
@@ -158,39 +162,5 @@ struct PresignRoutes: Sendable {
             return min(expires, left)
         }
         return expires
-    }
-
-    static func checkHeaderValue(_ value: String, field: String) throws(APIError) {
-        // Printable ASCII only: S3 servers fold other white space before checking signatures, and
-        // browsers send bytes 0x80–0xFF as Latin-1, not the UTF-8 that was signed.
-        if value.isEmpty || value.utf8.count > 1024 || !value.utf8.allSatisfy({ $0 >= 0x20 && $0 <= 0x7E }) {
-            throw APIError.validation("\(field) must be 1–1024 printable ASCII characters.")
-        }
-    }
-
-    /// `x-amz-meta-*` headers; names are lower-case tokens, 2 KiB in all (S3's limit).
-    static func metadataHeaders(_ metadata: [String: String]?) throws(APIError) -> [(String, String)] {
-        guard let metadata else { return [] }
-        var total = 0
-        var out: [(String, String)] = []
-        var seen = Set<String>()
-        for (name, value) in metadata.sorted(by: { $0.key < $1.key }) {
-            guard !name.isEmpty, name.utf8.allSatisfy({ byte in
-                (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x30 && byte <= 0x39)
-                    || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
-            }) else { throw APIError.validation("metadata names must be ASCII letters, digits, - and _.") }
-            let lower = name.lowercased()
-            guard seen.insert(lower).inserted else { throw APIError.validation("metadata names must differ in more than case.") }
-            try checkHeaderValue(value, field: "metadata.\(lower)")
-            total += lower.utf8.count + value.utf8.count
-            out.append(("x-amz-meta-\(lower)", value))
-        }
-        guard total <= 2048 else { throw APIError.validation("metadata may hold at most 2 KiB.") }
-        return out
-    }
-
-    /// `2026-11-29T12:30:45Z` (RFC 3339), without a date formatter per request.
-    static func iso8601(_ seconds: Int) -> String {
-        SigningTime(secondsSince1970: seconds).iso8601
     }
 }

@@ -1,18 +1,10 @@
 import Foundation
 import HTTPServer
 
-/// JSON in and out, and problem+json errors.
+/// JSON answers (written with `JSONText`), problem+json errors, and the JSON request reader.
 public enum Responses {
     static let jsonType = "application/json"
     static let problemType = "application/problem+json"
-
-    public static func json(_ status: Int, _ value: some Encodable) -> HTTPResponse {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .iso8601
-        guard let data = try? encoder.encode(value) else { return problem(.internalError) }
-        return HTTPResponse(status: status, headers: HTTPHeaders([("Content-Type", jsonType)]), body: .bytes(Array(data)))
-    }
 
     /// Fixed JSON bytes (already encoded).
     static func json(_ status: Int, bytes: [UInt8]) -> HTTPResponse {
@@ -48,17 +40,7 @@ public enum Responses {
         }
     }
 
-    /// Reads a JSON body of at most `limit` bytes into `T`.
-    public static func decode<T: Decodable>(_ type: T.Type, from request: HTTPRequest, limit: Int = 64 * 1024) async throws -> T {
-        let bytes = try await jsonBody(of: request, limit: limit)
-        do {
-            return try JSONDecoder().decode(T.self, from: Data(bytes))
-        } catch let error as DecodingError {
-            throw APIError.invalidJSON(describe(error))
-        }
-    }
-
-    /// Reads a JSON object body of at most `limit` bytes with the hand-written parser.
+    /// Reads a JSON object body of at most `limit` bytes (the one JSON reader of the API).
     static func fields(from request: HTTPRequest, limit: Int = 64 * 1024) async throws -> JSONFields {
         let bytes = try await jsonBody(of: request, limit: limit)
         guard let value = try? JSONValue.parse(bytes) else { throw APIError.invalidJSON("The body is not valid JSON.") }
@@ -75,21 +57,6 @@ public enum Responses {
             return try await request.body.collect(upTo: limit)
         } catch RequestBodyError.tooLarge {
             throw APIError.tooLarge(limit)
-        }
-    }
-
-    /// Names the field at fault without echoing the client's data back.
-    static func describe(_ error: DecodingError) -> String {
-        func path(_ keys: [any CodingKey]) -> String {
-            keys.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
-        }
-        switch error {
-        case .keyNotFound(let key, let context): return "Missing field '\(path(context.codingPath + [key]))'."
-        case .typeMismatch(_, let context): return "Field '\(path(context.codingPath))' has the wrong type."
-        case .valueNotFound(_, let context): return "Field '\(path(context.codingPath))' is null."
-        case .dataCorrupted(let context):
-            return context.codingPath.isEmpty ? "The body is not valid JSON." : "Field '\(path(context.codingPath))' is invalid."
-        @unknown default: return "The body is not valid JSON."
         }
     }
 }

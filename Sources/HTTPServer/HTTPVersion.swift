@@ -5,10 +5,3 @@ public enum HTTPVersion: Sendable, Equatable {
 
     public var text: String { self == .http10 ? "HTTP/1.0" : "HTTP/1.1" }
 }
-
-/// How the end of a request body is found (RFC 9112 §6.3).
-public enum BodyFraming: Sendable, Equatable {
-    case none
-    case length(Int)
-    case chunked
-}

@@ -31,8 +31,12 @@ public struct MultipartFileTransfer: Sendable {
         if size <= partSize {
             return try await client.putObject(key: key, body: .file(fd: fd, offset: 0, length: size), attributes: attributes)
         }
-        let uploadId = try await client.createMultipartUpload(key: key, attributes: attributes)
         let count = Int((size + partSize - 1) / partSize)
+        // S3 takes at most 10,000 parts; choosing a bigger part size is the caller's call.
+        guard count <= 10_000 else {
+            throw FileError(description: "\(count) parts of \(partSize) bytes: S3 takes at most 10,000; use a larger part size")
+        }
+        let uploadId = try await client.createMultipartUpload(key: key, attributes: attributes)
         do {
             let etags = try await forEachPart(count) { index in
                 let offset = Int64(index) * partSize

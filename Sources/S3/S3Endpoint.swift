@@ -1,3 +1,5 @@
+import SigV4
+
 /// Where the bucket lives and how its URLs are spelled: path-style
 /// (`http://host:port/bucket/key`), virtual-hosted (`https://bucket.host/key`) or transfer
 /// acceleration (`https://bucket.s3-accelerate.amazonaws.com/key`).
@@ -84,7 +86,8 @@ public struct S3Endpoint: Sendable, Equatable {
 
     /// The encoded request path for `key` (nil: the bucket itself).
     public func encodedPath(key: String?) -> String {
-        let keyPath = key.map { "/" + URIEncodingShim.encodePath($0) } ?? "/"
+        // S3 signs and serves the key encoded once, `/` kept (no double encoding).
+        let keyPath = key.map { "/" + URIEncoding.encode($0, encodeSlash: false) } ?? "/"
         switch style {
         case .path: return "/\(bucket)" + (key == nil ? "" : keyPath)
         case .virtualHosted, .accelerate: return keyPath

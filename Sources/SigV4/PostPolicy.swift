@@ -43,9 +43,7 @@ public struct PostPolicy: Sendable {
 
     /// `2026-11-29T12:30:45.000Z`.
     static func iso8601(_ seconds: Int) -> String {
-        let t = SigningTime(secondsSince1970: seconds)
-        let d = Array(t.dateTime)
-        return "\(String(d[0..<4]))-\(String(d[4..<6]))-\(String(d[6..<8]))T\(String(d[9..<11])):\(String(d[11..<13])):\(String(d[13..<15])).000Z"
+        String(SigningTime(secondsSince1970: seconds).iso8601.dropLast()) + ".000Z"
     }
 
     /// A JSON string literal.

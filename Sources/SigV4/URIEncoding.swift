@@ -18,27 +18,6 @@ public enum URIEncoding {
         return String(decoding: out, as: UTF8.self)
     }
 
-    static func encodeSlowPath(_ text: some StringProtocol, encodeSlash: Bool) -> String {
-        let hex = Array("0123456789ABCDEF".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(text.utf8.count)
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
-                out.append(byte)
-            case UInt8(ascii: "/") where !encodeSlash:
-                out.append(byte)
-            default:
-                out.append(UInt8(ascii: "%"))
-                out.append(hex[Int(byte >> 4)])
-                out.append(hex[Int(byte & 0x0F)])
-            }
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-
     /// Appends the encoding of `text` to `out` (no intermediate string).
     public static func append(_ text: String, encodeSlash: Bool = true, to out: inout [UInt8]) {
         let hex: StaticString = "0123456789ABCDEF"

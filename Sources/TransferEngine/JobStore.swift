@@ -2,7 +2,9 @@
 /// the API use. Every write under a lease fails with `LeaseLost` when the lease's token is no
 /// longer the job's: another instance took the job over.
 public protocol JobStore: Sendable {
-    func insert(_ job: Job) async throws
+    /// Stores a new job; returns it as stored (timestamps set by the store).
+    @discardableResult
+    func insert(_ job: Job) async throws -> Job
     func job(id: String) async throws -> Job?
 
     /// Takes the oldest runnable job (queued, or running with a lapsed lease) for `owner`.

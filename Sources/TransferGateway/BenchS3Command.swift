@@ -21,26 +21,14 @@ enum BenchS3Command {
         guard let file = options["--file"], let key = options["--key"] else {
             Command.fail("bench-s3 needs --file and --key", code: 64)
         }
-        let configuration: Configuration
-        do {
-            configuration = try Configuration.fromEnvironment(ProcessInfo.processInfo.environment)
-        } catch {
-            Command.fail("\(error)", code: 2)
-        }
+        let configuration = Command.configuration()
         let partSize = Int64(options["--part-size"] ?? "") ?? Int64(configuration.partSize)
         let concurrency = Int(options["--concurrency"] ?? "") ?? configuration.partConcurrency
         let client: S3Client
         do {
-            let endpoint = try S3Endpoint.parse(url: configuration.s3Endpoint, bucket: configuration.s3Bucket ?? "",
-                                                region: configuration.s3Region, pathStyle: configuration.s3PathStyle,
-                                                accelerate: configuration.s3Accelerate)
-            client = S3Client(endpoint: endpoint,
-                              credentials: Credentials(accessKeyID: configuration.s3AccessKeyID ?? "",
-                                                       secretAccessKey: configuration.s3SecretAccessKey ?? "",
-                                                       sessionToken: configuration.s3SessionToken),
-                              now: { Int(Date().timeIntervalSince1970) })
+            client = try configuration.makeS3Client()
         } catch {
-            Command.fail("GATEWAY_S3_ENDPOINT: \(error)", code: 2)
+            Command.fail("\(error)", code: 2)
         }
         let transfer = MultipartFileTransfer(client: client, partSize: partSize, concurrency: concurrency)
         let started = ContinuousClock.now

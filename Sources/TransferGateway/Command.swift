@@ -32,15 +32,23 @@ enum Command {
         }
     }
 
+    /// The settings from the environment, or exit 2 with the one line naming the bad one.
+    static func configuration() -> Configuration {
+        do {
+            return try Configuration.fromEnvironment(ProcessInfo.processInfo.environment)
+        } catch {
+            fail("\(error)", code: 2)
+        }
+    }
+
     static func fail(_ message: String, code: Int32) -> Never {
         FileHandle.standardError.write(Data("transfer-gateway: \(message)\n".utf8))
         exit(code)
     }
 
     static func serve() async {
-        let configuration: Configuration
+        let configuration = configuration()
         do {
-            configuration = try Configuration.fromEnvironment(ProcessInfo.processInfo.environment)
             try configuration.checkServeRequirements()
         } catch {
             fail("\(error)", code: 2)

@@ -4,12 +4,7 @@ import Gateway
 /// `transfer-gateway migrate`: applies the schema migrations that are missing, then exits.
 enum MigrateCommand {
     static func run() async {
-        let configuration: Configuration
-        do {
-            configuration = try Configuration.fromEnvironment(ProcessInfo.processInfo.environment)
-        } catch {
-            Command.fail("\(error)", code: 2)
-        }
+        let configuration = Command.configuration()
         guard let url = configuration.databaseURL else { Command.fail("GATEWAY_DATABASE_URL: is required", code: 2) }
         do {
             let applied = try await GatewayApp.migrate(databaseURL: url)

@@ -30,12 +30,7 @@ enum TokenCommand {
         guard Identity.isValidID(subject) else {
             Command.fail("--sub must be 1-128 bytes without '/', '\\', control characters, '.' or '..'", code: 64)
         }
-        let configuration: Configuration
-        do {
-            configuration = try Configuration.fromEnvironment(ProcessInfo.processInfo.environment)
-        } catch {
-            Command.fail("\(error)", code: 2)
-        }
+        let configuration = Command.configuration()
         guard let secret = configuration.jwtSecret else { Command.fail("GATEWAY_JWT_SECRET: is required to mint tokens", code: 2) }
         print(TokenMinter.hs256(secret: Array(secret.utf8), subject: subject, issuedAt: Int(Date().timeIntervalSince1970),
                                 ttl: ttl, roles: roles, issuer: configuration.jwtIssuer, audience: configuration.jwtAudience))

@@ -22,9 +22,7 @@ extension JobTableTests {
         _ = try await GatewayApp.migrate(databaseURL: url)
         let pool = PostgresPool(url: url, size: 4)
         try await JobTableTests.retireLeftovers(pool)
-        let endpoint = try S3Endpoint.parse(url: c.s3Endpoint, bucket: c.s3Bucket ?? "", region: c.s3Region, pathStyle: nil, accelerate: false)
-        let client = S3Client(endpoint: endpoint, credentials: Credentials(accessKeyID: c.s3AccessKeyID ?? "", secretAccessKey: c.s3SecretAccessKey ?? ""),
-                              now: { Int(Date().timeIntervalSince1970) })
+        let client = try c.makeS3Client()
         return Parts(store: PostgresJobStore(pool: pool), pool: pool, client: client)
     }
 

@@ -65,11 +65,7 @@ extension JobTableTests {
         let configuration = try Configuration.fromEnvironment(environment)
         let pool = try PostgresPoolFor.live()
         try await JobTableTests.retireLeftovers(pool)
-        let endpoint = try S3Endpoint.parse(url: configuration.s3Endpoint, bucket: configuration.s3Bucket ?? "",
-                                            region: configuration.s3Region, pathStyle: nil, accelerate: false)
-        let client = S3Client(endpoint: endpoint, credentials: Credentials(accessKeyID: configuration.s3AccessKeyID ?? "",
-                                                                           secretAccessKey: configuration.s3SecretAccessKey ?? ""),
-                              now: { Int(Date().timeIntervalSince1970) })
+        let client = try configuration.makeS3Client()
         let folder = "crash-\(UUID().uuidString)"
         var bytes = [UInt8](repeating: 0, count: 60 << 20)
         for i in stride(from: 0, to: bytes.count, by: 1 << 16) { bytes[i] = UInt8(truncatingIfNeeded: (i >> 16) &* 7) }
@@ -119,26 +115,4 @@ extension JobTableTests {
         survivor.kill()
     }
 }
-}
-
-extension TokenMinter {
-    static func hs256Token(_ configuration: Configuration, subject: String) -> String {
-        hs256(secret: Array((configuration.jwtSecret ?? "").utf8), subject: subject,
-              issuedAt: Int(Date().timeIntervalSince1970), ttl: 600)
-    }
-}
-
-/// Small JSON-over-HTTP calls to a gateway process.
-enum HTTP {
-    static func json(_ method: String, port: Int, path: String, token: String, body: [String: Any]?) async throws -> [String: Any] {
-        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
-        request.httpMethod = method
-        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
-        if let body {
-            request.httpBody = try JSONSerialization.data(withJSONObject: body)
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        }
-        let (data, _) = try await URLSession.shared.data(for: request)
-        return (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
-    }
 }

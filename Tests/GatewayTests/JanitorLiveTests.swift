@@ -9,9 +9,7 @@ extension JobTableTests {
 @Suite struct JanitorLiveTests {
     @Test func idleUploadsAreAbortedAndJobsUploadsKept() async throws {
         let c = try Configuration.fromEnvironment(liveEnvironment)
-        let endpoint = try S3Endpoint.parse(url: c.s3Endpoint, bucket: c.s3Bucket ?? "", region: c.s3Region, pathStyle: nil, accelerate: false)
-        let client = S3Client(endpoint: endpoint, credentials: Credentials(accessKeyID: c.s3AccessKeyID ?? "", secretAccessKey: c.s3SecretAccessKey ?? ""),
-                              now: { Int(Date().timeIntervalSince1970) })
+        let client = try c.makeS3Client()
         let pool = try PostgresPoolFor.live()
         _ = try await GatewayApp.migrate(databaseURL: c.databaseURL ?? "")
         let prefix = "private/janitor-\(UUID().uuidString)/"

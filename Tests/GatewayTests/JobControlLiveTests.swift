@@ -21,9 +21,7 @@ extension JobTableTests {
         try await JobTableTests.retireLeftovers(PostgresPoolFor.live())
         gateway.app.worker?.start()
         let c = gateway.configuration
-        let endpoint = try S3Endpoint.parse(url: c.s3Endpoint, bucket: c.s3Bucket ?? "", region: c.s3Region, pathStyle: nil, accelerate: false)
-        let client = S3Client(endpoint: endpoint, credentials: Credentials(accessKeyID: c.s3AccessKeyID ?? "", secretAccessKey: c.s3SecretAccessKey ?? ""),
-                              now: { Int(Date().timeIntervalSince1970) })
+        let client = try c.makeS3Client()
         let folder = "ctl-\(UUID().uuidString)"
         var bytes = [UInt8](repeating: 0, count: sourceMiB << 20)
         for i in stride(from: 0, to: bytes.count, by: 1 << 16) { bytes[i] = UInt8(truncatingIfNeeded: i >> 16) }

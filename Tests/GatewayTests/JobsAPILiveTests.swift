@@ -17,9 +17,7 @@ extension JobTableTests {
         let bob = gateway.token("bob")
         let folder = "api-\(UUID().uuidString)"
         let c = gateway.configuration
-        let endpoint = try S3Endpoint.parse(url: c.s3Endpoint, bucket: c.s3Bucket ?? "", region: c.s3Region, pathStyle: nil, accelerate: false)
-        let client = S3Client(endpoint: endpoint, credentials: Credentials(accessKeyID: c.s3AccessKeyID ?? "", secretAccessKey: c.s3SecretAccessKey ?? ""),
-                              now: { Int(Date().timeIntervalSince1970) })
+        let client = try c.makeS3Client()
         var bytes = [UInt8](repeating: 7, count: 2 * (5 << 20) + 99)
         bytes[12345] = 1
         _ = try await client.putObject(key: "private/alice/\(folder)/src.bin", body: .bytes(bytes))
@@ -81,11 +79,4 @@ extension JobTableTests {
         await gateway.stop()
     }
 }
-}
-
-/// A pool on the live database, for test setup.
-enum PostgresPoolFor {
-    static func live() throws -> Postgres.PostgresPool {
-        Postgres.PostgresPool(url: try Configuration.fromEnvironment(liveEnvironment).databaseURL ?? "", size: 1)
-    }
 }

@@ -1,4 +1,5 @@
 import Auth
+import Postgres
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -66,4 +67,33 @@ func curl(_ arguments: [String]) throws -> (status: Int, body: String) {
     process.waitUntilExit()
     guard let range = output.range(of: marker, options: .backwards) else { return (-1, output) }
     return (Int(output[range.upperBound...]) ?? -1, String(output[..<range.lowerBound]))
+}
+
+/// A pool on the live database, for test setup.
+enum PostgresPoolFor {
+    static func live() throws -> Postgres.PostgresPool {
+        Postgres.PostgresPool(url: try Configuration.fromEnvironment(liveEnvironment).databaseURL ?? "", size: 1)
+    }
+}
+
+extension TokenMinter {
+    static func hs256Token(_ configuration: Configuration, subject: String) -> String {
+        hs256(secret: Array((configuration.jwtSecret ?? "").utf8), subject: subject,
+              issuedAt: Int(Date().timeIntervalSince1970), ttl: 600)
+    }
+}
+
+/// Small JSON-over-HTTP calls to a gateway process.
+enum HTTP {
+    static func json(_ method: String, port: Int, path: String, token: String, body: [String: Any]?) async throws -> [String: Any] {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+        request.httpMethod = method
+        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+        if let body {
+            request.httpBody = try JSONSerialization.data(withJSONObject: body)
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
+        let (data, _) = try await URLSession.shared.data(for: request)
+        return (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
+    }
 }

@@ -129,18 +129,7 @@ func headerSignedRequestMatches(_ c: SuiteCase) throws {
     let signedNames = signedList.split(separator: ";").map(String.init)
     let expected = try #require(authorization.components(separatedBy: "Signature=").last)
     let headers = request.headers.filter { signedNames.contains($0.0.lowercased()) }
-    // The suite signs bodies only when its context says so; otherwise the payload hash is that
-    // of the empty string, whatever the request carries.
-    let payloadHash = context.signedBodyValue ?? Signer.emptyPayloadHash
-    let canonical = CanonicalRequest(method: request.method,
-                                     encodedPath: CanonicalURI.generic(path: request.path, normalize: context.normalize),
-                                     query: request.query, headers: headers, payloadHash: payloadHash)
-    let signer = Signer(credentials: Credentials(accessKeyID: context.accessKey, secretAccessKey: context.secret),
-                        region: context.region, service: context.service)
-    if let stored = read(c.name, "header-canonical-request.txt") { #expect(canonical.text == stored, "canonical request") }
-    let stringToSign = signer.stringToSign(canonical, time: context.time)
-    if let stored = read(c.name, "header-string-to-sign.txt") { #expect(stringToSign == stored, "string to sign") }
-    #expect(signer.signature(stringToSign, time: context.time) == expected)
+    expectStages(c.name, variant: "header", request: request, headers: headers, context: context, signature: expected)
 }
 
 @Test(arguments: queryCases)
@@ -159,15 +148,23 @@ func querySignedRequestMatches(_ c: SuiteCase) throws {
        let token = request.query.first(where: { $0.0 == "X-Amz-Security-Token" })?.1 {
         headers.append(("x-amz-security-token", token))
     }
+    expectStages(c.name, variant: "query", request: request, headers: headers, context: context, signature: expected)
+}
+
+/// Signs `request` with our stages and compares each with what the case stores. The suite signs
+/// bodies only when its context says so; otherwise the payload hash is that of the empty
+/// string, whatever the request carries.
+private func expectStages(_ name: String, variant: String, request: WrittenRequest, headers: [(String, String)],
+                          context: SuiteContext, signature expected: String) {
     let payloadHash = context.signedBodyValue ?? Signer.emptyPayloadHash
     let canonical = CanonicalRequest(method: request.method,
                                      encodedPath: CanonicalURI.generic(path: request.path, normalize: context.normalize),
                                      query: request.query, headers: headers, payloadHash: payloadHash)
     let signer = Signer(credentials: Credentials(accessKeyID: context.accessKey, secretAccessKey: context.secret),
                         region: context.region, service: context.service)
-    if let stored = read(c.name, "query-canonical-request.txt") { #expect(canonical.text == stored, "canonical request") }
+    if let stored = read(name, "\(variant)-canonical-request.txt") { #expect(canonical.text == stored, "canonical request") }
     let stringToSign = signer.stringToSign(canonical, time: context.time)
-    if let stored = read(c.name, "query-string-to-sign.txt") { #expect(stringToSign == stored, "string to sign") }
+    if let stored = read(name, "\(variant)-string-to-sign.txt") { #expect(stringToSign == stored, "string to sign") }
     #expect(signer.signature(stringToSign, time: context.time) == expected)
 }
 

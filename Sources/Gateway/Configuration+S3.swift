@@ -1,0 +1,34 @@
+import Foundation
+import S3
+import SigV4
+
+extension Configuration {
+    /// The bucket's endpoint from the `GATEWAY_S3_*` settings.
+    public func s3EndpointValue() throws(Invalid) -> S3Endpoint {
+        do {
+            return try S3Endpoint.parse(url: s3Endpoint, bucket: s3Bucket ?? "", region: s3Region,
+                                        pathStyle: s3PathStyle, accelerate: s3Accelerate)
+        } catch {
+            throw Invalid(variable: "GATEWAY_S3_ENDPOINT", reason: "\(error)")
+        }
+    }
+
+    /// The endpoint written into presigned URLs, when clients reach S3 by another name.
+    public func s3PublicEndpointValue() throws(Invalid) -> S3Endpoint? {
+        guard let url = s3PublicEndpoint else { return nil }
+        do {
+            return try S3Endpoint.parse(url: url, bucket: s3Bucket ?? "", region: s3Region, pathStyle: s3PathStyle, accelerate: false)
+        } catch {
+            throw Invalid(variable: "GATEWAY_S3_PUBLIC_ENDPOINT", reason: "\(error)")
+        }
+    }
+
+    public var s3Credentials: Credentials {
+        Credentials(accessKeyID: s3AccessKeyID ?? "", secretAccessKey: s3SecretAccessKey ?? "", sessionToken: s3SessionToken)
+    }
+
+    /// The S3 client for these settings, on the wall clock.
+    public func makeS3Client() throws(Invalid) -> S3Client {
+        S3Client(endpoint: try s3EndpointValue(), credentials: s3Credentials, now: { Int(Date().timeIntervalSince1970) })
+    }
+}
