@@ -34,8 +34,8 @@ GW_BIN="${BENCH_GATEWAY_BIN:-$ROOT/.build/release/transfer-gateway}"
 [ -n "$SOAK" ] && TARGETS=gateway
 want() { case " $TARGETS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
-say() { printf '[bench] %s\n' "$*" >&2; }
-die() { printf '[bench] error: %s\n' "$*" >&2; exit 1; }
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
 
 TMP="$(mktemp -d /tmp/bench-http.XXXXXX)"
 PIDS=()
@@ -132,21 +132,7 @@ CONF
   say "nginx $(nginx -v 2>&1 | sed 's/.*nginx\///') on 127.0.0.1:$NGINX_PORT (pid $NGINX_PID)"
 }
 
-build_gateway() {
-  if [ -n "${BENCH_SKIP_BUILD:-}" ] || [ -n "${BENCH_GATEWAY_BIN:-}" ]; then
-    [ -x "$GW_BIN" ] || die "BENCH_SKIP_BUILD is set but $GW_BIN does not exist"
-    return 0
-  fi
-  say "swift build -c release --product transfer-gateway"
-  swift build -c release --product transfer-gateway >&2 ||
-    die "cannot build the gateway (swift build -c release failed); BENCH_TARGETS=nginx runs the nginx half alone"
-  [ -x "$GW_BIN" ] || die "swift build succeeded but $GW_BIN is missing"
-}
 
-start_stack() {
-  bash scripts/stack.sh status >/dev/null 2>&1 || STACK_STARTED=1
-  bash scripts/stack.sh up
-}
 
 start_gateway() {
   port_free "$GW_PORT" || die "port $GW_PORT is in use"
@@ -204,7 +190,6 @@ parse_wrk() {
   ' "$1"
 }
 
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 # ---------------------------------------------------------------------------------------------
 # RESULTS.md: replace the part between this mode's markers inside the section, keep the rest.
@@ -365,7 +350,7 @@ run_soak() {
 
 install_tools
 if want gateway; then
-  build_gateway
+  build_gateway 'BENCH_TARGETS=nginx runs the nginx half alone'
   start_stack
   start_gateway
 fi

@@ -45,8 +45,8 @@ GW_BIN="${BENCH_GATEWAY_BIN:-$ROOT/.build/release/transfer-gateway}"
 VENV="$ROOT/.venv"
 GNU_TIME=/usr/bin/time
 
-say() { printf '[bench] %s\n' "$*" >&2; }
-die() { printf '[bench] error: %s\n' "$*" >&2; exit 1; }
+# shellcheck source=bench/lib.sh
+. "$ROOT/bench/lib.sh"
 
 want() { case " $CLIENTS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
@@ -97,20 +97,9 @@ trap 'exit 130' INT TERM
 # ---------------------------------------------------------------------------------------------
 # Setup
 
-build_gateway() {
-  if [ -n "${BENCH_SKIP_BUILD:-}" ] || [ -n "${BENCH_GATEWAY_BIN:-}" ]; then
-    [ -x "$GW_BIN" ] || die "BENCH_SKIP_BUILD is set but $GW_BIN does not exist"
-    return 0
-  fi
-  say "swift build -c release --product transfer-gateway"
-  swift build -c release --product transfer-gateway >&2 ||
-    die "cannot build the gateway (swift build -c release failed); BENCH_CLIENTS=\"ceiling aws boto3\" runs without it"
-  [ -x "$GW_BIN" ] || die "swift build succeeded but $GW_BIN is missing"
-}
 
-start_stack() {
-  bash scripts/stack.sh status >/dev/null 2>&1 || STACK_STARTED=1
-  bash scripts/stack.sh up
+load_stack() {
+  start_stack
   [ -f "$ROOT/.stack/env" ] || die "scripts/stack.sh up did not write .stack/env"
   # shellcheck disable=SC1091
   . "$ROOT/.stack/env"
@@ -295,7 +284,6 @@ ours_download() {
 # ---------------------------------------------------------------------------------------------
 # Reporting
 
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 # stat_of CLIENT DIRECTION FIELD: the median of a derived column over the rounds.
 #   mbps (MB/s, 10^6), cpu_gib (CPU s per GiB), rss_mib, weed_gib (SeaweedFS CPU s per GiB)
@@ -427,8 +415,8 @@ PY
 
 # ---------------------------------------------------------------------------------------------
 
-if want ours; then build_gateway; fi
-start_stack
+if want ours; then build_gateway 'BENCH_CLIENTS="ceiling aws boto3" runs without it'; fi
+load_stack
 find_weed
 write_helper
 write_aws_config

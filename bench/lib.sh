@@ -1,0 +1,28 @@
+# shellcheck shell=bash disable=SC2034
+# bench/lib.sh — helpers the benchmark scripts share (sourced, not run). Callers set ROOT,
+# GW_BIN and STACK_STARTED before using them.
+
+say() { printf '[bench] %s\n' "$*" >&2; }
+die() { printf '[bench] error: %s\n' "$*" >&2; exit 1; }
+
+# median: the median of the numbers on stdin ("-" for none).
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# build_gateway HINT: the release binary, unless BENCH_SKIP_BUILD or BENCH_GATEWAY_BIN says to use
+# one already there. HINT tells how to run without it when the build fails.
+build_gateway() {
+  if [ -n "${BENCH_SKIP_BUILD:-}" ] || [ -n "${BENCH_GATEWAY_BIN:-}" ]; then
+    [ -x "$GW_BIN" ] || die "BENCH_SKIP_BUILD is set but $GW_BIN does not exist"
+    return 0
+  fi
+  say "swift build -c release --product transfer-gateway"
+  swift build -c release --product transfer-gateway >&2 ||
+    die "cannot build the gateway (swift build -c release failed); $1"
+  [ -x "$GW_BIN" ] || die "swift build succeeded but $GW_BIN is missing"
+}
+
+# start_stack: PostgreSQL and SeaweedFS up; STACK_STARTED=1 when this run started them.
+start_stack() {
+  bash "$ROOT/scripts/stack.sh" status >/dev/null 2>&1 || STACK_STARTED=1
+  bash "$ROOT/scripts/stack.sh" up
+}
