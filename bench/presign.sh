@@ -21,7 +21,10 @@ trap cleanup EXIT
 command -v wrk >/dev/null || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q wrk >/dev/null; }
 [ -n "${BENCH_SKIP_BUILD:-}" ] || swift build -c release --product transfer-gateway >&2
 bash scripts/stack.sh up >&2
-set -a; . .stack/env; set +a
+set -a
+# shellcheck disable=SC1091
+. .stack/env
+set +a
 export GATEWAY_PORT=$PORT
 "$BIN" serve 2>"$TMP/gateway.log" &
 GW_PID=$!
@@ -48,7 +51,7 @@ measure() {  # URL [script] -> "rps p99ms non2xx"
 
 rows=""; h_all=""; p_all=""
 for round in $(seq "$ROUNDS"); do
-  read -r hr hp he < <(measure "http://127.0.0.1:$PORT/healthz")
+  read -r hr hp _ < <(measure "http://127.0.0.1:$PORT/healthz")
   read -r pr pp pe < <(measure "http://127.0.0.1:$PORT/v1/presign" "$TMP/presign.lua")
   echo "round $round: healthz $hr req/s (p99 $hp ms), presign $pr req/s (p99 $pp ms, non-2xx $pe)" >&2
   rows+="| $round | $hr | $hp | $pr | $pp | $pe |"$'\n'
