@@ -93,12 +93,24 @@ public struct JWTVerifier: Sendable {
     }
 
     /// The identity a valid token names.
-    public func verify(_ token: String, now: Int) throws(Failure) -> Identity {
-        // Only the JWS compact alphabet is ever looked at, cached or not.
-        guard token.utf8.allSatisfy({ byte in
+    /// Only base64url letters and the two dots.
+    static func isCompactJWS(_ token: String) -> Bool {
+        func allowed(_ byte: UInt8) -> Bool {
             (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39)
                 || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
-        }) else { throw .malformed }
+        }
+        if let inPlace = token.utf8.withContiguousStorageIfAvailable({ bytes in
+            for byte in bytes where !allowed(byte) { return false }
+            return true
+        }) {
+            return inPlace
+        }
+        return token.utf8.allSatisfy(allowed)
+    }
+
+    public func verify(_ token: String, now: Int) throws(Failure) -> Identity {
+        // Only the JWS compact alphabet is ever looked at, cached or not.
+        guard Self.isCompactJWS(token) else { throw .malformed }
         if let cached = cache?.lookup(token) {
             if Double(now) > cached.expiry + Double(leeway) { throw .expired }
             if let nbf = cached.notBefore, Double(now + leeway) < nbf { throw .notYetValid }

@@ -10,9 +10,23 @@ public final class VerifiedTokenCache: Sendable {
         let notBefore: Double?
     }
 
-    /// Keyed by the token's bytes: `String` equality would let canonically equivalent
-    /// spellings (a KELVIN SIGN for a K) hit an entry.
-    private let entries = Mutex<[[UInt8]: Entry]>([:])
+    /// A token's bytes as a key: `String` equality would let canonically equivalent spellings
+    /// (a KELVIN SIGN for a K) hit an entry, and `[UInt8]`'s own hashing feeds the hasher one
+    /// byte at a time.
+    struct Key: Hashable, Sendable {
+        let bytes: [UInt8]
+
+        func hash(into hasher: inout Hasher) {
+            bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+        }
+
+        static func == (a: Key, b: Key) -> Bool {
+            a.bytes.count == b.bytes.count
+                && a.bytes.withUnsafeBytes { x in b.bytes.withUnsafeBytes { y in x.elementsEqual(y) } }
+        }
+    }
+
+    private let entries = Mutex<[Key: Entry]>([:])
     private let capacity: Int
 
     public init(capacity: Int = 10_000) {
@@ -20,12 +34,12 @@ public final class VerifiedTokenCache: Sendable {
     }
 
     func lookup(_ token: String) -> Entry? {
-        let key = Array(token.utf8)
+        let key = Key(bytes: Array(token.utf8))
         return entries.withLock { $0[key] }
     }
 
     func store(_ token: String, _ entry: Entry) {
-        let key = Array(token.utf8)
+        let key = Key(bytes: Array(token.utf8))
         entries.withLock { map in
             if map.count >= capacity { map.removeAll(keepingCapacity: true) }
             map[key] = entry

@@ -31,7 +31,12 @@ public enum Digest {
 
     /// SHA-256 of `bytes`.
     public static func sha256(_ bytes: some ContiguousBytesLike) -> [UInt8] {
-        bytes.withBytes { digest(algorithms.sha256, [$0], size: 32) }
+        bytes.withBytes { input in
+            [UInt8](unsafeUninitializedCapacity: 32) { out, count in
+                tg_sha256(input.baseAddress, input.count, out.baseAddress)
+                count = 32
+            }
+        }
     }
 
     /// MD5 of `bytes` (for `Content-MD5` only; never for security).
@@ -41,30 +46,32 @@ public enum Digest {
 
     /// HMAC-SHA256 of `message` under `key` (RFC 2104): H((K ⊕ opad) ‖ H((K ⊕ ipad) ‖ m)).
     public static func hmacSHA256(key: some ContiguousBytesLike, _ message: some ContiguousBytesLike) -> [UInt8] {
-        var block = [UInt8](repeating: 0, count: 64)
         key.withBytes { k in
-            if k.count > 64 {
-                let hashed = digest(algorithms.sha256, [k], size: 32)
-                block.replaceSubrange(0..<32, with: hashed)
-            } else if k.count > 0 {
-                block.withUnsafeMutableBytes { $0.copyMemory(from: k) }
+            message.withBytes { m in
+                [UInt8](unsafeUninitializedCapacity: 32) { out, count in
+                    tg_hmac_sha256(k.baseAddress, k.count, m.baseAddress, m.count, out.baseAddress)
+                    count = 32
+                }
             }
         }
-        let inner = block.map { $0 ^ 0x36 }
-        let outer = block.map { $0 ^ 0x5C }
-        let innerHash = message.withBytes { m in inner.withUnsafeBytes { digest(algorithms.sha256, [$0, m], size: 32) } }
-        return outer.withUnsafeBytes { o in innerHash.withUnsafeBytes { digest(algorithms.sha256, [o, $0], size: 32) } }
+    }
+
+    /// Lower-case hexadecimal, appended to `out`.
+    public static func appendHex(_ bytes: [UInt8], to out: inout [UInt8]) {
+        let digits: StaticString = "0123456789abcdef"
+        digits.withUTF8Buffer { d in
+            for byte in bytes {
+                out.append(d[Int(byte >> 4)])
+                out.append(d[Int(byte & 0x0F)])
+            }
+        }
     }
 
     /// Lower-case hexadecimal.
     public static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
         var out = [UInt8]()
         out.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0F)])
-        }
+        appendHex(bytes, to: &out)
         return String(decoding: out, as: UTF8.self)
     }
 
@@ -98,7 +105,11 @@ extension ArraySlice: ContiguousBytesLike where Element == UInt8 {
 
 extension String: ContiguousBytesLike {
     public func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        try Array(utf8).withUnsafeBytes(body)
+        // Native strings lend their UTF-8 in place; only bridged ones are copied.
+        if let result = try utf8.withContiguousStorageIfAvailable({ try body(UnsafeRawBufferPointer($0)) }) {
+            return result
+        }
+        return try Array(utf8).withUnsafeBytes(body)
     }
 }
 

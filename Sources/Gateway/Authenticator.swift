@@ -15,10 +15,12 @@ public struct Authenticator: Sendable {
             if guestAllowed && allowGuestRead { return .guest }
             throw APIError.unauthorized
         }
-        let parts = authorization.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else { throw APIError.unauthorized }
+        // `Bearer` (any case), one space, the token.
+        let bytes = authorization.utf8
+        guard let space = bytes.firstIndex(of: UInt8(ascii: " ")),
+              authorization[..<space].equalsIgnoringASCIICase("bearer") else { throw APIError.unauthorized }
         do {
-            return try verifier.verify(String(parts[1].trimmingOWS()), now: now())
+            return try verifier.verify(String(authorization[bytes.index(after: space)...].trimmingOWS()), now: now())
         } catch {
             throw APIError.invalidToken(error)
         }

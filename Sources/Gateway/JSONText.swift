@@ -4,8 +4,8 @@ struct JSONText {
     var bytes: [UInt8] = []
     private var first = true
 
-    mutating func begin() {
-        bytes.reserveCapacity(256)
+    mutating func begin(capacity: Int = 256) {
+        bytes.reserveCapacity(capacity)
         bytes.append(UInt8(ascii: "{"))
         first = true
     }

@@ -27,7 +27,12 @@ enum JSONValue: Equatable, Sendable {
         var index = 0
 
         mutating func skipWhite() {
-            while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
+            while index < bytes.count {
+                switch bytes[index] {
+                case 0x20, 0x09, 0x0A, 0x0D: index += 1
+                default: return
+                }
+            }
         }
 
         mutating func value(depth: Int) throws -> JSONValue {
@@ -90,7 +95,22 @@ enum JSONValue: Equatable, Sendable {
 
         mutating func string() throws -> String {
             index += 1
-            var out: [UInt8] = []
+            // Most strings have no escape: they become a String straight from the input.
+            let start = index
+            while index < bytes.count {
+                let byte = bytes[index]
+                if byte == UInt8(ascii: "\"") {
+                    let text = bytes.withUnsafeBufferPointer {
+                        String(validating: UnsafeBufferPointer(rebasing: $0[start..<index]), as: UTF8.self)
+                    }
+                    guard let text else { throw SyntaxError() }
+                    index += 1
+                    return text
+                }
+                if byte == UInt8(ascii: "\\") || byte < 0x20 { break }
+                index += 1
+            }
+            var out = Array(bytes[start..<index])
             while index < bytes.count {
                 let byte = bytes[index]
                 index += 1

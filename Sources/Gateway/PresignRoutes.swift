@@ -105,7 +105,7 @@ struct PresignRoutes: Sendable {
                                       endpointOverride: publicEndpoint)
         // Written by hand: this is the hottest answer a frontend asks for.
         var json = JSONText()
-        json.begin()
+        json.begin(capacity: url.utf8.count + 256)
         json.field("url", .string(url))
         json.field("method", .string(method))
         json.rawField("headers", JSONText.object(signed.map { ($0.0, LogValue.string($0.1)) }))

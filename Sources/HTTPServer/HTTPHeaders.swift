@@ -61,6 +61,13 @@ extension StringProtocol {
     public func equalsIgnoringASCIICase<Other: StringProtocol>(_ other: Other) -> Bool {
         let a = self.utf8, b = other.utf8
         guard a.count == b.count else { return false }
+        let inPlace = a.withContiguousStorageIfAvailable { x in
+            b.withContiguousStorageIfAvailable { y in
+                for i in 0..<x.count where x[i] != y[i] && asciiLower(x[i]) != asciiLower(y[i]) { return false }
+                return true
+            }
+        }
+        if let inPlace, let inPlace { return inPlace }
         for (x, y) in zip(a, b) where x != y {
             if asciiLower(x) != asciiLower(y) { return false }
         }

@@ -53,18 +53,32 @@ extension HTTPRequestHead {
     /// whose syntax is already known good: Host, body framing, connection persistence, Expect.
     static func validated(method: String, target: String, version: HTTPVersion,
                           headers: HTTPHeaders) -> Result<HTTPRequestHead, HTTPParseError> {
+        // One pass over the fields picks out the few that frame the message.
+        var hosts: [String] = [], transferEncodings: [String] = [], contentLengths: [String] = []
+        var connections: [String] = [], expect: String?
+        for field in headers.fields {
+            let name = field.name
+            switch name.utf8.count {
+            case 4 where name.equalsIgnoringASCIICase("host"): hosts.append(field.value)
+            case 6 where name.equalsIgnoringASCIICase("expect"): if expect == nil { expect = field.value }
+            case 10 where name.equalsIgnoringASCIICase("connection"): connections.append(field.value)
+            case 14 where name.equalsIgnoringASCIICase("content-length"): contentLengths.append(field.value)
+            case 17 where name.equalsIgnoringASCIICase("transfer-encoding"): transferEncodings.append(field.value)
+            default: continue
+            }
+        }
+
         // Host: exactly one in HTTP/1.1 (RFC 9112 §3.2), at most one otherwise.
-        let hosts = headers.values("host")
         if hosts.count > 1 { return .failure(.duplicateHost) }
         if version == .http11 && hosts.isEmpty { return .failure(.missingHost) }
         if let host = hosts.first, !isValidHost(host) { return .failure(.badHost) }
 
         // Body framing (RFC 9112 §6.1–6.3).
         let framing: BodyFraming
-        let codings = headers.listElements("transfer-encoding")
-        let hasTE = headers.contains("transfer-encoding")
-        let hasCL = headers.contains("content-length")
+        let hasTE = !transferEncodings.isEmpty
+        let hasCL = !contentLengths.isEmpty
         if hasTE {
+            let codings = listElements(transferEncodings)
             if hasCL { return .failure(.lengthAndChunked) }
             if version == .http10 { return .failure(.transferEncodingInHTTP10) }
             guard let last = codings.last, last.equalsIgnoringASCIICase("chunked") else {
@@ -76,7 +90,7 @@ extension HTTPRequestHead {
             framing = .chunked
         } else if hasCL {
             var length: Int?
-            for value in headers.values("content-length") {
+            for value in contentLengths {
                 // A list of identical values is allowed (RFC 9112 §6.3 item 5); anything else is not.
                 for element in value.split(separator: ",", omittingEmptySubsequences: false) {
                     guard let n = parseDecimal(element.trimmingOWS()) else { return .failure(.badContentLength) }
@@ -91,7 +105,7 @@ extension HTTPRequestHead {
         }
 
         // Persistence (RFC 9112 §9.3).
-        let connection = headers.listElements("connection")
+        let connection = listElements(connections)
         let keepAlive: Bool
         if connection.contains(where: { $0.equalsIgnoringASCIICase("close") }) {
             keepAlive = false
@@ -103,7 +117,7 @@ extension HTTPRequestHead {
 
         // Expect (RFC 9110 §10.1.1): only 100-continue is known; ignored in HTTP/1.0.
         var expectContinue = false
-        if let expect = headers["expect"], version == .http11 {
+        if let expect, version == .http11 {
             guard expect.trimmingOWS().equalsIgnoringASCIICase("100-continue") else {
                 return .failure(.expectationFailed)
             }
@@ -113,6 +127,18 @@ extension HTTPRequestHead {
         return .success(HTTPRequestHead(method: method, target: target, version: version,
                                         headers: headers, framing: framing,
                                         keepAlive: keepAlive, expectContinue: expectContinue))
+    }
+
+    /// The comma-separated elements of `values`, trimmed, empty ones dropped (RFC 9110 §5.6.1).
+    static func listElements(_ values: [String]) -> [Substring] {
+        var out: [Substring] = []
+        for value in values {
+            for element in value.split(separator: ",", omittingEmptySubsequences: true) {
+                let trimmed = element.trimmingOWS()
+                if !trimmed.isEmpty { out.append(trimmed) }
+            }
+        }
+        return out
     }
 
     /// 1*DIGIT, without overflow.

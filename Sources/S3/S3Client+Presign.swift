@@ -14,6 +14,15 @@ extension S3Client {
         let queryString = signer.presignedQueryString(method: method, encodedPath: path, query: query,
                                                       headers: [("Host", host)] + headers, expires: expires,
                                                       time: SigningTime(secondsSince1970: time ?? currentTime()))
-        return target.scheme + "://" + host + path + "?" + queryString
+        // One buffer: the query alone is some 400 bytes, and `+` would copy it at every step.
+        var url: [UInt8] = []
+        url.reserveCapacity(target.scheme.utf8.count + host.utf8.count + path.utf8.count + queryString.utf8.count + 4)
+        url.append(contentsOf: target.scheme.utf8)
+        url.append(contentsOf: "://".utf8)
+        url.append(contentsOf: host.utf8)
+        url.append(contentsOf: path.utf8)
+        url.append(UInt8(ascii: "?"))
+        url.append(contentsOf: queryString.utf8)
+        return String(decoding: url, as: UTF8.self)
     }
 }

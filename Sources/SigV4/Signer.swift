@@ -25,6 +25,15 @@ public struct Signer: Sendable {
         "\(time.date)/\(region)/\(service)/aws4_request"
     }
 
+    private func appendScope(_ time: SigningTime, to out: inout [UInt8]) {
+        out.append(contentsOf: time.date.utf8)
+        out.append(UInt8(ascii: "/"))
+        out.append(contentsOf: region.utf8)
+        out.append(UInt8(ascii: "/"))
+        out.append(contentsOf: service.utf8)
+        out.append(contentsOf: "/aws4_request".utf8)
+    }
+
     /// Stage 2: the string to sign.
     public func stringToSign(_ request: CanonicalRequest, time: SigningTime) -> String {
         stringToSign(request, canonicalQuery: request.canonicalQuery, time: time)
@@ -148,12 +157,13 @@ public struct Signer: Sendable {
         stringToSign.append(contentsOf: "AWS4-HMAC-SHA256\n".utf8)
         stringToSign.append(contentsOf: time.dateTime.utf8)
         stringToSign.append(0x0A)
-        stringToSign.append(contentsOf: scope(time).utf8)
+        appendScope(time, to: &stringToSign)
         stringToSign.append(0x0A)
-        stringToSign.append(contentsOf: Digest.hex(Digest.sha256(canonical)).utf8)
+        Digest.appendHex(Digest.sha256(canonical), to: &stringToSign)
         var out = query
+        out.reserveCapacity(query.count + 81)
         out.append(contentsOf: "&X-Amz-Signature=".utf8)
-        out.append(contentsOf: Digest.hex(Digest.hmacSHA256(key: signingKey(time), stringToSign)).utf8)
+        Digest.appendHex(Digest.hmacSHA256(key: signingKey(time), stringToSign), to: &out)
         return String(decoding: out, as: UTF8.self)
     }
 

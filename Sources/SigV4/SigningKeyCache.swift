@@ -4,8 +4,17 @@ import Synchronization
 /// day, and deriving it costs four HMACs on every request otherwise.
 public final class SigningKeyCache: Sendable {
     private struct Slot: Sendable {
-        var scope = ""
+        var date = ""
+        var region = ""
+        var service = ""
+        /// Part of the key's identity: rotated credentials must not reuse the old key. Held as
+        /// the `Credentials` that hold it already are; never printed.
+        var secret = ""
         var key: [UInt8] = []
+
+        func matches(date: String, region: String, service: String, secret: String) -> Bool {
+            self.date == date && self.region == region && self.service == service && self.secret == secret
+        }
     }
 
     private let slot = Mutex(Slot())
@@ -13,11 +22,11 @@ public final class SigningKeyCache: Sendable {
     public init() {}
 
     func key(date: String, region: String, service: String, secret: String, derive: () -> [UInt8]) -> [UInt8] {
-        // The secret is part of the identity of the key but never stored: compare by its hash value.
-        let scope = "\(date)/\(region)/\(service)/\(secret.hashValue)"
-        if let hit = slot.withLock({ $0.scope == scope ? $0.key : nil }) { return hit }
+        if let hit = slot.withLock({ $0.matches(date: date, region: region, service: service, secret: secret) ? $0.key : nil }) {
+            return hit
+        }
         let key = derive()
-        slot.withLock { $0 = Slot(scope: scope, key: key) }
+        slot.withLock { $0 = Slot(date: date, region: region, service: service, secret: secret, key: key) }
         return key
     }
 }

@@ -3,37 +3,40 @@ public struct SigningTime: Sendable, Equatable {
     public let secondsSince1970: Int
     public let date: String
     public let dateTime: String
+
     /// `2026-11-29T12:30:45Z` (RFC 3339).
-    public let iso8601: String
+    public var iso8601: String {
+        let d = Array(dateTime.utf8)
+        let pattern: [Int] = [0, 1, 2, 3, -1, 4, 5, -1, 6, 7, 8, 9, 10, -2, 11, 12, -2, 13, 14, 15]
+        return String(unsafeUninitializedCapacity: pattern.count) { buffer in
+            for (i, p) in pattern.enumerated() {
+                buffer[i] = p >= 0 ? d[p] : (p == -1 ? UInt8(ascii: "-") : UInt8(ascii: ":"))
+            }
+            return pattern.count
+        }
+    }
 
     public init(secondsSince1970: Int) {
         self.secondsSince1970 = secondsSince1970
         let days = secondsSince1970 >= 0 ? secondsSince1970 / 86_400 : (secondsSince1970 - 86_399) / 86_400
         let secondOfDay = secondsSince1970 - days * 86_400
         let (year, month, day) = Self.civil(fromDays: days)
-        // Digits written straight into bytes: this runs for every signature.
-        var digits = [UInt8](repeating: 0, count: 14)
-        func put(_ value: Int, _ width: Int, at offset: Int) {
-            var v = value
-            for i in stride(from: offset + width - 1, through: offset, by: -1) {
-                digits[i] = UInt8(48 + v % 10)
-                v /= 10
+        // Digits written straight into the string: this runs for every signature.
+        dateTime = String(unsafeUninitializedCapacity: 16) { buffer in
+            func put(_ value: Int, _ width: Int, at offset: Int) {
+                var v = value
+                for i in stride(from: offset + width - 1, through: offset, by: -1) {
+                    buffer[i] = UInt8(48 + v % 10)
+                    v /= 10
+                }
             }
+            put(year, 4, at: 0); put(month, 2, at: 4); put(day, 2, at: 6)
+            buffer[8] = UInt8(ascii: "T")
+            put(secondOfDay / 3600, 2, at: 9); put(secondOfDay / 60 % 60, 2, at: 11); put(secondOfDay % 60, 2, at: 13)
+            buffer[15] = UInt8(ascii: "Z")
+            return 16
         }
-        put(year, 4, at: 0); put(month, 2, at: 4); put(day, 2, at: 6)
-        put(secondOfDay / 3600, 2, at: 8); put(secondOfDay / 60 % 60, 2, at: 10); put(secondOfDay % 60, 2, at: 12)
-        let d = digits
-        func text(_ pattern: [Int]) -> String {
-            // Indexes into the digits, or negative for a literal byte.
-            String(unsafeUninitializedCapacity: pattern.count) { buffer in
-                for (i, p) in pattern.enumerated() { buffer[i] = p >= 0 ? d[p] : UInt8(-p) }
-                return pattern.count
-            }
-        }
-        let T = -Int(UInt8(ascii: "T")), Z = -Int(UInt8(ascii: "Z")), dash = -Int(UInt8(ascii: "-")), colon = -Int(UInt8(ascii: ":"))
-        date = text([0, 1, 2, 3, 4, 5, 6, 7])
-        dateTime = text([0, 1, 2, 3, 4, 5, 6, 7, T, 8, 9, 10, 11, 12, 13, Z])
-        iso8601 = text([0, 1, 2, 3, dash, 4, 5, dash, 6, 7, T, 8, 9, colon, 10, 11, colon, 12, 13, Z])
+        date = String(dateTime.utf8.prefix(8))!
     }
 
     /// Proleptic Gregorian date from days since 1970-01-01 (H. Hinnant's civil_from_days).
