@@ -34,7 +34,7 @@ let package = Package(
         // JWT verification, identities, access levels and object-key rules.
         .target(name: "Auth", dependencies: ["Crypto"]),
         // Transfer jobs: part planning, scheduling, retries, leases — pure logic behind ports.
-        .target(name: "TransferEngine"),
+        .target(name: "TransferEngine", dependencies: ["Crypto"]),
         // REST endpoints, configuration, logging, metrics: the composition of everything above.
         .target(name: "Gateway", dependencies: ["HTTPServer", "S3", "Postgres", "SigV4", "Crypto", "Auth", "TransferEngine"]),
         .executableTarget(name: "TransferGateway", dependencies: ["Gateway", "Auth", "S3", "SigV4"]),
@@ -43,7 +43,7 @@ let package = Package(
         .testTarget(name: "SigV4Tests", dependencies: ["SigV4", "Crypto"], exclude: ["Fixtures"]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "HTTPServer", "S3", "Postgres", "Auth", "SigV4", "Crypto", "TransferEngine"]),
         .testTarget(name: "AuthTests", dependencies: ["Auth", "Crypto"], exclude: ["Fixtures"]),
-        .testTarget(name: "TransferEngineTests", dependencies: ["TransferEngine"]),
+        .testTarget(name: "TransferEngineTests", dependencies: ["TransferEngine", "Crypto"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
         .testTarget(name: "S3Tests", dependencies: ["S3", "SigV4", "Crypto"], exclude: ["Fixtures"]),
     ],

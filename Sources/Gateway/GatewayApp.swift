@@ -46,16 +46,27 @@ public struct GatewayApp: Sendable {
         settings.maxObjectSize = Int64(configuration.maxObjectSize)
         settings.leaseMilliseconds = Int64(configuration.leaseSeconds) * 1000
         settings.tickMilliseconds = min(1000, max(100, configuration.leaseSeconds * 1000 / 6))
+        settings.timeoutSeconds = configuration.jobTimeout
         let objects = S3ObjectStore(client: s3)
+        let spool: DirectorySpool
+        do {
+            spool = try DirectorySpool(directory: configuration.spoolDirectory)
+        } catch {
+            throw Configuration.Invalid(variable: "GATEWAY_SPOOL_DIR", reason: "\(error)")
+        }
+        let fetcher = HTTPSourceFetcher(fetcher: s3.urlFetcher(allowedHosts: configuration.importAllowHosts))
         if let url = configuration.databaseURL {
             let pool = PostgresPool(url: url, size: configuration.workers + 4)
             let store = PostgresJobStore(pool: pool)
-            janitor = Janitor(client: s3, pool: pool, ttlSeconds: configuration.uploadTTL)
+            janitor = Janitor(client: s3, pool: pool, ttlSeconds: configuration.uploadTTL, spool: spool,
+                              downloadTTLSeconds: configuration.downloadTTL)
             JobRoutes(authenticator: authenticator, policy: AccessPolicy(allowGuestRead: configuration.allowGuestRead),
-                      store: store, objects: objects, settings: settings, maxPartConcurrency: configuration.maxPartConcurrency)
+                      store: store, objects: objects, spool: spool, settings: settings,
+                      maxPartConcurrency: configuration.maxPartConcurrency)
                 .register(in: &router)
             let instance = "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)-\(Digest.hex(Digest.randomBytes(3)))"
-            worker = JobWorker(store: store, objects: objects, settings: settings, instance: instance, slots: configuration.workers)
+            worker = JobWorker(store: store, objects: objects, fetcher: fetcher, spool: spool, observer: JobMetrics(metrics: metrics),
+                               settings: settings, instance: instance, slots: configuration.workers)
         } else {
             worker = nil
             janitor = nil

@@ -1,18 +1,46 @@
 import Foundation
 import Postgres
 import S3
+import TransferEngine
 
 /// Aborts multipart uploads under the gateway's prefixes that are older than
-/// `GATEWAY_UPLOAD_TTL` and that no unfinished job owns, so nothing abandoned stays billed.
+/// `GATEWAY_UPLOAD_TTL` and that no unfinished job owns, so nothing abandoned stays billed;
+/// removes spool files untouched for `GATEWAY_DOWNLOAD_TTL` (prepared downloads) whose job is
+/// not running.
 public struct Janitor: Sendable {
     let client: S3Client
     let pool: PostgresPool
     let ttlSeconds: Int
+    let spool: DirectorySpool?
+    let downloadTTLSeconds: Int
 
-    public init(client: S3Client, pool: PostgresPool, ttlSeconds: Int) {
+    public init(client: S3Client, pool: PostgresPool, ttlSeconds: Int, spool: DirectorySpool? = nil, downloadTTLSeconds: Int = 3600) {
         self.client = client
         self.pool = pool
         self.ttlSeconds = ttlSeconds
+        self.spool = spool
+        self.downloadTTLSeconds = downloadTTLSeconds
+    }
+
+    /// Removes spool files last written more than the download TTL ago, unless their job is
+    /// still running (a slow download being prepared). Returns the files removed.
+    @discardableResult
+    public func sweepSpool(now: Date = Date()) async throws -> [String] {
+        guard let spool else { return [] }
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: spool.directory)) ?? []
+        let running = Set(try await pool.withConnection { connection in
+            try connection.query("SELECT id::text AS id FROM jobs WHERE state IN ('queued', 'running')").map { try $0.string("id") }
+        })
+        var removed: [String] = []
+        for name in names {
+            let path = spool.directory + "/" + name
+            guard let jobID = name.split(separator: ".").first.map(String.init), !running.contains(jobID),
+                  let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+                  let modified = attributes[.modificationDate] as? Date,
+                  now.timeIntervalSince(modified) >= Double(downloadTTLSeconds) else { continue }
+            if unlink(path) == 0 { removed.append(name) }
+        }
+        return removed
     }
 
     /// One pass; returns the uploads aborted.
@@ -39,6 +67,8 @@ public struct Janitor: Sendable {
             do {
                 let aborted = try await sweep()
                 if !aborted.isEmpty { logger.info("janitor aborted idle uploads", ["count": .int(aborted.count)]) }
+                let removed = try await sweepSpool()
+                if !removed.isEmpty { logger.info("janitor removed expired spool files", ["count": .int(removed.count)]) }
             } catch {
                 logger.warn("janitor pass failed", ["error": .string(String(describing: type(of: error)))])
             }

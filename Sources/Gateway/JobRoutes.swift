@@ -3,13 +3,14 @@ import Foundation
 import HTTPServer
 import TransferEngine
 
-/// `/v1/jobs`: server-side transfers (PRODUCT.md §4 "Server-side jobs"). So far the `copy`
-/// type runs; the others answer 501 `not_implemented` until their engines land.
+/// `/v1/jobs`: server-side transfers (PRODUCT.md §4 "Server-side jobs"): `copy`, `import` and
+/// `download` run here; `upload` answers 501 `not_implemented` until its engine lands.
 struct JobRoutes: Sendable {
     let authenticator: Authenticator
     let policy: AccessPolicy
     let store: any JobStore
     let objects: any ObjectStore
+    let spool: DirectorySpool
     let settings: EngineSettings
     let maxPartConcurrency: Int
 
@@ -20,6 +21,7 @@ struct JobRoutes: Sendable {
         router.add("POST", "/v1/jobs/{id}/pause") { try await change($0.http, id: $0.parameters["id"] ?? "", action: "pause") }
         router.add("POST", "/v1/jobs/{id}/resume") { try await change($0.http, id: $0.parameters["id"] ?? "", action: "resume") }
         router.add("POST", "/v1/jobs/{id}/cancel") { try await change($0.http, id: $0.parameters["id"] ?? "", action: "cancel") }
+        router.add("GET", "/v1/jobs/{id}/data") { try await data($0.http, id: $0.parameters["id"] ?? "") }
     }
 
     // MARK: create
@@ -30,14 +32,30 @@ struct JobRoutes: Sendable {
         guard let owner = identity.id else { throw APIError.unauthorized }
         let type = try fields.requiredString("type")
         guard let kind = Job.Kind(rawValue: type) else { throw APIError.validation("type must be upload, import, copy or download.") }
-        guard kind == .copy else {
-            throw APIError(status: 501, code: "not_implemented", detail: "Jobs of type \(type) are not available yet.")
-        }
-        let source = try object(fields, "source", mode: .read, identity: identity)
-        let destination = try object(fields, "destination", mode: .write, identity: identity)
         let options = try Self.options(fields, maxConcurrency: maxPartConcurrency)
-        let job = Job(id: UUID().uuidString.lowercased(), owner: owner, kind: kind, state: .queued, objectKey: destination,
-                      source: ObjectSource(key: source).json, options: options.json, bytesTotal: nil,
+        let objectKey: String, source: String
+        switch kind {
+        case .copy:
+            source = ObjectSource(key: try object(fields, "source", mode: .read, identity: identity)).json
+            objectKey = try object(fields, "destination", mode: .write, identity: identity)
+        case .download:
+            let key = try object(fields, "source", mode: .read, identity: identity)
+            source = ObjectSource(key: key).json
+            objectKey = key
+        case .import:
+            let url = try fields.requiredString("sourceUrl")
+            let lower = url.lowercased()
+            guard lower.hasPrefix("http://") || lower.hasPrefix("https://"), url.utf8.count <= 8192 else {
+                throw APIError.validation("sourceUrl must be an http or https URL of at most 8192 bytes.")
+            }
+            try HeaderRules.checkValue(url, field: "sourceUrl")
+            source = URLSource(url: url).json
+            objectKey = try key(fields, mode: .write, identity: identity)
+        case .upload:
+            throw APIError(status: 501, code: "not_implemented", detail: "Jobs of type upload are not available yet.")
+        }
+        let job = Job(id: UUID().uuidString.lowercased(), owner: owner, kind: kind, state: .queued, objectKey: objectKey,
+                      source: source, options: options.json, bytesTotal: nil,
                       partSize: options.partSize ?? settings.partSize)
         let created = try await store.insert(job)
         var response = Responses.json(201, bytes: Self.json(created))
@@ -48,7 +66,11 @@ struct JobRoutes: Sendable {
 
     /// `{accessLevel, key, targetIdentityId?}` → the object key, access checked.
     private func object(_ fields: JSONFields, _ name: String, mode: AccessMode, identity: Identity) throws(APIError) -> String {
-        let inner = try fields.object(name)
+        try key(try fields.object(name), mode: mode, identity: identity)
+    }
+
+    /// `accessLevel`, `key` (and `targetIdentityId` for reads) of `inner` → the object key, access checked.
+    private func key(_ inner: JSONFields, mode: AccessMode, identity: Identity) throws(APIError) -> String {
         let level = try inner.accessLevel("accessLevel")
         let target = mode == .read ? try inner.string("targetIdentityId") : nil
         let key = try inner.requiredString("key")
@@ -103,7 +125,7 @@ struct JobRoutes: Sendable {
     // MARK: read
 
     /// The job, if the caller may see it (its owner, or an admin); 404 otherwise.
-    private func visibleJob(_ http: HTTPRequest, id: String) async throws -> (Job, Identity) {
+    func visibleJob(_ http: HTTPRequest, id: String) async throws -> (Job, Identity) {
         let identity = try authenticator.identity(of: http)
         guard UUID(uuidString: id) != nil, let job = try await store.job(id: id.lowercased()),
               (identity.id.map { AccessPolicy.same(job.owner, $0) } ?? false) || identity.isAdmin else {
@@ -171,8 +193,12 @@ struct JobRoutes: Sendable {
         default:
             updated = try await store.transition(id: visible.id, from: [.pending, .queued, .running, .paused], to: .canceled)
             // A running job aborts its own upload; one that was waiting has nobody else to do it.
-            if visible.state != .running, let upload = visible.uploadID, let key = visible.objectKey {
-                try? await objects.abortMultipartUpload(key: key, uploadID: upload)
+            if visible.state != .running, updated?.state == .canceled {
+                if let upload = visible.uploadID, let key = visible.objectKey {
+                    try? await objects.abortMultipartUpload(key: key, uploadID: upload)
+                }
+                spool.remove(jobID: visible.id, name: .download)
+                spool.remove(jobID: visible.id, name: .importBody)
             }
         }
         guard let job = updated else { throw APIError.notFound }

@@ -45,6 +45,32 @@ public struct S3ObjectStore: ObjectStore {
         try await mapped { try await client.copyObject(from: sourceKey, to: key, attributes: Self.attributes(attributes)) }
     }
 
+    public func uploadPart(key: String, uploadID: String, part: Int, data: PartData) async throws -> String {
+        defer { withExtendedLifetime(data) {} }
+        return try await mapped { try await client.uploadPart(key: key, uploadId: uploadID, partNumber: part, body: Self.body(data)) }
+    }
+
+    public func putObject(key: String, data: PartData, attributes: ObjectAttributesSpec) async throws -> String {
+        defer { withExtendedLifetime(data) {} }
+        return try await mapped { try await client.putObject(key: key, body: Self.body(data), attributes: Self.attributes(attributes)) }
+    }
+
+    public func read(key: String, range: ClosedRange<Int64>, ifMatch: String?, into file: SpoolFile) async throws {
+        defer { withExtendedLifetime(file) {} }
+        _ = try await mapped {
+            try await client.getObject(key: key, range: range, ifMatch: ifMatch, sink: .file(fd: file.fd, offset: range.lowerBound))
+        }
+    }
+
+    /// The request body of a part: its bytes, or its range of the spool file (the caller keeps
+    /// the file open for the request's life).
+    static func body(_ data: PartData) -> RequestBodySource {
+        switch data {
+        case .bytes(let bytes): return .bytes(bytes)
+        case .file(let file, let offset, let length): return .file(fd: file.fd, offset: offset, length: length)
+        }
+    }
+
     static func attributes(_ spec: ObjectAttributesSpec) -> ObjectAttributes {
         ObjectAttributes(contentType: spec.contentType, cacheControl: spec.cacheControl, contentDisposition: spec.contentDisposition,
                          serverSideEncryption: spec.serverSideEncryption, metadata: spec.metadata)

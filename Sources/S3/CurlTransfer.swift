@@ -44,6 +44,7 @@ final class CurlTransfer: @unchecked Sendable {
 
     let handle: UnsafeMutableRawPointer
     private var headerList: UnsafeMutablePointer<curl_slist>?
+    private var resolveList: UnsafeMutablePointer<curl_slist>?
     private let source: RequestBodySource
     private var sourcePosition: Int64 = 0
     private let sink: ResponseBodySink
@@ -53,8 +54,11 @@ final class CurlTransfer: @unchecked Sendable {
     let cancelled = Atomic<Bool>(false)
     private var continuation: CheckedContinuation<Response, any Error>?
 
+    /// `pinnedAddress` (`host:port:address`) makes curl connect to an address the caller
+    /// already checked, never to what a second DNS lookup might say; such a transfer speaks
+    /// only http(s), follows no redirect and ignores proxy variables.
     init?(method: String, url: String, headers: [(String, String)], source: RequestBodySource,
-          sink: ResponseBodySink, options: CurlOptions) {
+          sink: ResponseBodySink, options: CurlOptions, pinnedAddress: String? = nil) {
         guard let handle = curl_easy_init() else { return nil }
         self.handle = handle
         self.source = source
@@ -73,6 +77,14 @@ final class CurlTransfer: @unchecked Sendable {
             headerList = curl_slist_append(headerList, "Content-Length: 0")
         }
         configure(method: method, url: url, options: options)
+        if let pinnedAddress {
+            resolveList = curl_slist_append(nil, pinnedAddress)
+            _ = tg_easy_setopt_slist(handle, CURLOPT_RESOLVE, resolveList)
+            _ = tg_easy_setopt_str(handle, CURLOPT_PROTOCOLS_STR, "http,https")
+            _ = tg_easy_setopt_str(handle, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
+            _ = tg_easy_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 0)
+            _ = tg_easy_setopt_str(handle, CURLOPT_NOPROXY, "*")
+        }
     }
 
     static func isToken(_ name: String) -> Bool {
@@ -85,6 +97,7 @@ final class CurlTransfer: @unchecked Sendable {
     deinit {
         curl_easy_cleanup(handle)
         curl_slist_free_all(headerList)
+        curl_slist_free_all(resolveList)
     }
 
     func start(_ continuation: CheckedContinuation<Response, any Error>) {

@@ -8,8 +8,8 @@ import SigV4
 public final class S3Client: Sendable {
     public let endpoint: S3Endpoint
     private let credentials: Credentials
-    private let engine: CurlEngine
-    private let options: CurlOptions
+    let engine: CurlEngine
+    let options: CurlOptions
     private let now: @Sendable () -> Int
     let keyCache = SigningKeyCache()
     /// `endpoint.hostHeader`, worked out once.

@@ -9,6 +9,10 @@ public struct EngineSettings: Sendable {
     /// How often a running job renews its lease and looks for pause or cancel.
     public var tickMilliseconds = 500
     public var backoff = Backoff()
+    /// The jitter source of retries' backoff, uniform in [0, 1) (fixed in tests).
+    public var random: @Sendable () -> Double = { Double.random(in: 0..<1) }
+    /// A job's running-time limit per run, unless it sets `timeoutSeconds`.
+    public var timeoutSeconds = 3000
 
     public init() {}
 }

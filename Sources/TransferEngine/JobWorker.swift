@@ -6,6 +6,9 @@ import Synchronization
 public final class JobWorker: Sendable {
     private let store: any JobStore
     private let objects: any ObjectStore
+    private let fetcher: (any SourceFetcher)?
+    private let spool: (any Spool)?
+    private let observer: any JobObserver
     private let settings: EngineSettings
     private let instance: String
     private let slots: Int
@@ -13,10 +16,14 @@ public final class JobWorker: Sendable {
     private let loop = Mutex<Task<Void, Never>?>(nil)
     private let running = Atomic<Int>(0)
 
-    public init(store: any JobStore, objects: any ObjectStore, settings: EngineSettings, instance: String,
+    public init(store: any JobStore, objects: any ObjectStore, fetcher: (any SourceFetcher)? = nil, spool: (any Spool)? = nil,
+                observer: any JobObserver = NoObserver(), settings: EngineSettings, instance: String,
                 slots: Int, pollMilliseconds: Int = 250) {
         self.store = store
         self.objects = objects
+        self.fetcher = fetcher
+        self.spool = spool
+        self.observer = observer
         self.settings = settings
         self.instance = instance
         self.slots = max(1, slots)
@@ -58,12 +65,8 @@ public final class JobWorker: Sendable {
 
     private func execute(_ job: Job, _ lease: Lease) async {
         do {
-            switch job.kind {
-            case .copy:
-                _ = try await CopyJobRunner(store: store, objects: objects, settings: settings).run(job, lease: lease)
-            default:
-                try await store.finish(lease, state: .failed, etag: nil, error: #"{"code":"NotImplemented"}"#)
-            }
+            _ = try await JobRunner(store: store, objects: objects, fetcher: fetcher, spool: spool, settings: settings,
+                                    observer: observer).run(job, lease: lease)
         } catch {
             // Cancelled (shutdown) or the store failed: hand the job back for any instance.
             try? await store.release(lease)

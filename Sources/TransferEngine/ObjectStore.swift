@@ -8,6 +8,23 @@ public protocol ObjectStore: Sendable {
     func completeMultipartUpload(key: String, uploadID: String, parts: [RecordedPart]) async throws -> String
     func abortMultipartUpload(key: String, uploadID: String) async throws
     func copyObject(from sourceKey: String, to key: String, attributes: ObjectAttributesSpec) async throws -> String
+    func uploadPart(key: String, uploadID: String, part: Int, data: PartData) async throws -> String
+    func putObject(key: String, data: PartData, attributes: ObjectAttributesSpec) async throws -> String
+    /// The bytes of `range` of `key` (pinned to `ifMatch`) written into `file` at the same offset.
+    func read(key: String, range: ClosedRange<Int64>, ifMatch: String?, into file: SpoolFile) async throws
+}
+
+/// The bytes of one part: in memory, or a range of a spool file.
+public enum PartData: Sendable {
+    case bytes([UInt8])
+    case file(SpoolFile, offset: Int64, length: Int64)
+
+    public var count: Int64 {
+        switch self {
+        case .bytes(let bytes): return Int64(bytes.count)
+        case .file(_, _, let length): return length
+        }
+    }
 }
 
 /// Object attributes a job sets (content type, metadata, …), independent of the S3 client.

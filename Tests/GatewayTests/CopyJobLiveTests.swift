@@ -51,7 +51,7 @@ extension JobTableTests {
         let (claimed, lease) = try await claim(p.store, job.id)
         var settings = EngineSettings()
         settings.tickMilliseconds = 100
-        let outcome = try await CopyJobRunner(store: p.store, objects: S3ObjectStore(client: p.client), settings: settings)
+        let outcome = try await JobRunner(store: p.store, objects: S3ObjectStore(client: p.client), settings: settings)
             .run(claimed, lease: lease)
         guard case .completed(let etag) = outcome else { Issue.record("\(outcome)"); return }
         let copied = try await p.client.getObject(key: prefix + "copy.bin", sink: .memory(limit: 64 << 20)).body
@@ -76,7 +76,7 @@ extension JobTableTests {
                       bytesTotal: nil, partSize: 5 << 20)
         try await p.store.insert(job)
         let (claimed, lease) = try await claim(p.store, job.id)
-        let outcome = try await CopyJobRunner(store: p.store, objects: S3ObjectStore(client: p.client), settings: EngineSettings())
+        let outcome = try await JobRunner(store: p.store, objects: S3ObjectStore(client: p.client), settings: EngineSettings())
             .run(claimed, lease: lease)
         #expect(outcome == .failed(code: "NotFound") || outcome == .failed(code: "NoSuchKey"))
         let final = try #require(try await p.store.job(id: job.id))

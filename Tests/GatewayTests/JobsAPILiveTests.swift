@@ -68,8 +68,14 @@ extension JobTableTests {
             "type": "copy", "source": ["accessLevel": "private", "key": "x", "targetIdentityId": "alice"],
             "destination": ["accessLevel": "private", "key": "y"]])
         #expect(denied.status == 403)
-        let later = try await gateway.request("POST", "/v1/jobs", token: bob, json: ["type": "import", "sourceUrl": "http://example.com/x"])
+        let later = try await gateway.request("POST", "/v1/jobs", token: bob, json: ["type": "upload", "accessLevel": "private", "key": "u"])
         #expect(later.status == 501 && later.json["code"] as? String == "not_implemented")
+        let notHTTP = try await gateway.request("POST", "/v1/jobs", token: bob, json: [
+            "type": "import", "sourceUrl": "file:///etc/passwd", "accessLevel": "private", "key": "p"])
+        #expect(notHTTP.status == 400 && notHTTP.json["code"] as? String == "validation_failed")
+        let otherPrivate = try await gateway.request("POST", "/v1/jobs", token: bob, json: [
+            "type": "download", "source": ["accessLevel": "private", "key": "x", "targetIdentityId": "alice"]])
+        #expect(otherPrivate.status == 403)
         let badOption = try await gateway.request("POST", "/v1/jobs", token: bob, json: [
             "type": "copy", "concurrency": 1000, "source": ["accessLevel": "public", "key": "x"],
             "destination": ["accessLevel": "public", "key": "y"]])

@@ -1,0 +1,72 @@
+import S3
+import TransferEngine
+
+/// The engine's `SourceFetcher` port over the guarded URL fetcher: what an `import` job reads.
+/// Failures become `ObjectStoreError`s: a refused address or a 4xx is final, a 5xx, 429 or a
+/// broken connection may be retried.
+public struct HTTPSourceFetcher: SourceFetcher {
+    let fetcher: URLFetcher
+
+    public init(fetcher: URLFetcher) {
+        self.fetcher = fetcher
+    }
+
+    public func probe(_ url: String) async throws -> SourceProbe {
+        let response = try await mapped { try await fetcher.send("HEAD", url: url) }
+        if response.status == 405 || response.status == 501 {
+            return SourceProbe(size: nil, etag: nil, acceptsRanges: false)   // no HEAD: read it in order
+        }
+        try Self.check(response.status, expected: 200...299)
+        let size = response.header("content-length").flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
+        let ranges = response.header("accept-ranges")?.lowercased().contains("bytes") ?? false
+        let etag = response.header("etag").flatMap { $0.hasPrefix("W/") ? nil : $0 }
+        return SourceProbe(size: size, etag: etag, acceptsRanges: ranges)
+    }
+
+    public func fetch(_ url: String, range: ClosedRange<Int64>, ifMatch: String?) async throws -> [UInt8] {
+        var headers = [("Range", "bytes=\(range.lowerBound)-\(range.upperBound)")]
+        if let ifMatch { headers.append(("If-Match", ifMatch)) }
+        let count = Int(range.upperBound - range.lowerBound + 1)
+        let response = try await mapped { try await fetcher.send("GET", url: url, headers: headers, sink: .memory(limit: count)) }
+        if response.status == 412 { throw ObjectStoreError(code: "SourceChanged", retryable: false) }
+        if response.status == 200 { throw ObjectStoreError(code: "RangeIgnored", retryable: false) }
+        try Self.check(response.status, expected: 206...206)
+        guard let contentRange = response.header("content-range"),
+              contentRange.hasPrefix("bytes \(range.lowerBound)-\(range.upperBound)/") else {
+            throw ObjectStoreError(code: "SourceChanged", retryable: false)
+        }
+        return response.body
+    }
+
+    public func fetchAll(_ url: String, into file: SpoolFile, limit: Int64) async throws -> Int64 {
+        defer { withExtendedLifetime(file) {} }
+        let response = try await mapped { try await fetcher.send("GET", url: url, sink: .file(fd: file.fd, offset: 0)) }
+        try Self.check(response.status, expected: 200...299)
+        let size = file.size
+        guard size <= limit else { throw ObjectStoreError(code: "EntityTooLarge", retryable: false) }
+        return size
+    }
+
+    static func check(_ status: Int, expected: ClosedRange<Int>) throws {
+        guard !expected.contains(status) else { return }
+        let retryable = status == 429 || status >= 500
+        throw ObjectStoreError(code: "SourceHTTP\(status)", retryable: retryable)
+    }
+
+    private func mapped<T>(_ work: () async throws -> T) async throws -> T {
+        do {
+            return try await work()
+        } catch let error as URLFetcher.FetchError {
+            switch error {
+            case .refused(.forbidden): throw ObjectStoreError(code: "ForbiddenAddress", retryable: false)
+            case .refused(.unresolvable): throw ObjectStoreError(code: "UnresolvableHost", retryable: false)
+            case .badURL: throw ObjectStoreError(code: "InvalidURL", retryable: false)
+            case .tooManyRedirects: throw ObjectStoreError(code: "TooManyRedirects", retryable: false)
+            }
+        } catch let error as S3Error {
+            throw ObjectStoreError(code: "SourceUnreachable", retryable: error.retryable)
+        }
+    }
+}
+
+import Foundation

@@ -1,0 +1,115 @@
+import CCurl
+import Dispatch
+
+/// Plain http(s) requests to URLs a user named (URL imports), on the S3 client's curl engine,
+/// behind the `AddressGuard`: each URL is parsed by libcurl's own parser (so the host checked
+/// is the host connected to), its name resolved and checked, and the connection pinned to the
+/// checked address. Redirects are followed here, at most five, each hop checked the same way.
+public struct URLFetcher: Sendable {
+    let engine: CurlEngine
+    let options: CurlOptions
+    public let addressGuard: AddressGuard
+
+    public struct Response: Sendable {
+        public let status: Int
+        public let headers: [(String, String)]
+        public let body: [UInt8]
+
+        public func header(_ name: String) -> String? {
+            headers.last { $0.0.lowercased() == name }?.1
+        }
+    }
+
+    public enum FetchError: Error, Equatable, Sendable {
+        case badURL(String)
+        case refused(AddressGuard.Refusal)
+        case tooManyRedirects
+    }
+
+    /// `method` on `url`; 3xx answers with a `Location` are followed (GET and HEAD only).
+    public func send(_ method: String, url: String, headers: [(String, String)] = [],
+                     sink: ResponseBodySink = .memory(limit: 1 << 20)) async throws -> Response {
+        var current = url
+        for _ in 0...5 {
+            let target = try Self.parse(current)
+            let address = try await resolve(target)
+            guard let transfer = CurlTransfer(method: method, url: target.url, headers: headers, source: .none, sink: sink,
+                                              options: options, pinnedAddress: "\(target.host):\(target.port):\(address)") else {
+                throw FetchError.badURL("a header cannot be sent")
+            }
+            let response = try await engine.perform(transfer)
+            if (300...399).contains(response.status), response.status != 304, let location = response.header("location") {
+                current = try Self.resolveReference(location, against: target.url)
+                continue
+            }
+            return Response(status: response.status, headers: response.headers, body: response.body)
+        }
+        throw FetchError.tooManyRedirects
+    }
+
+    struct Target {
+        let url: String
+        let host: String
+        let port: Int
+    }
+
+    /// Scheme http or https, no user info, a host; the URL as libcurl normalises it.
+    static func parse(_ text: String) throws -> Target {
+        guard let handle = curl_url() else { throw FetchError.badURL(text) }
+        defer { curl_url_cleanup(handle) }
+        guard curl_url_set(handle, CURLUPART_URL, text, 0) == CURLUE_OK else { throw FetchError.badURL(text) }
+        func part(_ what: CURLUPart, _ flags: UInt32 = 0) -> String? {
+            var value: UnsafeMutablePointer<CChar>?
+            guard curl_url_get(handle, what, &value, flags) == CURLUE_OK, let value else { return nil }
+            defer { curl_free(value) }
+            return String(cString: value)
+        }
+        guard let scheme = part(CURLUPART_SCHEME)?.lowercased(), scheme == "http" || scheme == "https" else {
+            throw FetchError.badURL("only http and https URLs can be imported")
+        }
+        guard part(CURLUPART_USER) == nil, part(CURLUPART_PASSWORD) == nil else {
+            throw FetchError.badURL("URLs with user info are not accepted")
+        }
+        guard let host = part(CURLUPART_HOST), !host.isEmpty,
+              let portText = part(CURLUPART_PORT, UInt32(CURLU_DEFAULT_PORT)), let port = Int(portText),
+              let url = part(CURLUPART_URL) else {
+            throw FetchError.badURL(text)
+        }
+        return Target(url: url, host: host, port: port)
+    }
+
+    /// A `Location` value made absolute against the URL that answered it.
+    static func resolveReference(_ location: String, against base: String) throws -> String {
+        guard let handle = curl_url() else { throw FetchError.badURL(location) }
+        defer { curl_url_cleanup(handle) }
+        guard curl_url_set(handle, CURLUPART_URL, base, 0) == CURLUE_OK,
+              curl_url_set(handle, CURLUPART_URL, location, 0) == CURLUE_OK else { throw FetchError.badURL(location) }
+        var value: UnsafeMutablePointer<CChar>?
+        guard curl_url_get(handle, CURLUPART_URL, &value, 0) == CURLUE_OK, let value else { throw FetchError.badURL(location) }
+        defer { curl_free(value) }
+        return String(cString: value)
+    }
+
+    /// DNS is blocking: it runs on a Dispatch thread, not on Swift's cooperative pool.
+    private func resolve(_ target: Target) async throws -> String {
+        let guardian = addressGuard
+        let result: Result<String, AddressGuard.Refusal> = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(returning: Result { () throws(AddressGuard.Refusal) -> String in
+                    try guardian.resolve(host: target.host, port: target.port)
+                })
+            }
+        }
+        switch result {
+        case .success(let address): return address
+        case .failure(let refusal): throw FetchError.refused(refusal)
+        }
+    }
+}
+
+extension S3Client {
+    /// A fetcher for user-named URLs sharing this client's connections thread.
+    public func urlFetcher(allowedHosts: [String]) -> URLFetcher {
+        URLFetcher(engine: engine, options: options, addressGuard: AddressGuard(allowedHosts: allowedHosts))
+    }
+}

@@ -1,0 +1,37 @@
+/// Where `import` jobs read from: an http(s) URL (the adapter applies the private-network
+/// block). Failures are `ObjectStoreError`s, with whether a retry can help.
+public protocol SourceFetcher: Sendable {
+    /// What the source says about itself before any byte moves.
+    func probe(_ url: String) async throws -> SourceProbe
+    /// Exactly the bytes of `range`, pinned to `ifMatch` when the source gave a strong ETag.
+    func fetch(_ url: String, range: ClosedRange<Int64>, ifMatch: String?) async throws -> [UInt8]
+    /// The whole body, in order, into `file` from offset 0 (sources without ranges); at most
+    /// `limit` bytes. Returns the byte count.
+    func fetchAll(_ url: String, into file: SpoolFile, limit: Int64) async throws -> Int64
+}
+
+public struct SourceProbe: Sendable, Equatable {
+    /// Nil when the source does not say (chunked answers).
+    public var size: Int64?
+    /// A strong ETag, when the source sends one.
+    public var etag: String?
+    public var acceptsRanges: Bool
+
+    public init(size: Int64?, etag: String?, acceptsRanges: Bool) {
+        self.size = size
+        self.etag = etag
+        self.acceptsRanges = acceptsRanges
+    }
+}
+
+/// The source of an `import` job.
+public struct URLSource: Codable, Sendable, Equatable {
+    public var url: String
+    public init(url: String) { self.url = url }
+
+    public var json: String {
+        (try? JSONEncoder().encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
+}
+
+import Foundation

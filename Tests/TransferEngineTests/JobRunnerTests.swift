@@ -1,0 +1,385 @@
+import Crypto
+import Foundation
+import Synchronization
+import Testing
+@testable import TransferEngine
+
+private let MiB = 1024 * 1024
+
+/// Deterministic bytes, different at every offset of a part.
+private func pattern(_ count: Int, seed: UInt8 = 7) -> [UInt8] {
+    [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+        var state = UInt32(seed) &* 2_654_435_761 | 1
+        for i in 0..<count {
+            state ^= state << 13; state ^= state >> 17; state ^= state << 5
+            buffer[i] = UInt8(truncatingIfNeeded: state)
+        }
+        initialized = count
+    }
+}
+
+/// The engine with in-memory ports and a manual clock.
+private struct Rig {
+    let clock = ManualClock()
+    let store: InMemoryJobStore
+    let objects: InMemoryObjectStore
+    var settings = EngineSettings()
+    let spoolDirectory: String
+
+    init(objects: InMemoryObjectStore = InMemoryObjectStore()) {
+        store = InMemoryJobStore(clock: clock)
+        self.objects = objects
+        settings.concurrency = 2
+        settings.tickMilliseconds = 500
+        settings.leaseMilliseconds = 30_000
+        settings.backoff = Backoff(baseMilliseconds: 100, capMilliseconds: 1000)
+        spoolDirectory = NSTemporaryDirectory() + "engine-spool-" + UUID().uuidString
+    }
+
+    func spool() throws -> DirectorySpool { try DirectorySpool(directory: spoolDirectory) }
+
+    func runner(store: (any JobStore)? = nil, fetcher: (any SourceFetcher)? = nil) throws -> JobRunner {
+        JobRunner(store: store ?? self.store, objects: objects, fetcher: fetcher, spool: try spool(), settings: settings, clock: clock)
+    }
+
+    @discardableResult
+    func insert(_ kind: Job.Kind, source: String, key: String?, options: JobOptions = JobOptions()) async throws -> Job {
+        try await store.insert(Job(id: UUID().uuidString.lowercased(), owner: "alice", kind: kind, state: .queued, objectKey: key,
+                                   source: source, options: options.json, bytesTotal: nil, partSize: settings.partSize))
+    }
+
+    /// Claims the next job as `owner` and runs it to its outcome on the manual clock.
+    func claimAndRun(_ owner: String = "a", runner: JobRunner? = nil) async throws -> (JobRunner.Outcome, Job) {
+        guard let (job, lease) = try await store.claim(owner: owner, leaseMilliseconds: settings.leaseMilliseconds) else {
+            throw ObjectStoreError(code: "NothingToClaim", retryable: false)
+        }
+        let runner = try runner ?? self.runner()
+        let outcome = try await driving(clock) { try await runner.run(job, lease: lease) }
+        return (outcome, try await store.job(id: job.id)!)
+    }
+}
+
+private func copySource(_ key: String) -> String { ObjectSource(key: key).json }
+
+@Suite struct JobRunnerTests {
+    @Test func copyMovesEveryPartAndChecksTheResult() async throws {
+        let rig = Rig()
+        let body = pattern(23 * MiB + 3)
+        rig.objects.put("src", body)
+        try await rig.insert(.copy, source: copySource("src"), key: "dst")
+        let (outcome, job) = try await rig.claimAndRun()
+        #expect(job.state == .completed)
+        #expect(rig.objects.object("dst") == body)
+        #expect(job.partsTotal == 5 && job.partsCompleted == 5 && job.bytesCommitted == Int64(body.count))
+        guard case .completed(let etag) = outcome else { Issue.record("\(outcome)"); return }
+        #expect(etag.hasSuffix("-5\""))
+        #expect(rig.objects.openUploads == 0)
+        #expect(rig.objects.count(.create) == 1)
+    }
+
+    @Test func aOnePartObjectIsOneCopyObject() async throws {
+        let rig = Rig()
+        rig.objects.put("src", pattern(MiB))
+        try await rig.insert(.copy, source: copySource("src"), key: "dst")
+        let (_, job) = try await rig.claimAndRun()
+        #expect(job.state == .completed && rig.objects.object("dst") == pattern(MiB))
+        #expect(rig.objects.count(.copyObject) == 1 && rig.objects.count(.create) == 0)
+    }
+
+    @Test func retryableErrorsAreRetriedWithinTheLimit() async throws {
+        // Part 2 fails twice with SlowDown, then succeeds: three attempts, one object.
+        let objects = InMemoryObjectStore(fault: { call, n in
+            call == .copyPart(2) && n < 2 ? ObjectStoreError(code: "SlowDown", retryable: true) : nil
+        })
+        let rig = Rig(objects: objects)
+        rig.objects.put("src", pattern(12 * MiB))
+        try await rig.insert(.copy, source: copySource("src"), key: "dst")
+        let (_, job) = try await rig.claimAndRun()
+        #expect(job.state == .completed && rig.objects.object("dst") == pattern(12 * MiB))
+        #expect(rig.objects.count(.copyPart(2)) == 3)
+        #expect(rig.objects.count(.copyPart(1)) == 1)
+    }
+
+    @Test func retriesWaitForTheirBackoff() async throws {
+        // With a 10 s backoff floor, the retry of part 1 comes no sooner than 10 s of clock later.
+        let times = Mutex<[Int]>([])
+        let clockBox = Mutex<ManualClock?>(nil)
+        let objects = InMemoryObjectStore(fault: { call, n in
+            guard call == .copyPart(1) else { return nil }
+            times.withLock { $0.append(clockBox.withLock { $0 }!.now()) }
+            return n == 0 ? ObjectStoreError(code: "InternalError", retryable: true) : nil
+        })
+        var rig = Rig(objects: objects)
+        clockBox.withLock { $0 = rig.clock }
+        rig.settings.backoff = Backoff(baseMilliseconds: 20_000, capMilliseconds: 20_000)
+        rig.settings.random = { 0.5 }
+        rig.settings.leaseMilliseconds = 60_000
+        rig.objects.put("src", pattern(12 * MiB))
+        try await rig.insert(.copy, source: copySource("src"), key: "dst")
+        let (_, job) = try await rig.claimAndRun()
+        #expect(job.state == .completed)
+        let seen = times.withLock { $0 }
+        #expect(seen.count == 2)
+        // The jitter draw is fixed at one half of 20 s: the retry waits 10 s of clock, not less.
+        #expect(seen[1] - seen[0] >= 10_000)
+        #expect(seen[1] - seen[0] < 11_000)
+    }
+
+    @Test func retryLimitZeroFailsTheJobAndAbortsItsUpload() async throws {
+        let objects = InMemoryObjectStore(fault: { call, _ in
+            call == .copyPart(3) ? ObjectStoreError(code: "SlowDown", retryable: true) : nil
+        })
+        let rig = Rig(objects: objects)
+        rig.objects.put("src", pattern(15 * MiB + 1))
+        var options = JobOptions()
+        options.retryLimit = 0
+        try await rig.insert(.copy, source: copySource("src"), key: "dst", options: options)
+        let (outcome, job) = try await rig.claimAndRun()
+        #expect(outcome == .failed(code: "SlowDown"))
+        #expect(job.state == .failed && job.error == #"{"code":"SlowDown"}"#)
+        #expect(rig.objects.openUploads == 0 && rig.objects.count(.abort) == 1)
+        #expect(rig.objects.object("dst") == nil)
+    }
+
+    @Test func anErrorNoRetryCanHelpFailsAtOnce() async throws {
+        let objects = InMemoryObjectStore(fault: { call, _ in
+            call == .copyPart(1) ? ObjectStoreError(code: "AccessDenied", retryable: false) : nil
+        })
+        let rig = Rig(objects: objects)
+        rig.objects.put("src", pattern(12 * MiB))
+        try await rig.insert(.copy, source: copySource("src"), key: "dst")
+        let (outcome, _) = try await rig.claimAndRun()
+        #expect(outcome == .failed(code: "AccessDenied"))
+        #expect(rig.objects.count(.copyPart(1)) == 1 && rig.objects.openUploads == 0)
+    }
+
+    @Test func pauseStopsNewPartsAndResumeFinishesWithoutRepeatingThem() async throws {
+        let storeBox = Mutex<InMemoryJobStore?>(nil)
+        let jobID = Mutex("")
+        // The owner pauses as part 3 starts: part 3 may finish moving, but 4 and 5 never start.
+        let objects = InMemoryObjectStore(beforePart: { part in
+            if part == 3, let store = storeBox.withLock({ $0 }) {
+                _ = try await store.transition(id: jobID.withLock { $0 }, from: [.running], to: .paused)
+            }
+        })
+        var rig = Rig(objects: objects)
+        rig.settings.concurrency = 1
+        storeBox.withLock { $0 = rig.store }
+        rig.objects.put("src", pattern(25 * MiB))
+        let job = try await rig.insert(.copy, source: copySource("src"), key: "dst")
+        jobID.withLock { $0 = job.id }
+        let (outcome, paused) = try await rig.claimAndRun()
+        #expect(outcome == .stopped(.paused))
+        #expect(paused.state == .paused && paused.partsCompleted == 2)
+        #expect(rig.objects.count(.copyPart(4)) == 0 && rig.objects.count(.copyPart(5)) == 0)
+        // While paused nothing is claimable and no byte moves, however long.
+        rig.clock.advance(by: 600_000)
+        #expect(try await rig.store.claim(owner: "b", leaseMilliseconds: 30_000) == nil)
+        #expect(try await rig.store.job(id: job.id)!.bytesTransferred == paused.bytesTransferred)
+        _ = try await rig.store.transition(id: job.id, from: [.paused], to: .queued)
+        storeBox.withLock { $0 = nil }
+        let (resumed, done) = try await rig.claimAndRun("b")
+        guard case .completed = resumed else { Issue.record("\(resumed)"); return }
+        #expect(done.state == .completed && rig.objects.object("dst") == pattern(25 * MiB))
+        #expect(rig.objects.count(.copyPart(1)) == 1 && rig.objects.count(.copyPart(2)) == 1)
+        #expect(rig.objects.count(.create) == 1)
+    }
+
+    @Test func cancelAbortsTheUploadAndLeavesNothing() async throws {
+        let storeBox = Mutex<InMemoryJobStore?>(nil)
+        let jobID = Mutex("")
+        let objects = InMemoryObjectStore(beforePart: { part in
+            if part == 2, let store = storeBox.withLock({ $0 }) {
+                _ = try await store.transition(id: jobID.withLock { $0 }, from: [.running], to: .canceled)
+            }
+        })
+        var rig = Rig(objects: objects)
+        rig.settings.concurrency = 1
+        storeBox.withLock { $0 = rig.store }
+        rig.objects.put("src", pattern(20 * MiB))
+        let job = try await rig.insert(.copy, source: copySource("src"), key: "dst")
+        jobID.withLock { $0 = job.id }
+        let (outcome, canceled) = try await rig.claimAndRun()
+        #expect(outcome == .stopped(.canceled) && canceled.state == .canceled)
+        #expect(rig.objects.openUploads == 0 && rig.objects.object("dst") == nil)
+        #expect(rig.objects.count(.copyPart(3)) == 0)
+    }
+
+    @Test func aJobPastItsTimeoutFailsAndAbortsItsUpload() async throws {
+        let clockBox = Mutex<ManualClock?>(nil)
+        // Every part takes a minute of clock; the job may run ten seconds.
+        let objects = InMemoryObjectStore(beforePart: { _ in try await clockBox.withLock { $0 }!.sleep(milliseconds: 60_000) })
+        let rig = Rig(objects: objects)
+        clockBox.withLock { $0 = rig.clock }
+        rig.objects.put("src", pattern(12 * MiB))
+        var options = JobOptions()
+        options.timeoutSeconds = 10
+        let start = rig.clock.now()
+        try await rig.insert(.copy, source: copySource("src"), key: "dst", options: options)
+        let (outcome, job) = try await rig.claimAndRun()
+        #expect(outcome == .failed(code: "JobTimeout"))
+        #expect(job.state == .failed && job.error == #"{"code":"JobTimeout"}"#)
+        #expect(rig.objects.openUploads == 0)
+        #expect(rig.clock.now() - start < 60_000)
+    }
+
+    /// A store that dies (as the process would) after `survive` recorded parts: nothing more
+    /// is written, and the run throws.
+    private final class CrashingStore: JobStore {
+        struct Crash: Error {}
+        let inner: InMemoryJobStore
+        let survive: Int
+        let recorded = Atomic<Int>(0)
+        init(_ inner: InMemoryJobStore, survive: Int) { self.inner = inner; self.survive = survive }
+        func gate() throws { if recorded.load(ordering: .relaxed) >= survive { throw Crash() } }
+        func insert(_ job: Job) async throws -> Job { try await inner.insert(job) }
+        func job(id: String) async throws -> Job? { try gate(); return try await inner.job(id: id) }
+        func claim(owner: String, leaseMilliseconds: Int64) async throws -> (Job, Lease)? { try await inner.claim(owner: owner, leaseMilliseconds: leaseMilliseconds) }
+        func renew(_ lease: Lease, leaseMilliseconds: Int64) async throws -> Lease { try gate(); return try await inner.renew(lease, leaseMilliseconds: leaseMilliseconds) }
+        func release(_ lease: Lease) async throws { try gate(); try await inner.release(lease) }
+        func recordPart(_ part: RecordedPart, under lease: Lease) async throws {
+            try gate()
+            try await inner.recordPart(part, under: lease)
+            recorded.add(1, ordering: .relaxed)
+        }
+        func parts(of jobID: String) async throws -> [RecordedPart] { try await inner.parts(of: jobID) }
+        func start(_ lease: Lease, uploadID: String?, partsTotal: Int, partSize: Int64, bytesTotal: Int64) async throws {
+            try gate(); try await inner.start(lease, uploadID: uploadID, partsTotal: partsTotal, partSize: partSize, bytesTotal: bytesTotal)
+        }
+        func finish(_ lease: Lease, state: Job.State, etag: String?, error: String?) async throws {
+            try gate(); try await inner.finish(lease, state: state, etag: etag, error: error)
+        }
+        func list(owner: String?, state: Job.State?, limit: Int, after cursor: String?) async throws -> [Job] { [] }
+        func transition(id: String, from: Set<Job.State>, to: Job.State) async throws -> Job? { nil }
+    }
+
+    @Test(arguments: 0...4)
+    func aCrashAfterAnyPartResumesOnAnotherInstance(afterParts survive: Int) async throws {
+        var rig = Rig()
+        rig.settings.concurrency = 1
+        let body = pattern(21 * MiB + 5)
+        rig.objects.put("src", body)
+        try await rig.insert(.copy, source: copySource("src"), key: "dst")
+        let crashing = CrashingStore(rig.store, survive: survive)
+        await #expect(throws: CrashingStore.Crash.self) { _ = try await rig.claimAndRun("a", runner: try rig.runner(store: crashing)) }
+        // Instance b finds nothing until a's lease lapses, then finishes the job.
+        #expect(try await rig.store.claim(owner: "b", leaseMilliseconds: 30_000) == nil)
+        rig.clock.advance(by: 30_001)
+        let (outcome, job) = try await rig.claimAndRun("b")
+        guard case .completed = outcome else { Issue.record("\(outcome)"); return }
+        #expect(job.state == .completed && rig.objects.object("dst") == body)
+        #expect(job.attempts == 2)
+        if survive > 0 {
+            for part in 1...survive {
+                #expect(rig.objects.count(.copyPart(part)) == 1, "recorded part \(part) was sent again")
+            }
+        }
+        // Dying between CreateMultipartUpload and recording its id leaves that upload to the
+        // janitor (no job owns it); from the first recorded part on, the upload is reused.
+        #expect(rig.objects.count(.create) == (survive == 0 ? 2 : 1))
+        #expect(rig.objects.openUploads == (survive == 0 ? 1 : 0))
+    }
+
+    @Test func aWorkerThatLostItsLeaseWritesNothingMore() async throws {
+        let storeBox = Mutex<InMemoryJobStore?>(nil)
+        let jobID = Mutex("")
+        let stolen = Mutex<(Job, Lease)?>(nil)
+        // While a moves part 2 (stalled, as under SIGSTOP), its lease lapses and b claims the job.
+        let objects = InMemoryObjectStore(beforePart: { part in
+            guard part == 2, let store = storeBox.withLock({ $0 }) else { return }
+            storeBox.withLock { $0 = nil }
+            store.expireLease(jobID.withLock { $0 })
+            stolen.withLock { $0 = nil }
+            let claim = try await store.claim(owner: "b", leaseMilliseconds: 30_000)
+            stolen.withLock { $0 = claim }
+        })
+        var rig = Rig(objects: objects)
+        rig.settings.concurrency = 1
+        storeBox.withLock { $0 = rig.store }
+        rig.objects.put("src", pattern(15 * MiB))
+        let job = try await rig.insert(.copy, source: copySource("src"), key: "dst")
+        jobID.withLock { $0 = job.id }
+        let (outcome, afterA) = try await rig.claimAndRun("a")
+        #expect(outcome == .leaseLost)
+        #expect(afterA.state == .running && afterA.partsCompleted == 1, "a recorded part 2 after losing its lease")
+        guard let (claimed, lease) = stolen.withLock({ $0 }) else { Issue.record("b did not claim"); return }
+        #expect(lease.owner == "b")
+        let runner = try rig.runner()
+        let final = try await driving(rig.clock) { try await runner.run(claimed, lease: lease) }
+        guard case .completed = final else { Issue.record("\(final)"); return }
+        #expect(rig.objects.object("dst") == pattern(15 * MiB))
+    }
+
+    // MARK: import and download
+
+    @Test(arguments: [true, false])
+    func importMovesASourceWithOrWithoutRanges(ranges: Bool) async throws {
+        let rig = Rig()
+        let body = pattern(17 * MiB + 11, seed: 3)
+        let fetcher = InMemoryFetcher(body: body, ranges: ranges)
+        try await rig.insert(.import, source: URLSource(url: "https://example.com/f").json, key: "imported")
+        let (outcome, job) = try await rig.claimAndRun(runner: try rig.runner(fetcher: fetcher))
+        guard case .completed = outcome else { Issue.record("\(outcome)"); return }
+        #expect(job.state == .completed && rig.objects.object("imported") == body)
+        #expect(rig.objects.count(.uploadPart(1)) == 1 && rig.objects.openUploads == 0)
+        // The spooled body of a source without ranges is gone once its parts are in.
+        #expect(!FileManager.default.fileExists(atPath: try rig.spool().path(jobID: job.id, name: .importBody)))
+    }
+
+    @Test func aSmallImportIsOnePut() async throws {
+        let rig = Rig()
+        let fetcher = InMemoryFetcher(body: pattern(1000), ranges: true)
+        try await rig.insert(.import, source: URLSource(url: "https://example.com/f").json, key: "small")
+        let (_, job) = try await rig.claimAndRun(runner: try rig.runner(fetcher: fetcher))
+        #expect(job.state == .completed && rig.objects.object("small") == pattern(1000))
+        #expect(rig.objects.count(.putObject) == 1 && rig.objects.count(.create) == 0)
+    }
+
+    @Test func aRefusedSourceFailsTheImportWithItsCode() async throws {
+        let rig = Rig()
+        let fetcher = InMemoryFetcher(body: pattern(10), ranges: true, fault: { _ in
+            ObjectStoreError(code: "ForbiddenAddress", retryable: false)
+        })
+        try await rig.insert(.import, source: URLSource(url: "http://169.254.169.254/").json, key: "x")
+        let (outcome, job) = try await rig.claimAndRun(runner: try rig.runner(fetcher: fetcher))
+        #expect(outcome == .failed(code: "ForbiddenAddress") && job.state == .failed)
+    }
+
+    @Test func downloadSpoolsTheObjectAndChecksEveryPart() async throws {
+        let rig = Rig()
+        let body = pattern(16 * MiB + 1, seed: 9)
+        rig.objects.put("obj", body)
+        try await rig.insert(.download, source: copySource("obj"), key: "obj")
+        let (outcome, job) = try await rig.claimAndRun()
+        guard case .completed(let etag) = outcome else { Issue.record("\(outcome)"); return }
+        #expect(etag == InMemoryObjectStore.etag(body) && job.etag == etag)
+        let path = try rig.spool().path(jobID: job.id, name: .download)
+        #expect(FileManager.default.contents(atPath: path) == Data(body))
+        let parts = try await rig.store.parts(of: job.id)
+        #expect(parts.count == 4 && parts.allSatisfy { $0.etag.hasPrefix("sha256:") })
+    }
+
+    @Test func aResumedDownloadFetchesAgainOnlyPartsTheSpoolLost() async throws {
+        var rig = Rig()
+        rig.settings.concurrency = 1
+        let body = pattern(16 * MiB, seed: 5)
+        rig.objects.put("obj", body)
+        let job = try await rig.insert(.download, source: copySource("obj"), key: "obj")
+        await #expect(throws: CrashingStore.Crash.self) {
+            _ = try await rig.claimAndRun("a", runner: try rig.runner(store: CrashingStore(rig.store, survive: 2)))
+        }
+        // Part 1's bytes in the spool are damaged while no one runs the job.
+        let path = try rig.spool().path(jobID: job.id, name: .download)
+        let handle = try #require(FileHandle(forUpdatingAtPath: path))
+        try handle.seek(toOffset: 100)
+        handle.write(Data([0xFF, 0xFF, 0xFF]))
+        try handle.close()
+        rig.clock.advance(by: 30_001)
+        let (outcome, done) = try await rig.claimAndRun("b")
+        guard case .completed = outcome else { Issue.record("\(outcome)"); return }
+        #expect(done.state == .completed && FileManager.default.contents(atPath: path) == Data(body))
+        #expect(rig.objects.count(.read(0)) == 2, "the damaged part is fetched again")
+        #expect(rig.objects.count(.read(Int64(5 * MiB))) == 1, "the intact part is not")
+    }
+}
+

@@ -1,0 +1,176 @@
+import Crypto
+import Synchronization
+@testable import TransferEngine
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The object store's twin: objects and multipart uploads in memory, part ETags the MD5 of
+/// their bytes and the completed ETag S3's rule, as S3 does. `fault` may fail any call;
+/// `beforePart` runs before each part moves (to hold parts in flight).
+final class InMemoryObjectStore: ObjectStore {
+    enum Call: Equatable, Sendable {
+        case size(String), create, copyPart(Int), uploadPart(Int), read(Int64), complete, abort, copyObject, putObject
+    }
+    struct Upload {
+        let key: String
+        var parts: [Int: [UInt8]] = [:]
+    }
+    private struct State {
+        var objects: [String: [UInt8]] = [:]
+        var uploads: [String: Upload] = [:]
+        var calls: [Call] = []
+        var nextUpload = 0
+    }
+    private let state = Mutex(State())
+    let fault: @Sendable (Call, Int) -> ObjectStoreError?
+    let beforePart: (@Sendable (Int) async throws -> Void)?
+
+    /// `fault(call, n)`: n counts earlier calls equal to this one.
+    init(fault: @escaping @Sendable (Call, Int) -> ObjectStoreError? = { _, _ in nil },
+         beforePart: (@Sendable (Int) async throws -> Void)? = nil) {
+        self.fault = fault
+        self.beforePart = beforePart
+    }
+
+    static func etag(_ bytes: [UInt8]) -> String { "\"\(Digest.hex(Digest.md5(bytes)))\"" }
+
+    func put(_ key: String, _ bytes: [UInt8]) { state.withLock { $0.objects[key] = bytes } }
+    func object(_ key: String) -> [UInt8]? { state.withLock { $0.objects[key] } }
+    var openUploads: Int { state.withLock { $0.uploads.count } }
+    var calls: [Call] { state.withLock { $0.calls } }
+    func count(_ call: Call) -> Int { state.withLock { $0.calls.filter { $0 == call }.count } }
+
+    private func enter(_ call: Call) throws {
+        let n = state.withLock { s in
+            let n = s.calls.filter { $0 == call }.count
+            s.calls.append(call)
+            return n
+        }
+        if let error = fault(call, n) { throw error }
+    }
+
+    func size(of key: String) async throws -> (size: Int64, etag: String) {
+        try enter(.size(key))
+        guard let bytes = object(key) else { throw ObjectStoreError(code: "NoSuchKey", retryable: false) }
+        return (Int64(bytes.count), Self.etag(bytes))
+    }
+
+    func createMultipartUpload(key: String, attributes: ObjectAttributesSpec) async throws -> String {
+        try enter(.create)
+        return state.withLock { s in
+            s.nextUpload += 1
+            let id = "upload-\(s.nextUpload)"
+            s.uploads[id] = Upload(key: key)
+            return id
+        }
+    }
+
+    private func storePart(_ uploadID: String, _ part: Int, _ bytes: [UInt8]) throws -> String {
+        try state.withLock { s in
+            guard s.uploads[uploadID] != nil else { throw ObjectStoreError(code: "NoSuchUpload", retryable: false) }
+            s.uploads[uploadID]?.parts[part] = bytes
+        }
+        return Self.etag(bytes)
+    }
+
+    func copyPart(key: String, uploadID: String, part: Int, sourceKey: String, range: ClosedRange<Int64>?) async throws -> String {
+        try await beforePart?(part)
+        try enter(.copyPart(part))
+        guard let source = object(sourceKey) else { throw ObjectStoreError(code: "NoSuchKey", retryable: false) }
+        let bytes = range.map { Array(source[Int($0.lowerBound)...Int($0.upperBound)]) } ?? source
+        return try storePart(uploadID, part, bytes)
+    }
+
+    func uploadPart(key: String, uploadID: String, part: Int, data: PartData) async throws -> String {
+        try await beforePart?(part)
+        try enter(.uploadPart(part))
+        return try storePart(uploadID, part, try Self.bytes(data))
+    }
+
+    func listParts(key: String, uploadID: String) async throws -> [RecordedPart] {
+        state.withLock { s in
+            (s.uploads[uploadID]?.parts ?? [:]).map { RecordedPart(number: $0.key, size: Int64($0.value.count), etag: Self.etag($0.value)) }
+                .sorted { $0.number < $1.number }
+        }
+    }
+
+    func completeMultipartUpload(key: String, uploadID: String, parts: [RecordedPart]) async throws -> String {
+        try enter(.complete)
+        return try state.withLock { s in
+            guard let upload = s.uploads[uploadID] else { throw ObjectStoreError(code: "NoSuchUpload", retryable: false) }
+            var whole: [UInt8] = []
+            for part in parts {
+                guard let bytes = upload.parts[part.number], Self.etag(bytes) == part.etag else {
+                    throw ObjectStoreError(code: "InvalidPart", retryable: false)
+                }
+                whole += bytes
+            }
+            s.objects[key] = whole
+            s.uploads[uploadID] = nil
+            return MultipartETag.expected(for: parts.map(\.etag)) ?? "\"x\""
+        }
+    }
+
+    func abortMultipartUpload(key: String, uploadID: String) async throws {
+        try enter(.abort)
+        state.withLock { _ = $0.uploads.removeValue(forKey: uploadID) }
+    }
+
+    func copyObject(from sourceKey: String, to key: String, attributes: ObjectAttributesSpec) async throws -> String {
+        try enter(.copyObject)
+        guard let bytes = object(sourceKey) else { throw ObjectStoreError(code: "NoSuchKey", retryable: false) }
+        put(key, bytes)
+        return Self.etag(bytes)
+    }
+
+    func putObject(key: String, data: PartData, attributes: ObjectAttributesSpec) async throws -> String {
+        try enter(.putObject)
+        let bytes = try Self.bytes(data)
+        put(key, bytes)
+        return Self.etag(bytes)
+    }
+
+    func read(key: String, range: ClosedRange<Int64>, ifMatch: String?, into file: SpoolFile) async throws {
+        try await beforePart?(Int(range.lowerBound))
+        try enter(.read(range.lowerBound))
+        guard let source = object(key) else { throw ObjectStoreError(code: "NoSuchKey", retryable: false) }
+        if let ifMatch, ifMatch != Self.etag(source) { throw ObjectStoreError(code: "PreconditionFailed", retryable: false) }
+        let bytes = Array(source[Int(range.lowerBound)...Int(range.upperBound)])
+        let written = bytes.withUnsafeBytes { pwrite(file.fd, $0.baseAddress, $0.count, off_t(range.lowerBound)) }
+        guard written == bytes.count else { throw ObjectStoreError(code: "SpoolFailed", retryable: true) }
+    }
+
+    static func bytes(_ data: PartData) throws -> [UInt8] {
+        switch data {
+        case .bytes(let bytes): return bytes
+        case .file(let file, let offset, let length):
+            var out = [UInt8](repeating: 0, count: Int(length))
+            let got = out.withUnsafeMutableBytes { pread(file.fd, $0.baseAddress, Int(length), off_t(offset)) }
+            guard got == Int(length) else { throw ObjectStoreError(code: "SpoolFailed", retryable: true) }
+            return out
+        }
+    }
+}
+
+/// A `SourceFetcher` twin serving one body, with or without ranges.
+struct InMemoryFetcher: SourceFetcher {
+    let body: [UInt8]
+    let ranges: Bool
+    var fault: @Sendable (ClosedRange<Int64>?) -> ObjectStoreError? = { _ in nil }
+
+    func probe(_ url: String) async throws -> SourceProbe {
+        SourceProbe(size: ranges ? Int64(body.count) : nil, etag: ranges ? "\"v1\"" : nil, acceptsRanges: ranges)
+    }
+
+    func fetch(_ url: String, range: ClosedRange<Int64>, ifMatch: String?) async throws -> [UInt8] {
+        if let error = fault(range) { throw error }
+        return Array(body[Int(range.lowerBound)...Int(range.upperBound)])
+    }
+
+    func fetchAll(_ url: String, into file: SpoolFile, limit: Int64) async throws -> Int64 {
+        if let error = fault(nil) { throw error }
+        let written = body.withUnsafeBytes { pwrite(file.fd, $0.baseAddress, $0.count, 0) }
+        return Int64(written)
+    }
+}
