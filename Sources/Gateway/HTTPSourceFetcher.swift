@@ -11,16 +11,27 @@ public struct HTTPSourceFetcher: SourceFetcher {
         self.fetcher = fetcher
     }
 
+    /// A GET of the first byte: a 206 says the source serves ranges and (in `Content-Range`)
+    /// its size; a whole answer says it does not. A GET, not a HEAD, because presigned URLs
+    /// (the usual import source) are signed for GET only.
     public func probe(_ url: String) async throws -> SourceProbe {
-        let response = try await mapped { try await fetcher.send("HEAD", url: url) }
-        if response.status == 405 || response.status == 501 {
-            return SourceProbe(size: nil, etag: nil, acceptsRanges: false)   // no HEAD: read it in order
+        let response: URLFetcher.Response
+        do {
+            response = try await mapped { try await fetcher.send("GET", url: url, headers: [("Range", "bytes=0-0")], sink: .memory(limit: 64)) }
+        } catch let error as ObjectStoreError where error.code == "ResponseTooLarge" {
+            return SourceProbe(size: nil, etag: nil, acceptsRanges: false)   // the whole body came back: no ranges
         }
-        try Self.check(response.status, expected: 200...299)
-        let size = response.header("content-length").flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
-        let ranges = response.header("accept-ranges")?.lowercased().contains("bytes") ?? false
         let etag = response.header("etag").flatMap { $0.hasPrefix("W/") ? nil : $0 }
-        return SourceProbe(size: size, etag: etag, acceptsRanges: ranges)
+        switch response.status {
+        case 206:
+            let total = response.header("content-range")?.split(separator: "/").last.flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
+            return SourceProbe(size: total, etag: etag, acceptsRanges: total != nil)
+        case 416:
+            return SourceProbe(size: nil, etag: nil, acceptsRanges: false)   // an empty body: read it whole
+        default:
+            try Self.check(response.status, expected: 200...299)
+            return SourceProbe(size: nil, etag: nil, acceptsRanges: false)
+        }
     }
 
     public func fetch(_ url: String, range: ClosedRange<Int64>, ifMatch: String?) async throws -> [UInt8] {
@@ -64,6 +75,7 @@ public struct HTTPSourceFetcher: SourceFetcher {
             case .tooManyRedirects: throw ObjectStoreError(code: "TooManyRedirects", retryable: false)
             }
         } catch let error as S3Error {
+            if error.code == "ResponseTooLarge" { throw ObjectStoreError(code: error.code, retryable: false) }
             throw ObjectStoreError(code: "SourceUnreachable", retryable: error.retryable)
         }
     }
