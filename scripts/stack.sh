@@ -9,6 +9,7 @@
 #   scripts/stack.sh down    stop both (data stays in .stack/)
 #   scripts/stack.sh status  say what runs (exit 0 only when both run)
 #   scripts/stack.sh env     print .stack/env; use: eval "$(scripts/stack.sh env)"
+#   scripts/stack.sh pg-restart [S]  stop PostgreSQL, wait S seconds (5), start it again
 #
 # All state lives in <repo>/.stack (git-ignored): pg/ (data, socket, log), s3/ (SeaweedFS data),
 # secrets (generated once, reused), env, *.pid, *.log. Nothing listens beyond loopback.
@@ -380,6 +381,19 @@ cmd_down() {
   log "down (data kept in $STACK)"
 }
 
+# For the database-outage tests: PostgreSQL down for SECONDS, then up again (data kept).
+cmd_pg_restart() {
+  local seconds="${1:-5}"
+  lock_stack
+  load_secrets
+  stop_pg
+  log "PostgreSQL stopped; starting again in ${seconds}s"
+  sleep "$seconds"
+  start_pg
+  pg_accepts_gateway || die "psql cannot log in as $DB_USER at 127.0.0.1:$PG_PORT after the restart"
+  log "PostgreSQL back"
+}
+
 cmd_status() {
   local ok=0 code
   if pg_running; then
@@ -407,5 +421,6 @@ case "${1:-}" in
   down) cmd_down ;;
   status) cmd_status ;;
   env) cmd_env ;;
-  *) echo "usage: $0 up|down|status|env" >&2; exit 2 ;;
+  pg-restart) cmd_pg_restart "${2:-5}" ;;
+  *) echo "usage: $0 up|down|status|env|pg-restart [seconds]" >&2; exit 2 ;;
 esac

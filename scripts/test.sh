@@ -2,7 +2,8 @@
 # scripts/test.sh — one command for the tests: bring up the stack (PostgreSQL + SeaweedFS S3, see
 # scripts/stack.sh), load its settings (.stack/env), enable the live tests (GATEWAY_LIVE_TESTS=1)
 # check openapi.yaml with openapi-spec-validator and run `swift test`. Extra arguments go to `swift test` (e.g. --filter SigV4Tests).
-# The exit code is swift test's.
+# A full run (no arguments) then runs the database-restart test on its own. The exit code is
+# non-zero when any run failed.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -20,4 +21,11 @@ export GATEWAY_LIVE_TESTS=1
 # The live tests also start the gateway as a separate process (crash and takeover), so the
 # executable is built first; swift test reuses the build.
 swift build
-exec swift test "$@"
+status=0
+swift test "$@" || status=$?
+# The database-restart test stops the shared PostgreSQL, so it runs alone, after the rest
+# (only on a full run: a filtered run is someone looking at something else).
+if [ "$#" -eq 0 ]; then
+  GATEWAY_PG_RESTART_TEST=1 swift test --skip-build --filter PostgresRestartLiveTests || status=$?
+fi
+exit "$status"

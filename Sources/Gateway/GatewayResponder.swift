@@ -1,4 +1,5 @@
 import HTTPServer
+import Postgres
 import Synchronization
 
 /// The gateway's answer to every parsed request: CORS, routing, errors as problem+json, one
@@ -55,6 +56,12 @@ public final class GatewayResponder: HTTPResponder {
                 case .malformed: return (Responses.problem(.badRequest("The request body is malformed.")), match.pattern)
                 case .connectionClosed, .timedOut: return (Responses.problem(.badRequest("The request body did not arrive.")), match.pattern)
                 }
+            } catch let error as PostgresError where error.meansUnavailable {
+                // The database is down or restarting: a state the client can wait out, not a bug.
+                logger.warn("database unavailable", ["route": .string(match.pattern)])
+                var response = Responses.problem(.unavailable("The job database is unavailable; try again shortly."))
+                response.headers.add("Retry-After", "5")
+                return (response, match.pattern)
             } catch {
                 logger.error("handler failed", ["route": .string(match.pattern), "error": .string(String(describing: type(of: error)))])
                 return (Responses.problem(.internalError), match.pattern)

@@ -6,6 +6,12 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
     public let sqlState: String?
     public let message: String
 
+    /// The server cannot be reached or is shutting down (SQLSTATE classes 08 and 57P): waiting
+    /// helps, the request was not wrong.
+    public var meansUnavailable: Bool {
+        kind == .connection || (sqlState.map { $0.hasPrefix("08") || $0.hasPrefix("57P") } ?? false)
+    }
+
     public var description: String {
         "PostgreSQL \(kind == .connection ? "connection" : "query") failed" + (sqlState.map { " (\($0))" } ?? "")
             + ": \(message)"
