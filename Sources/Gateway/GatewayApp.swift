@@ -45,7 +45,7 @@ public struct GatewayApp: Sendable {
         settings.retryLimit = configuration.retryLimit
         settings.maxObjectSize = Int64(configuration.maxObjectSize)
         settings.leaseMilliseconds = Int64(configuration.leaseSeconds) * 1000
-        settings.tickMilliseconds = min(1000, max(100, configuration.leaseSeconds * 1000 / 6))
+        settings.tickMilliseconds = min(500, max(100, configuration.leaseSeconds * 1000 / 6))
         settings.timeoutSeconds = configuration.jobTimeout
         let objects = S3ObjectStore(client: s3)
         let spool: DirectorySpool
@@ -65,8 +65,11 @@ public struct GatewayApp: Sendable {
                       maxPartConcurrency: configuration.maxPartConcurrency)
                 .register(in: &router)
             let instance = "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)-\(Digest.hex(Digest.randomBytes(3)))"
-            worker = JobWorker(store: store, objects: objects, fetcher: fetcher, spool: spool, observer: JobMetrics(metrics: metrics),
-                               settings: settings, instance: instance, slots: configuration.workers)
+            let jobWorker = JobWorker(store: store, objects: objects, fetcher: fetcher, spool: spool,
+                                      observer: JobMetrics(metrics: metrics), settings: settings, instance: instance,
+                                      slots: configuration.workers)
+            metrics.registerGauge(name: "gateway_jobs_running", help: "Jobs this instance runs now.") { jobWorker.activeJobs }
+            worker = jobWorker
         } else {
             worker = nil
             janitor = nil
