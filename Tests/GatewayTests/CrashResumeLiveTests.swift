@@ -114,5 +114,48 @@ extension JobTableTests {
         #expect(try await client.listMultipartUploads(prefix: "private/alice/\(folder)/").isEmpty)
         survivor.kill()
     }
+
+    /// One instance, killed mid-job and started again: the new process resumes the job from
+    /// its recorded parts once the lease lapses, and the object is byte-identical.
+    @Test func aGatewayKilledMidJobAndStartedAgainFinishesIt() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let configuration = try Configuration.fromEnvironment(environment)
+        let pool = try PostgresPoolFor.live()
+        try await JobTableTests.retireLeftovers(pool)
+        let client = try configuration.makeS3Client()
+        let folder = "restart-\(UUID().uuidString)"
+        var bytes = [UInt8](repeating: 0, count: 100 << 20)
+        for i in stride(from: 0, to: bytes.count, by: 1 << 12) { bytes[i] = UInt8(truncatingIfNeeded: (i >> 12) &* 5) }
+        _ = try await client.putObject(key: "private/alice/\(folder)/src.bin", body: .bytes(bytes))
+
+        let first = try GatewayProcess(environment: environment)
+        let token = TokenMinter.hs256Token(configuration, subject: "alice")
+        let created = try await HTTP.json("POST", port: first.port, path: "/v1/jobs", token: token, body: [
+            "type": "copy", "concurrency": 2, "bandwidthLimit": 20 << 20,
+            "source": ["accessLevel": "private", "key": "\(folder)/src.bin"],
+            "destination": ["accessLevel": "private", "key": "\(folder)/dst.bin"]])
+        let id = try #require(created["id"] as? String)
+        var parts = 0
+        let deadline = Date().addingTimeInterval(30)
+        while parts < 3 && Date() < deadline {
+            parts = try await pool.withConnection { try $0.query("SELECT count(*) AS n FROM job_parts WHERE job_id = \(id)::uuid")[0].int("n") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        first.kill()
+        #expect(parts >= 3 && parts < 20, "the kill did not land mid-job (\(parts) parts)")
+
+        let second = try GatewayProcess(environment: environment)
+        var final: [String: Any] = [:]
+        let finishBy = Date().addingTimeInterval(90)
+        while !["completed", "failed", "canceled"].contains(final["state"] as? String ?? "") && Date() < finishBy {
+            final = try await HTTP.json("GET", port: second.port, path: "/v1/jobs/\(id)?wait=5", token: token, body: nil)
+        }
+        #expect(final["state"] as? String == "completed", "\(final)")
+        #expect(final["partsCompleted"] as? Int == 20)
+        let copied = try await client.getObject(key: "private/alice/\(folder)/dst.bin", sink: .memory(limit: 128 << 20)).body
+        #expect(Digest.sha256(copied) == Digest.sha256(bytes))
+        #expect(try await client.listMultipartUploads(prefix: "private/alice/\(folder)/").isEmpty)
+        second.kill()
+    }
 }
 }

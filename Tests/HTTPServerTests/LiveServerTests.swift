@@ -333,7 +333,7 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
             _ = try client.readResponse()
         }
         #expect(eventually { server.openConnections == 0 })
-        let before = openDescriptorCount()
+        #expect(openSocketsOnPort(port) == 0)
         for i in 0..<10_000 {
             let client = try TestClient(port: port)
             if i % 2 == 0 {
@@ -341,8 +341,8 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
                 _ = try client.readResponse()
             }
         }
-        #expect(eventually(timeout: 15) { server.openConnections == 0 && openDescriptorCount() == before },
-                "descriptors: before \(before), after \(openDescriptorCount()), open \(server.openConnections)")
+        #expect(eventually(timeout: 15) { server.openConnections == 0 && openSocketsOnPort(port) == 0 },
+                "sockets on the port: \(openSocketsOnPort(port)), open connections: \(server.openConnections)")
         await server.shutdown(grace: 1)
     }
 
