@@ -36,6 +36,7 @@ public struct APIError: Error, Sendable, Equatable {
         ("forbidden", 403), ("origin_not_allowed", 403), ("not_found", 404), ("method_not_allowed", 405),
         ("payload_too_large", 413), ("unsupported_media_type", 415), ("internal_error", 500),
         ("service_unavailable", 503), ("not_ready", 503), ("job_not_completed", 409), ("download_expired", 410),
-        ("range_not_satisfiable", 416), ("not_implemented", 501),
+        ("range_not_satisfiable", 416), ("not_implemented", 501), ("offset_mismatch", 409), ("upload_in_progress", 409),
+        ("job_not_pending", 409), ("storage_error", 502),
     ]
 }

@@ -60,11 +60,13 @@ public struct GatewayApp: Sendable {
             let store = PostgresJobStore(pool: pool)
             janitor = Janitor(client: s3, pool: pool, ttlSeconds: configuration.uploadTTL, spool: spool,
                               downloadTTLSeconds: configuration.downloadTTL)
+            let instance = "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)-\(Digest.hex(Digest.randomBytes(3)))"
+            let uploads = UploadReceiver(store: store, objects: objects, settings: settings, instance: instance,
+                                         observer: JobMetrics(metrics: metrics))
             JobRoutes(authenticator: authenticator, policy: AccessPolicy(allowGuestRead: configuration.allowGuestRead),
-                      store: store, objects: objects, spool: spool, settings: settings,
+                      store: store, objects: objects, spool: spool, uploads: uploads, settings: settings,
                       maxPartConcurrency: configuration.maxPartConcurrency)
                 .register(in: &router)
-            let instance = "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)-\(Digest.hex(Digest.randomBytes(3)))"
             let jobWorker = JobWorker(store: store, objects: objects, fetcher: fetcher, spool: spool,
                                       observer: JobMetrics(metrics: metrics), settings: settings, instance: instance,
                                       slots: configuration.workers)

@@ -11,6 +11,7 @@ struct JobRoutes: Sendable {
     let store: any JobStore
     let objects: any ObjectStore
     let spool: DirectorySpool
+    let uploads: UploadReceiver
     let settings: EngineSettings
     let maxPartConcurrency: Int
 
@@ -22,6 +23,8 @@ struct JobRoutes: Sendable {
         router.add("POST", "/v1/jobs/{id}/resume") { try await change($0.http, id: $0.parameters["id"] ?? "", action: "resume") }
         router.add("POST", "/v1/jobs/{id}/cancel") { try await change($0.http, id: $0.parameters["id"] ?? "", action: "cancel") }
         router.add("GET", "/v1/jobs/{id}/data") { try await data($0.http, id: $0.parameters["id"] ?? "") }
+        router.add("PUT", "/v1/jobs/{id}/data") { try await receive($0.http, id: $0.parameters["id"] ?? "") }
+        router.add("PATCH", "/v1/jobs/{id}/data") { try await receive($0.http, id: $0.parameters["id"] ?? "") }
     }
 
     // MARK: create
@@ -34,6 +37,7 @@ struct JobRoutes: Sendable {
         guard let kind = Job.Kind(rawValue: type) else { throw APIError.validation("type must be upload, import, copy or download.") }
         let options = try Self.options(fields, maxConcurrency: maxPartConcurrency)
         let objectKey: String, source: String
+        var declaredSize: Int64?
         switch kind {
         case .copy:
             source = ObjectSource(key: try object(fields, "source", mode: .read, identity: identity)).json
@@ -52,11 +56,21 @@ struct JobRoutes: Sendable {
             source = URLSource(url: url).json
             objectKey = try key(fields, mode: .write, identity: identity)
         case .upload:
-            throw APIError(status: 501, code: "not_implemented", detail: "Jobs of type upload are not available yet.")
+            objectKey = try key(fields, mode: .write, identity: identity)
+            source = "{}"
+            if let size = try fields.integer("size") {
+                guard (0...settings.maxObjectSize).contains(size) else {
+                    throw APIError.validation("size must be from 0 to \(settings.maxObjectSize) bytes.")
+                }
+                declaredSize = size
+            }
         }
-        let job = Job(id: UUID().uuidString.lowercased(), owner: owner, kind: kind, state: .queued, objectKey: objectKey,
-                      source: source, options: options.json, bytesTotal: nil,
-                      partSize: options.partSize ?? settings.partSize)
+        // An upload's parts are cut as the bytes arrive: its part size is fixed now, grown so that
+        // a declared size fits in 10,000 parts.
+        var partSize = options.partSize ?? settings.partSize
+        if let declaredSize, let plan = try? PartPlan(objectSize: declaredSize, requestedPartSize: partSize) { partSize = plan.partSize }
+        let job = Job(id: UUID().uuidString.lowercased(), owner: owner, kind: kind, state: kind == .upload ? .pending : .queued,
+                      objectKey: objectKey, source: source, options: options.json, bytesTotal: declaredSize, partSize: partSize)
         let created = try await store.insert(job)
         var response = Responses.json(201, bytes: Self.json(created))
         response.headers.add("Location", "/v1/jobs/\(job.id)")

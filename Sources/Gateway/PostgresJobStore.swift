@@ -5,7 +5,7 @@ import TransferEngine
 /// `JobStore` over PostgreSQL. Claims use `FOR UPDATE SKIP LOCKED`, so instances never take
 /// the same job; every write under a lease names its token in the `WHERE`, so a stale worker's
 /// write touches no row and becomes `LeaseLost`.
-public struct PostgresJobStore: JobStore {
+public struct PostgresJobStore: UploadStore {
     let pool: PostgresPool
 
     public init(pool: PostgresPool) {
@@ -48,7 +48,7 @@ public struct PostgresJobStore: JobStore {
                        lease_expires_at = now() + \(leaseMilliseconds)::bigint * interval '1 millisecond',
                        attempts = attempts + 1, version = version + 1, updated_at = now()
                 WHERE id = (SELECT id FROM jobs
-                            WHERE state = 'queued' OR (state = 'running' AND lease_expires_at < now())
+                            WHERE type <> 'upload' AND (state = 'queued' OR (state = 'running' AND lease_expires_at < now()))
                             ORDER BY created_at, id
                             FOR UPDATE SKIP LOCKED
                             LIMIT 1)
@@ -154,6 +154,67 @@ public struct PostgresJobStore: JobStore {
                 WHERE id = \(id)::uuid AND state = ANY(\(allowed)::text[])
                 """)
             return try connection.query("SELECT \(Self.columns) FROM jobs WHERE id = \(id)::uuid").first.map(Self.decode)
+        }
+    }
+
+    // MARK: uploads
+
+    public func claimUpload(id: String, owner: String, leaseMilliseconds: Int64) async throws -> UploadClaim? {
+        try await pool.withConnection { connection in
+            let rows = try connection.query("""
+                UPDATE jobs SET state = 'running', lease_owner = \(owner), lease_token = lease_token + 1,
+                       lease_expires_at = now() + \(leaseMilliseconds)::bigint * interval '1 millisecond',
+                       version = version + 1, updated_at = now()
+                WHERE id = \(id)::uuid AND type = 'upload'
+                  AND (state = 'pending' OR (state = 'running' AND lease_expires_at < now()))
+                RETURNING \(Self.columns), upload_tail
+                """)
+            guard let row = rows.first else { return nil }
+            let job = try Self.decode(row)
+            return UploadClaim(job: job, lease: Lease(jobID: job.id, owner: owner, token: Int64(try row.int("lease_token")),
+                                                      expiresAt: Int64(try row.int("lease_expires_ms"))),
+                               tail: try row.optionalBytes("upload_tail") ?? [])
+        }
+    }
+
+    public func recordUploadPart(_ part: RecordedPart, under lease: Lease) async throws {
+        try await pool.withTransaction { connection in
+            let owned = try connection.query("""
+                SELECT 1 FROM jobs WHERE id = \(lease.jobID)::uuid AND lease_token = \(lease.token) AND state = 'running' FOR UPDATE
+                """)
+            guard !owned.isEmpty else { throw LeaseLost(jobID: lease.jobID) }
+            try connection.query("""
+                INSERT INTO job_parts (job_id, part_number, size, etag) VALUES (\(lease.jobID)::uuid, \(part.number), \(part.size), \(part.etag))
+                ON CONFLICT (job_id, part_number) DO UPDATE SET size = EXCLUDED.size, etag = EXCLUDED.etag,
+                    attempts = job_parts.attempts + 1, completed_at = now()
+                """)
+            try connection.query("""
+                UPDATE jobs SET upload_tail = NULL,
+                       bytes_committed = (SELECT COALESCE(sum(size), 0) FROM job_parts WHERE job_id = \(lease.jobID)::uuid),
+                       bytes_transferred = (SELECT COALESCE(sum(size), 0) FROM job_parts WHERE job_id = \(lease.jobID)::uuid),
+                       version = version + 1, updated_at = now()
+                WHERE id = \(lease.jobID)::uuid
+                """)
+        }
+    }
+
+    public func saveUploadTail(_ tail: [UInt8], under lease: Lease) async throws {
+        let bytes: PostgresBytes? = tail.isEmpty ? nil : PostgresBytes(tail)
+        try await writeUnderLease(lease, """
+            UPDATE jobs SET upload_tail = \(bytes)::bytea,
+                   bytes_committed = (SELECT COALESCE(sum(size), 0) FROM job_parts WHERE job_id = \(lease.jobID)::uuid) + \(tail.count),
+                   version = version + 1, updated_at = now()
+            WHERE id = \(lease.jobID)::uuid AND lease_token = \(lease.token) AND state = 'running'
+            RETURNING 1 AS ok
+            """)
+    }
+
+    public func releaseUpload(_ lease: Lease) async throws {
+        try await pool.withConnection { connection in
+            try connection.query("""
+                UPDATE jobs SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL, version = version + 1, updated_at = now()
+                WHERE id = \(lease.jobID)::uuid AND lease_token = \(lease.token) AND state = 'running'
+                """)
         }
     }
 

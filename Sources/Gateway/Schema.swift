@@ -46,5 +46,9 @@ enum Schema {
             )
             """,
         ]),
+        .init(version: 2, name: "upload tails", statements: [
+            // The bytes of an upload past its last full part, so any instance takes the next request.
+            "ALTER TABLE jobs ADD COLUMN upload_tail bytea",
+        ]),
     ])
 }

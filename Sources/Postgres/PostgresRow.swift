@@ -48,3 +48,33 @@ public struct PostgresRow: Sendable {
         }
     }
 }
+
+extension PostgresRow {
+    /// A `bytea` value (text format, hex form `\x…`), or nil when NULL.
+    public func optionalBytes(_ column: String) throws -> [UInt8]? {
+        guard let text = try optionalString(column) else { return nil }
+        let utf8 = Array(text.utf8)
+        guard utf8.count >= 2, utf8[0] == UInt8(ascii: "\\"), utf8[1] == UInt8(ascii: "x"), utf8.count % 2 == 0 else {
+            throw DecodingError(column: column, expected: "bytea in hex form")
+        }
+        func nibble(_ c: UInt8) -> UInt8? {
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
+            default: return nil
+            }
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity((utf8.count - 2) / 2)
+        var i = 2
+        while i < utf8.count {
+            guard let high = nibble(utf8[i]), let low = nibble(utf8[i + 1]) else {
+                throw DecodingError(column: column, expected: "bytea in hex form")
+            }
+            out.append(high << 4 | low)
+            i += 2
+        }
+        return out
+    }
+}

@@ -1,0 +1,66 @@
+import Auth
+import HTTPServer
+import TransferEngine
+
+/// `PUT /v1/jobs/{id}/data` (from the start) and `PATCH /v1/jobs/{id}/data` (from
+/// `Upload-Offset`, which must equal the job's `bytesCommitted`): an upload job's bytes.
+extension JobRoutes {
+    func receive(_ http: HTTPRequest, id: String) async throws -> HTTPResponse {
+        let (job, identity) = try await visibleJob(http, id: id)
+        guard let caller = identity.id, AccessPolicy.same(job.owner, caller) else { throw APIError.forbidden }
+        guard job.kind == .upload else { throw APIError.notFound }
+        let offset: Int64
+        if http.method == "PATCH" {
+            let type = http.headers["content-type"]?.lowercased() ?? ""
+            guard type.hasPrefix("application/octet-stream") || type.hasPrefix("application/offset+octet-stream") else {
+                throw APIError(status: 415, code: "unsupported_media_type",
+                               detail: "The body must be application/octet-stream or application/offset+octet-stream.")
+            }
+            guard let text = http.headers["upload-offset"], let value = Int64(text), value >= 0, text.allSatisfy(\.isNumber) else {
+                throw APIError.validation("Upload-Offset must be the job's bytesCommitted, a non-negative integer.")
+            }
+            offset = value
+        } else {
+            offset = 0
+        }
+        guard !job.state.isFinal else {
+            throw APIError(status: 409, code: "job_not_pending", detail: "The upload is \(job.state.rawValue).")
+        }
+        let outcome = try await uploads.receive(jobID: job.id, offset: offset, body: RequestBodyBytes(body: http.body))
+        func withOffset(_ response: HTTPResponse, _ committed: Int64) -> HTTPResponse {
+            var response = response
+            response.headers.add("Upload-Offset", String(committed))
+            return response
+        }
+        switch outcome {
+        case .completed, .waiting:
+            let current = try await store.job(id: job.id) ?? job
+            var response = withOffset(Responses.json(200, bytes: Self.json(current)), current.bytesCommitted)
+            response.headers.add("ETag", Self.etag(current))
+            return response
+        case .offsetMismatch(let committed):
+            return withOffset(Responses.problem(APIError(status: 409, code: "offset_mismatch",
+                detail: "The upload has \(committed) bytes committed; send from there (Upload-Offset: \(committed)).")), committed)
+        case .busy:
+            throw APIError(status: 409, code: "upload_in_progress",
+                           detail: "Another request is sending this upload's bytes, or it does not wait for bytes.")
+        case .tooLarge(let declared, let committed):
+            return withOffset(Responses.problem(APIError(status: 413, code: "payload_too_large",
+                detail: "The upload was declared as \(declared) bytes; the body goes past that.")), committed)
+        case .failed(let code, let committed):
+            return withOffset(Responses.problem(APIError(status: 502, code: "storage_error",
+                detail: "S3 refused a part (\(code.filter { $0.isLetter || $0.isNumber })); resend from Upload-Offset.")), committed)
+        case .canceled:
+            throw APIError(status: 409, code: "job_not_pending", detail: "The upload was canceled.")
+        }
+    }
+}
+
+/// The request body as the engine's byte source.
+struct RequestBodyBytes: ByteSource {
+    let body: RequestBody
+
+    func next() async throws -> ArraySlice<UInt8>? {
+        try await body.read()
+    }
+}

@@ -1,0 +1,261 @@
+/// Streams one request's body into an `upload` job: cut into parts as it arrives, at most
+/// `concurrency` parts in flight, the body read no faster than S3 takes the parts (a new part
+/// waits for a free slot before more bytes are read), so memory stays near part size × (parts
+/// in flight + 1) whatever the file's size. Parts are recorded in order, so the committed bytes
+/// are always a prefix of the file; at the end of the request the bytes past the last part
+/// are kept in the store as the tail. The request holds the job's lease while it streams.
+public struct UploadReceiver: Sendable {
+    public enum Outcome: Sendable {
+        /// The object is complete in S3.
+        case completed(etag: String, size: Int64)
+        /// The body ended (or broke) before the end: the upload waits at `committed` bytes.
+        case waiting(committed: Int64)
+        /// The request's offset is not the upload's committed bytes.
+        case offsetMismatch(committed: Int64)
+        /// Another request is streaming this upload, or it does not wait for bytes.
+        case busy
+        /// More bytes than the size declared at creation; the upload waits at `committed`.
+        case tooLarge(declared: Int64, committed: Int64)
+        /// S3 refused a part for good (after retries); the upload waits at `committed`.
+        case failed(code: String, committed: Int64)
+        /// The job was canceled meanwhile (its upload is aborted).
+        case canceled
+    }
+
+    let store: any UploadStore
+    let objects: any ObjectStore
+    let settings: EngineSettings
+    let clock: any EngineClock
+    let observer: any JobObserver
+    let instance: String
+
+    public init(store: any UploadStore, objects: any ObjectStore, settings: EngineSettings, instance: String,
+                clock: any EngineClock = SystemClock(), observer: any JobObserver = NoObserver()) {
+        self.store = store
+        self.objects = objects
+        self.settings = settings
+        self.clock = clock
+        self.observer = observer
+        self.instance = instance
+    }
+
+    private struct PartResult: Sendable {
+        let part: Int
+        let size: Int64
+        let outcome: Result<String, ObjectStoreError>
+    }
+
+    private enum Ending {
+        case clean, broken, tooLarge
+    }
+
+    public func receive(jobID: String, offset: Int64, body: any ByteSource) async throws -> Outcome {
+        guard let claim = try await store.claimUpload(id: jobID, owner: instance, leaseMilliseconds: settings.leaseMilliseconds) else {
+            return .busy
+        }
+        let job = claim.job
+        let lease = claim.lease
+        guard offset == job.bytesCommitted, let key = job.objectKey else {
+            try await store.releaseUpload(lease)
+            return .offsetMismatch(committed: job.bytesCommitted)
+        }
+        do {
+            return try await stream(job, key: key, lease: lease, tail: claim.tail, body: body)
+        } catch is LeaseLost {
+            // Canceled meanwhile, or the lease lapsed and another request took over.
+            if try await store.job(id: jobID)?.state == .canceled {
+                if let uploadID = try await store.job(id: jobID)?.uploadID {
+                    try? await objects.abortMultipartUpload(key: key, uploadID: uploadID)
+                }
+                return .canceled
+            }
+            return .busy
+        }
+    }
+
+    private func stream(_ job: Job, key: String, lease: Lease, tail: [UInt8], body: any ByteSource) async throws -> Outcome {
+        let options = JobOptions.decode(job.options)
+        let partSize = Int(job.partSize)
+        let declared = job.bytesTotal
+        let concurrency = min(max(options.concurrency ?? settings.concurrency, 1), settings.maxConcurrency)
+        let retryLimit = options.retryLimit ?? settings.retryLimit
+        var parts = try await store.parts(of: job.id)
+        var committedParts = parts.reduce(0) { $0 + $1.size }
+        var nextPart = parts.count + 1
+        var nextToRecord = nextPart
+        var finished: [Int: RecordedPart] = [:]
+        var uploadID = job.uploadID
+        var buffer = tail
+        buffer.reserveCapacity(partSize)
+        var received = job.bytesCommitted
+        var ending = Ending.clean
+        var failedCode: String?
+        var lastRenewal = clock.now()
+        let objects = self.objects, clock = self.clock, backoff = settings.backoff, random = settings.random
+
+        try await withThrowingTaskGroup(of: PartResult.self) { group in
+            var inFlight = 0
+            func settle(_ result: PartResult) async throws {
+                inFlight -= 1
+                switch result.outcome {
+                case .success(let etag):
+                    finished[result.part] = RecordedPart(number: result.part, size: result.size, etag: etag)
+                case .failure(let error):
+                    observer.partFailed(kind: .upload, code: error.code)
+                    failedCode = failedCode ?? error.code
+                }
+                while let part = finished.removeValue(forKey: nextToRecord) {
+                    try await store.recordUploadPart(part, under: lease)
+                    parts.append(part)
+                    committedParts += part.size
+                    nextToRecord += 1
+                    observer.partMoved(kind: .upload, bytes: part.size)
+                }
+            }
+            func launch(_ bytes: [UInt8]) async throws {
+                if uploadID == nil {
+                    let created = try await objects.createMultipartUpload(key: key, attributes: options.attributes)
+                    try await store.start(lease, uploadID: created, partsTotal: declared.map { Int(($0 + Int64(partSize) - 1) / Int64(partSize)) } ?? 0,
+                                          partSize: Int64(partSize), bytesTotal: declared ?? 0)
+                    uploadID = created
+                }
+                while inFlight >= concurrency, let result = try await group.next() { try await settle(result) }
+                let number = nextPart
+                nextPart += 1
+                inFlight += 1
+                let upload = uploadID ?? ""
+                group.addTask {
+                    var attempt = 1
+                    while true {
+                        do {
+                            let etag = try await objects.uploadPart(key: key, uploadID: upload, part: number, data: .bytes(bytes))
+                            return PartResult(part: number, size: Int64(bytes.count), outcome: .success(etag))
+                        } catch let error as ObjectStoreError {
+                            guard error.retryable && attempt <= retryLimit else {
+                                return PartResult(part: number, size: Int64(bytes.count), outcome: .failure(error))
+                            }
+                            try await clock.sleep(milliseconds: backoff.delay(retry: attempt, unit: random()))
+                            attempt += 1
+                        }
+                    }
+                }
+            }
+
+            reading: while failedCode == nil {
+                let chunk: ArraySlice<UInt8>?
+                do {
+                    chunk = try await body.next()
+                } catch {
+                    ending = .broken
+                    break reading
+                }
+                guard let chunk else { break reading }
+                if let declared, received + Int64(chunk.count) > declared {
+                    ending = .tooLarge
+                    break reading
+                }
+                received += Int64(chunk.count)
+                var rest = chunk
+                while !rest.isEmpty {
+                    let take = min(partSize - buffer.count, rest.count)
+                    buffer.append(contentsOf: rest.prefix(take))
+                    rest = rest.dropFirst(take)
+                    // A whole object of exactly one part is left for one PutObject at the end.
+                    let wholeObjectIsThisPart = uploadID == nil && nextPart == 1 && declared == received && rest.isEmpty
+                    if buffer.count == partSize && !wholeObjectIsThisPart {
+                        let full = buffer
+                        buffer = []
+                        buffer.reserveCapacity(partSize)
+                        do {
+                            try await launch(full)
+                        } catch let error as ObjectStoreError {
+                            failedCode = error.code
+                            break reading
+                        }
+                    }
+                }
+                if clock.now() - lastRenewal >= settings.tickMilliseconds {
+                    _ = try await store.renew(lease, leaseMilliseconds: settings.leaseMilliseconds)
+                    lastRenewal = clock.now()
+                }
+            }
+            while let result = try await group.next() { try await settle(result) }
+        }
+
+        if let failedCode {
+            // The bytes after the failed part are not kept: committed stays the recorded prefix.
+            try await store.saveUploadTail([], under: lease)
+            try await store.releaseUpload(lease)
+            return .failed(code: failedCode, committed: committedParts)
+        }
+        let atEnd = ending == .clean && (declared == nil || received == declared)
+        guard atEnd else {
+            try await store.saveUploadTail(buffer, under: lease)
+            try await store.releaseUpload(lease)
+            let committed = committedParts + Int64(buffer.count)
+            if ending == .tooLarge, let declared { return .tooLarge(declared: declared, committed: committed) }
+            return .waiting(committed: committed)
+        }
+
+        // The last bytes: one PutObject for a small object, else the last part and completion.
+        do {
+            let etag: String
+            if let uploadID {
+                if !buffer.isEmpty || parts.isEmpty {
+                    let number = nextPart
+                    let tailBytes = buffer
+                    let partETag = try await withRetries(limit: retryLimit) {
+                        try await objects.uploadPart(key: key, uploadID: uploadID, part: number, data: .bytes(tailBytes))
+                    }
+                    let part = RecordedPart(number: number, size: Int64(tailBytes.count), etag: partETag)
+                    try await store.recordUploadPart(part, under: lease)
+                    observer.partMoved(kind: .upload, bytes: part.size)
+                    parts.append(part)
+                }
+                etag = try await objects.completeMultipartUpload(key: key, uploadID: uploadID, parts: parts)
+                if let expected = MultipartETag.expected(for: parts.map(\.etag)), !MultipartETag.same(expected, etag) {
+                    return try await fail(lease, key: key, uploadID: uploadID, code: "ETagMismatch")
+                }
+                guard try await objects.size(of: key).size == received else {
+                    return try await fail(lease, key: key, uploadID: nil, code: "SizeMismatch")
+                }
+            } else {
+                let whole = buffer
+                etag = try await withRetries(limit: retryLimit) {
+                    try await objects.putObject(key: key, data: .bytes(whole), attributes: options.attributes)
+                }
+                let part = RecordedPart(number: 1, size: Int64(whole.count), etag: etag)
+                try await store.recordUploadPart(part, under: lease)
+                observer.partMoved(kind: .upload, bytes: part.size)
+            }
+            try await store.finish(lease, state: .completed, etag: etag, error: nil)
+            observer.jobEnded(kind: .upload, state: .completed)
+            return .completed(etag: etag, size: received)
+        } catch let error as ObjectStoreError {
+            observer.partFailed(kind: .upload, code: error.code)
+            try await store.saveUploadTail(buffer.count < partSize ? buffer : [], under: lease)
+            try await store.releaseUpload(lease)
+            return .failed(code: error.code, committed: committedParts + Int64(buffer.count < partSize ? buffer.count : 0))
+        }
+    }
+
+    /// The object came out wrong: the upload cannot be trusted, the job fails.
+    private func fail(_ lease: Lease, key: String, uploadID: String?, code: String) async throws -> Outcome {
+        if let uploadID { try? await objects.abortMultipartUpload(key: key, uploadID: uploadID) }
+        try await store.finish(lease, state: .failed, etag: nil, error: "{\"code\":\"\(code)\"}")
+        observer.jobEnded(kind: .upload, state: .failed)
+        return .failed(code: code, committed: 0)
+    }
+
+    private func withRetries(limit: Int, _ body: @Sendable () async throws -> String) async throws -> String {
+        var attempt = 1
+        while true {
+            do {
+                return try await body()
+            } catch let error as ObjectStoreError where error.retryable && attempt <= limit {
+                try await clock.sleep(milliseconds: settings.backoff.delay(retry: attempt, unit: settings.random()))
+                attempt += 1
+            }
+        }
+    }
+}
