@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Bytes read from a socket and not yet consumed by the parser or body decoder.
 ///
 /// Starts small so idle keep-alive connections cost little, grows while large reads keep
@@ -30,7 +34,7 @@ struct InboundBuffer {
             writeIndex += n
             // A read that filled every free byte suggests a fast sender: give it more room next time.
             if writeIndex == storage.count && storage.count < maxCapacity && readIndex == 0 {
-                storage.append(contentsOf: repeatElement(0, count: storage.count))
+                grow()
             }
         }
         return result
@@ -40,7 +44,7 @@ struct InboundBuffer {
     mutating func append(_ bytes: some Collection<UInt8>) {
         if storage.isEmpty { storage = [UInt8](repeating: 0, count: initialCapacity) }
         while storage.count - writeIndex < bytes.count {
-            if readIndex > 0 { makeRoom() } else { storage.append(contentsOf: repeatElement(0, count: storage.count)) }
+            if readIndex > 0 { makeRoom() } else { grow() }
         }
         storage.replaceSubrange(writeIndex..<(writeIndex + bytes.count), with: bytes)
         writeIndex += bytes.count
@@ -77,7 +81,20 @@ struct InboundBuffer {
             readIndex = 0
             writeIndex = live
         } else {
-            storage.append(contentsOf: repeatElement(0, count: storage.count))
+            grow()
+        }
+    }
+
+    /// Doubles the storage, keeping its bytes (one allocation and one copy).
+    private mutating func grow() {
+        let old = storage.count
+        storage = storage.withUnsafeBytes { current in
+            [UInt8](unsafeUninitializedCapacity: max(old * 2, initialCapacity)) { buffer, count in
+                guard let base = buffer.baseAddress else { count = 0; return }
+                if let from = current.baseAddress { UnsafeMutableRawPointer(base).copyMemory(from: from, byteCount: old) }
+                memset(base + old, 0, buffer.count - old)
+                count = buffer.count
+            }
         }
     }
 }
