@@ -41,7 +41,8 @@ let package = Package(
 
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "SigV4Tests", dependencies: ["SigV4", "Crypto"], exclude: ["Fixtures"]),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "HTTPServer", "S3", "Postgres", "Auth", "SigV4", "Crypto", "TransferEngine"]),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "HTTPServer", "S3", "Postgres", "Auth", "SigV4", "Crypto", "TransferEngine"],
+                    exclude: ["Scripts"]),
         .testTarget(name: "AuthTests", dependencies: ["Auth", "Crypto"], exclude: ["Fixtures"]),
         .testTarget(name: "TransferEngineTests", dependencies: ["TransferEngine", "Crypto"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),

@@ -9,13 +9,15 @@ public enum Digest {
     struct Algorithms: @unchecked Sendable {
         let sha256: OpaquePointer
         let md5: OpaquePointer
+        let sha1: OpaquePointer
     }
 
     static let algorithms: Algorithms = {
-        guard let sha256 = EVP_MD_fetch(nil, "SHA256", nil), let md5 = EVP_MD_fetch(nil, "MD5", nil) else {
-            preconditionFailure("libcrypto has no SHA-256 or MD5")
+        guard let sha256 = EVP_MD_fetch(nil, "SHA256", nil), let md5 = EVP_MD_fetch(nil, "MD5", nil),
+              let sha1 = EVP_MD_fetch(nil, "SHA1", nil) else {
+            preconditionFailure("libcrypto has no SHA-256, SHA-1 or MD5")
         }
-        return Algorithms(sha256: sha256, md5: md5)
+        return Algorithms(sha256: sha256, md5: md5, sha1: sha1)
     }()
 
     private static func digest(_ algorithm: OpaquePointer, _ parts: [UnsafeRawBufferPointer], size: Int) -> [UInt8] {
@@ -42,6 +44,11 @@ public enum Digest {
     /// MD5 of `bytes` (for `Content-MD5` only; never for security).
     public static func md5(_ bytes: some ContiguousBytesLike) -> [UInt8] {
         bytes.withBytes { digest(algorithms.md5, [$0], size: 16) }
+    }
+
+    /// SHA-1 of `bytes` (tus's `Upload-Checksum`; integrity against accidents, not attackers).
+    public static func sha1(_ bytes: some ContiguousBytesLike) -> [UInt8] {
+        bytes.withBytes { digest(algorithms.sha1, [$0], size: 20) }
     }
 
     /// HMAC-SHA256 of `message` under `key` (RFC 2104): H((K ⊕ opad) ‖ H((K ⊕ ipad) ‖ m)).

@@ -67,6 +67,10 @@ public struct GatewayApp: Sendable {
                       store: store, objects: objects, spool: spool, uploads: uploads, settings: settings,
                       maxPartConcurrency: configuration.maxPartConcurrency)
                 .register(in: &router)
+            TusRoutes(authenticator: authenticator, policy: AccessPolicy(allowGuestRead: configuration.allowGuestRead),
+                      store: store, objects: objects, uploads: uploads, settings: settings,
+                      uploadTTLSeconds: configuration.uploadTTL, now: { Int(Date().timeIntervalSince1970) })
+                .register(in: &router)
             let jobWorker = JobWorker(store: store, objects: objects, fetcher: fetcher, spool: spool,
                                       observer: JobMetrics(metrics: metrics), settings: settings, instance: instance,
                                       slots: configuration.workers)

@@ -41,7 +41,13 @@ public final class GatewayResponder: HTTPResponder {
             guard cors.enabled, cors.allows(origin) else { return (Responses.problem(.originNotAllowed), "preflight") }
             return (cors.preflight(origin: origin), "preflight")
         }
-        switch router.route(method: request.method, path: request.path) {
+        // X-HTTP-Method-Override (tus): clients and proxies that can send only GET and POST.
+        var method = request.method
+        if method == "POST", let override = request.headers["x-http-method-override"]?.uppercased(),
+           ["PATCH", "DELETE", "HEAD"].contains(override), request.path.hasPrefix("/v1/tus/") {
+            method = override
+        }
+        switch router.route(method: method, path: request.path) {
         case .matched(let match):
             do {
                 let response = try await match.handler(RouteRequest(http: request, parameters: match.parameters))

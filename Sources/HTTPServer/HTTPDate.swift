@@ -29,3 +29,8 @@ struct HTTPDate {
             + "\(parts.tm_year + 1900) \(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
     }
 }
+
+/// An IMF-fixdate (RFC 9110 §5.6.7) for `seconds` since 1970, e.g. for `Upload-Expires`.
+public func httpDate(secondsSince1970 seconds: Int) -> String {
+    HTTPDate.format(seconds)
+}

@@ -1,0 +1,268 @@
+import Auth
+import Crypto
+import Foundation
+import HTTPServer
+import TransferEngine
+
+/// tus 1.0 at `/v1/tus/` (core, creation, creation-with-upload, termination, expiration,
+/// checksum with sha1 and md5), so existing tus clients work unchanged. A tus upload is an
+/// `upload` job: its id is the job's, its offset the job's `bytesCommitted`, and its bytes go
+/// through the same `UploadReceiver` (parts in S3, the tail in PostgreSQL, the lease keeping two
+/// PATCHes from writing at once).
+///
+/// `Upload-Metadata` names the object: `key` (or else `filename`), `accessLevel` (default
+/// `private`), `filetype` or `contentType` for its content type.
+struct TusRoutes: Sendable {
+    let authenticator: Authenticator
+    let policy: AccessPolicy
+    let store: any UploadStore
+    let objects: any ObjectStore
+    let uploads: UploadReceiver
+    let settings: EngineSettings
+    let uploadTTLSeconds: Int
+    let now: @Sendable () -> Int
+
+    static let version = "1.0.0"
+    static let extensions = "creation,creation-with-upload,termination,expiration,checksum"
+    /// A PATCH carrying `Upload-Checksum` is held in memory until it is checked: at most this much.
+    static let checksumChunkLimit = 64 << 20
+
+    func register(in router: inout Router<RouteHandler>) {
+        router.add("OPTIONS", "/v1/tus/") { _ in options() }
+        router.add("OPTIONS", "/v1/tus/{id}") { _ in options() }
+        router.add("POST", "/v1/tus/") { try await create($0.http) }
+        router.add("HEAD", "/v1/tus/{id}") { try await head($0.http, id: $0.parameters["id"] ?? "") }
+        router.add("PATCH", "/v1/tus/{id}") { try await patch($0.http, id: $0.parameters["id"] ?? "") }
+        router.add("DELETE", "/v1/tus/{id}") { try await terminate($0.http, id: $0.parameters["id"] ?? "") }
+    }
+
+    // MARK: answers
+
+    private func answer(_ status: Int, _ headers: [(String, String)] = []) -> HTTPResponse {
+        var response = HTTPResponse(status: status, headers: HTTPHeaders(headers))
+        response.headers.add("Tus-Resumable", Self.version)
+        return response
+    }
+
+    private func refuse(_ status: Int, _ code: String, _ detail: String, _ headers: [(String, String)] = []) -> HTTPResponse {
+        var response = Responses.problem(APIError(status: status, code: code, detail: detail))
+        response.headers.add("Tus-Resumable", Self.version)
+        for (name, value) in headers { response.headers.add(name, value) }
+        return response
+    }
+
+    private func options() -> HTTPResponse {
+        answer(200, [("Tus-Version", Self.version), ("Tus-Extension", Self.extensions),
+                     ("Tus-Max-Size", String(settings.maxObjectSize)), ("Tus-Checksum-Algorithm", "sha1,md5")])
+    }
+
+    /// Every request but OPTIONS names the protocol version it speaks (412 otherwise).
+    private func versionRefusal(_ http: HTTPRequest) -> HTTPResponse? {
+        guard http.headers["tus-resumable"] != Self.version else { return nil }
+        return refuse(412, "tus_version_unsupported", "Tus-Resumable must be \(Self.version).", [("Tus-Version", Self.version)])
+    }
+
+    private func expires(_ job: Job) -> Int { Int(job.createdAt / 1000) + uploadTTLSeconds }
+
+    // MARK: creation
+
+    private func create(_ http: HTTPRequest) async throws -> HTTPResponse {
+        if let refusal = versionRefusal(http) { return refusal }
+        let identity = try authenticator.identity(of: http)
+        guard let owner = identity.id else { throw APIError.unauthorized }
+        if http.headers["upload-defer-length"] != nil {
+            return refuse(400, "validation_failed", "Upload-Defer-Length is not supported; send Upload-Length.")
+        }
+        guard let text = http.headers["upload-length"], text.allSatisfy(\.isNumber), let length = Int64(text) else {
+            return refuse(400, "validation_failed", "Upload-Length must be the upload's size in bytes.")
+        }
+        guard length <= settings.maxObjectSize else {
+            return refuse(413, "payload_too_large", "Upload-Length is past Tus-Max-Size (\(settings.maxObjectSize)).")
+        }
+        guard let metadata = Self.metadata(http.headers["upload-metadata"] ?? "") else {
+            return refuse(400, "validation_failed", "Upload-Metadata must be comma-separated `key base64` pairs.")
+        }
+        guard let name = metadata["key"] ?? metadata["filename"], !name.isEmpty else {
+            return refuse(400, "validation_failed", "Upload-Metadata must name the object (`key` or `filename`).")
+        }
+        guard let level = AccessLevel(rawValue: metadata["accessLevel"] ?? "private") else {
+            return refuse(400, "validation_failed", "accessLevel must be public, protected or private.")
+        }
+        let objectKey: String
+        do {
+            objectKey = try policy.objectKey(for: .write, level: level, key: name, identity: identity, targetIdentityID: nil)
+        } catch {
+            throw APIError.access(error)
+        }
+        var options = JobOptions()
+        if let type = metadata["filetype"] ?? metadata["contentType"], !type.isEmpty {
+            try HeaderRules.checkValue(type, field: "filetype")
+            options.contentType = type
+        }
+        let partSize = (try? PartPlan(objectSize: length, requestedPartSize: settings.partSize))?.partSize ?? settings.partSize
+        let job = try await store.insert(Job(id: UUID().uuidString.lowercased(), owner: owner, kind: .upload, state: .pending,
+                                             objectKey: objectKey, source: "{}", options: options.json, bytesTotal: length,
+                                             partSize: partSize))
+        var headers = [("Location", "/v1/tus/\(job.id)"), ("Upload-Expires", httpDate(secondsSince1970: expires(job)))]
+        // creation-with-upload: the first bytes ride along.
+        if let type = http.headers["content-type"], type.lowercased().hasPrefix("application/offset+octet-stream") {
+            let outcome = try await uploads.receive(jobID: job.id, offset: 0, body: RequestBodyBytes(body: http.body))
+            if let offset = Self.offset(after: outcome) { headers.append(("Upload-Offset", String(offset))) }
+        }
+        return answer(201, headers)
+    }
+
+    /// `key base64value` pairs separated by commas (the value may be absent).
+    static func metadata(_ header: String) -> [String: String]? {
+        var out: [String: String] = [:]
+        for pair in header.split(separator: ",") {
+            let parts = pair.trimmingCharacters(in: .whitespaces).split(separator: " ", maxSplits: 1)
+            guard let key = parts.first, !key.isEmpty else { continue }
+            if parts.count == 2 {
+                guard let data = Data(base64Encoded: String(parts[1])), let value = String(data: data, encoding: .utf8) else { return nil }
+                out[String(key)] = value
+            } else {
+                out[String(key)] = ""
+            }
+        }
+        return out
+    }
+
+    // MARK: core
+
+    /// The caller's own upload job, or the answer that refuses it (404, or 410 once expired).
+    private enum Lookup {
+        case success(Job)
+        case failure(HTTPResponse)
+    }
+
+    private func upload(_ http: HTTPRequest, id: String) async throws -> Lookup {
+        let identity = try authenticator.identity(of: http)
+        guard UUID(uuidString: id) != nil, let job = try await store.job(id: id.lowercased()), job.kind == .upload,
+              let caller = identity.id, AccessPolicy.same(job.owner, caller) else {
+            return .failure(refuse(404, "not_found", "No such upload."))
+        }
+        if job.state == .canceled || (job.state != .completed && now() > expires(job)) {
+            return .failure(refuse(410, "gone", "The upload was terminated or has expired."))
+        }
+        return .success(job)
+    }
+
+    private func head(_ http: HTTPRequest, id: String) async throws -> HTTPResponse {
+        if let refusal = versionRefusal(http) { return refusal }
+        let job: Job
+        switch try await upload(http, id: id) {
+        case .success(let found): job = found
+        case .failure(let refusal): return refusal
+        }
+        var headers = [("Upload-Offset", String(job.bytesCommitted)), ("Cache-Control", "no-store"),
+                       ("Upload-Expires", httpDate(secondsSince1970: expires(job)))]
+        if let length = job.bytesTotal { headers.append(("Upload-Length", String(length))) }
+        return answer(200, headers)
+    }
+
+    private func patch(_ http: HTTPRequest, id: String) async throws -> HTTPResponse {
+        if let refusal = versionRefusal(http) { return refusal }
+        guard http.headers["content-type"]?.lowercased().hasPrefix("application/offset+octet-stream") == true else {
+            return refuse(415, "unsupported_media_type", "A PATCH body must be application/offset+octet-stream.")
+        }
+        guard let text = http.headers["upload-offset"], text.allSatisfy(\.isNumber), let offset = Int64(text) else {
+            return refuse(400, "validation_failed", "Upload-Offset must be a non-negative integer.")
+        }
+        let job: Job
+        switch try await upload(http, id: id) {
+        case .success(let found): job = found
+        case .failure(let refusal): return refusal
+        }
+        guard offset == job.bytesCommitted else {
+            return refuse(409, "offset_mismatch", "The upload is at \(job.bytesCommitted) bytes.", [("Upload-Offset", String(job.bytesCommitted))])
+        }
+        var body: any ByteSource = RequestBodyBytes(body: http.body)
+        if let checksum = http.headers["upload-checksum"] {
+            // The chunk is checked before any of it counts, so it is read whole first (bounded).
+            let parts = checksum.split(separator: " ", maxSplits: 1)
+            guard parts.count == 2, let expected = Data(base64Encoded: String(parts[1])) else {
+                return refuse(400, "validation_failed", "Upload-Checksum must be `algorithm base64digest`.")
+            }
+            let bytes: [UInt8]
+            do {
+                bytes = try await http.body.collect(upTo: Self.checksumChunkLimit)
+            } catch RequestBodyError.tooLarge {
+                return refuse(413, "payload_too_large", "A checksummed chunk may be at most \(Self.checksumChunkLimit) bytes.")
+            }
+            let actual: [UInt8]
+            switch parts[0].lowercased() {
+            case "sha1": actual = Digest.sha1(bytes)
+            case "md5": actual = Digest.md5(bytes)
+            default: return refuse(400, "checksum_algorithm_unsupported", "Tus-Checksum-Algorithm: sha1, md5.")
+            }
+            guard Digest.constantTimeEqual(actual, Array(expected)) else {
+                return refuse(460, "checksum_mismatch", "The chunk does not match its Upload-Checksum; nothing was kept.")
+            }
+            body = BufferedBytes(bytes: bytes)
+        }
+        let outcome = try await uploads.receive(jobID: job.id, offset: offset, body: body)
+        switch outcome {
+        case .completed, .waiting:
+            return answer(204, [("Upload-Offset", String(Self.offset(after: outcome) ?? offset)),
+                                ("Upload-Expires", httpDate(secondsSince1970: expires(job)))])
+        case .offsetMismatch(let committed):
+            return refuse(409, "offset_mismatch", "The upload is at \(committed) bytes.", [("Upload-Offset", String(committed))])
+        case .busy:
+            return refuse(409, "upload_in_progress", "Another request is sending this upload's bytes.")
+        case .tooLarge(let declared, let committed):
+            return refuse(413, "payload_too_large", "The upload's length is \(declared) bytes.", [("Upload-Offset", String(committed))])
+        case .failed(_, let committed):
+            return refuse(502, "storage_error", "S3 refused a part; resend from Upload-Offset.", [("Upload-Offset", String(committed))])
+        case .canceled:
+            return refuse(410, "gone", "The upload was terminated.")
+        }
+    }
+
+    static func offset(after outcome: UploadReceiver.Outcome) -> Int64? {
+        switch outcome {
+        case .completed(_, let size): return size
+        case .waiting(let committed), .offsetMismatch(let committed): return committed
+        case .tooLarge(_, let committed), .failed(_, let committed): return committed
+        case .busy, .canceled: return nil
+        }
+    }
+
+    // MARK: termination
+
+    private func terminate(_ http: HTTPRequest, id: String) async throws -> HTTPResponse {
+        if let refusal = versionRefusal(http) { return refusal }
+        let job: Job
+        switch try await upload(http, id: id) {
+        case .success(let found): job = found
+        case .failure(let refusal): return refusal
+        }
+        guard job.state != .completed else {
+            return refuse(409, "job_not_pending", "The upload is complete; delete the object instead.")
+        }
+        let after = try await store.transition(id: job.id, from: [.pending, .running], to: .canceled)
+        if after?.state == .canceled, let uploadID = job.uploadID, let key = job.objectKey {
+            try? await objects.abortMultipartUpload(key: key, uploadID: uploadID)
+        }
+        return answer(204)
+    }
+}
+
+/// A chunk already in memory (checked against its checksum), handed on in pieces.
+final class BufferedBytes: ByteSource {
+    let bytes: [UInt8]
+    private let position = Mutex(0)
+
+    init(bytes: [UInt8]) { self.bytes = bytes }
+
+    func next() async throws -> ArraySlice<UInt8>? {
+        position.withLock { at in
+            guard at < bytes.count else { return nil }
+            let end = min(bytes.count, at + 256 * 1024)
+            defer { at = end }
+            return bytes[at..<end]
+        }
+    }
+}
+
+import Synchronization
