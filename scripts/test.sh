@@ -21,6 +21,8 @@ export GATEWAY_LIVE_TESTS=1
 # The live tests also start the gateway as a separate process (crash and takeover), so the
 # executable is built first; swift test reuses the build.
 swift build
+# The live suites share one database: bring its schema up to date once, before any of them.
+.build/debug/transfer-gateway migrate
 status=0
 swift test "$@" || status=$?
 # The database-restart test stops the shared PostgreSQL, so it runs alone, after the rest

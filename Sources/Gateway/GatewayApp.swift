@@ -67,6 +67,10 @@ public struct GatewayApp: Sendable {
                       store: store, objects: objects, spool: spool, uploads: uploads, settings: settings,
                       maxPartConcurrency: configuration.maxPartConcurrency)
                 .register(in: &router)
+            UploadsRoutes(authenticator: authenticator, policy: AccessPolicy(allowGuestRead: configuration.allowGuestRead),
+                          client: s3, pool: pool, publicEndpoint: publicEndpoint, partSize: Int64(configuration.partSize),
+                          maxObjectSize: Int64(configuration.maxObjectSize), expiry: configuration.presignExpiry, now: clock)
+                .register(in: &router)
             TusRoutes(authenticator: authenticator, policy: AccessPolicy(allowGuestRead: configuration.allowGuestRead),
                       store: store, objects: objects, uploads: uploads, settings: settings,
                       uploadTTLSeconds: configuration.uploadTTL, now: { Int(Date().timeIntervalSince1970) })

@@ -247,6 +247,15 @@ struct JSONFields {
     }
 
     /// A nested object's fields.
+    /// An array member, or nil when absent.
+    func array(_ name: String) throws(APIError) -> [JSONValue]? {
+        switch members[name] {
+        case nil, .null?: return nil
+        case .array(let elements)?: return elements
+        default: throw APIError.validation("\(name) must be an array.")
+        }
+    }
+
     func object(_ name: String) throws(APIError) -> JSONFields {
         guard case .object? = members[name], let value = members[name] else { throw APIError.invalidJSON("Missing object '\(name)'.") }
         return try JSONFields(value)

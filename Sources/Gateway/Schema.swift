@@ -50,5 +50,22 @@ enum Schema {
             // The bytes of an upload past its last full part, so any instance takes the next request.
             "ALTER TABLE jobs ADD COLUMN upload_tail bytea",
         ]),
+        .init(version: 3, name: "client-driven multipart uploads", statements: [
+            """
+            CREATE TABLE uploads (
+                id uuid PRIMARY KEY,
+                owner text NOT NULL,
+                object_key text NOT NULL,
+                s3_upload_id text NOT NULL,
+                size bigint NOT NULL,
+                part_size bigint NOT NULL,
+                part_count integer NOT NULL,
+                state text NOT NULL CHECK (state IN ('open', 'completed', 'aborted')),
+                etag text,
+                created_at timestamptz NOT NULL DEFAULT now(),
+                completed_at timestamptz
+            )
+            """,
+        ]),
     ])
 }

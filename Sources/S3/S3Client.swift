@@ -124,7 +124,11 @@ public final class S3Client: Sendable {
             // A server that repeats its marker would loop us forever.
             marker = next != nil && next != marker && !tree.all("Part").isEmpty ? next : nil
         } while marker != nil
-        return parts
+        // One part per number: SeaweedFS lists a part sent twice under one number twice; the
+        // later listing is the part that counts.
+        var latest: [Int: UploadedPart] = [:]
+        for part in parts { latest[part.partNumber] = part }
+        return latest.values.sorted { $0.partNumber < $1.partNumber }
     }
 
     /// Every unfinished multipart upload under `prefix`, following the markers across pages.
