@@ -116,3 +116,12 @@ struct FixedCheck: DependencyCheck {
     text.end()
     #expect(String(decoding: text.bytes, as: UTF8.self) == "{\"m\":\"a\\\"b\\\\c\\nd\\u0001\"}")
 }
+
+/// Every problem code the gateway can answer is listed in openapi.yaml's `Problem.code` enum.
+@Test func everyProblemCodeIsDocumented() throws {
+    let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../openapi.yaml").standardizedFileURL
+    let document = try String(contentsOf: path, encoding: .utf8)
+    for (code, _) in APIError.catalogue {
+        #expect(document.contains("            - \(code)\n"), "\(code) is not in the Problem.code enum")
+    }
+}
