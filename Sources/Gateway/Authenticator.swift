@@ -53,3 +53,15 @@ extension APIError {
         }
     }
 }
+
+extension AccessPolicy {
+    /// `objectKey(for:…)`, its refusal turned into the API's answer (400, 401 or 403).
+    func granted(_ mode: AccessMode, level: AccessLevel, key: String, identity: Identity,
+                 target: String? = nil) throws(APIError) -> String {
+        do {
+            return try objectKey(for: mode, level: level, key: key, identity: identity, targetIdentityID: target)
+        } catch {
+            throw APIError.access(error)
+        }
+    }
+}

@@ -87,12 +87,7 @@ struct JobRoutes: Sendable {
     private func key(_ inner: JSONFields, mode: AccessMode, identity: Identity) throws(APIError) -> String {
         let level = try inner.accessLevel("accessLevel")
         let target = mode == .read ? try inner.string("targetIdentityId") : nil
-        let key = try inner.requiredString("key")
-        do {
-            return try policy.objectKey(for: mode, level: level, key: key, identity: identity, targetIdentityID: target)
-        } catch {
-            throw APIError.access(error)
-        }
+        return try policy.granted(mode, level: level, key: try inner.requiredString("key"), identity: identity, target: target)
     }
 
     static func options(_ fields: JSONFields, maxConcurrency: Int) throws(APIError) -> JobOptions {

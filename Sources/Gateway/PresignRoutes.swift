@@ -142,11 +142,7 @@ struct PresignRoutes: Sendable {
 
     private func grantedKey(mode: AccessMode, level: AccessLevel, key: String, identity: Identity,
                             target: String?) throws(APIError) -> String {
-        do {
-            return try policy.objectKey(for: mode, level: level, key: key, identity: identity, targetIdentityID: target)
-        } catch {
-            throw APIError.access(error)
-        }
+        try policy.granted(mode, level: level, key: key, identity: identity, target: target)
     }
 
     /// The URL's lifetime: the default, or what the client asks up to the maximum, and never

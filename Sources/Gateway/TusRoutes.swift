@@ -88,12 +88,7 @@ struct TusRoutes: Sendable {
         guard let level = AccessLevel(rawValue: metadata["accessLevel"] ?? "private") else {
             return refuse(400, "validation_failed", "accessLevel must be public, protected or private.")
         }
-        let objectKey: String
-        do {
-            objectKey = try policy.objectKey(for: .write, level: level, key: name, identity: identity, targetIdentityID: nil)
-        } catch {
-            throw APIError.access(error)
-        }
+        let objectKey = try policy.granted(.write, level: level, key: name, identity: identity)
         var options = JobOptions()
         if let type = metadata["filetype"] ?? metadata["contentType"], !type.isEmpty {
             try HeaderRules.checkValue(type, field: "filetype")

@@ -60,12 +60,7 @@ struct UploadsRoutes: Sendable {
         } catch {
             throw APIError.validation("partSize must be from 5 MiB to 5 GiB.")
         }
-        let objectKey: String
-        do {
-            objectKey = try policy.objectKey(for: .write, level: level, key: key, identity: identity, targetIdentityID: nil)
-        } catch {
-            throw APIError.access(error)
-        }
+        let objectKey = try policy.granted(.write, level: level, key: key, identity: identity)
         var attributes = ObjectAttributes()
         if let contentType = try fields.string("contentType") {
             try HeaderRules.checkValue(contentType, field: "contentType")

@@ -22,3 +22,20 @@ public struct Backoff: Sendable, Equatable {
         Int((Double(ceiling(retry: retry)) * min(max(unit, 0), 0.999_999)).rounded(.down))
     }
 }
+
+extension EngineClock {
+    /// Runs `body`, again after a backoff (full jitter from `random`) while it fails in a way a
+    /// retry can help, at most `limit` more times.
+    func retrying<T: Sendable>(limit: Int, backoff: Backoff, random: @Sendable () -> Double,
+                               _ body: @Sendable () async throws -> T) async throws -> T {
+        var attempt = 1
+        while true {
+            do {
+                return try await body()
+            } catch let error as ObjectStoreError where error.retryable && attempt <= limit {
+                try await sleep(milliseconds: backoff.delay(retry: attempt, unit: random()))
+                attempt += 1
+            }
+        }
+    }
+}

@@ -84,7 +84,7 @@ public struct JobRunner: Sendable {
         if plan.isSinglePart, let single = work.single {
             do {
                 try await store.start(lease, uploadID: nil, partsTotal: 1, partSize: plan.partSize, bytesTotal: plan.objectSize)
-                let etag = try await withRetries(limit: retryLimit, single)
+                let etag = try await clock.retrying(limit: retryLimit, backoff: settings.backoff, random: settings.random, single)
                 observer.partMoved(kind: job.kind, bytes: plan.objectSize)
                 try await store.recordPart(RecordedPart(number: 1, size: plan.objectSize, etag: etag), under: lease)
                 cleanUp(job, after: .completed)
@@ -281,19 +281,6 @@ public struct JobRunner: Sendable {
         }
     }
 
-    /// Runs `body`, again after a backoff while it fails in a way a retry can help, at most
-    /// `limit` more times.
-    private func withRetries(limit: Int, _ body: @Sendable () async throws -> String) async throws -> String {
-        var attempt = 1
-        while true {
-            do {
-                return try await body()
-            } catch let error as ObjectStoreError where error.retryable && attempt <= limit {
-                try await clock.sleep(milliseconds: settings.backoff.delay(retry: attempt, unit: settings.random()))
-                attempt += 1
-            }
-        }
-    }
 
     /// Paused, canceled, or taken over: the stored state says which. A canceled job's upload is
     /// aborted and its spool removed here, since this runner is the one that knows them.

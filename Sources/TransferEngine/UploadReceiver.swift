@@ -204,7 +204,7 @@ public struct UploadReceiver: Sendable {
                 if !buffer.isEmpty || parts.isEmpty {
                     let number = nextPart
                     let tailBytes = buffer
-                    let partETag = try await withRetries(limit: retryLimit) {
+                    let partETag = try await clock.retrying(limit: retryLimit, backoff: settings.backoff, random: settings.random) {
                         try await objects.uploadPart(key: key, uploadID: uploadID, part: number, data: .bytes(tailBytes))
                     }
                     let part = RecordedPart(number: number, size: Int64(tailBytes.count), etag: partETag)
@@ -221,7 +221,7 @@ public struct UploadReceiver: Sendable {
                 }
             } else {
                 let whole = buffer
-                etag = try await withRetries(limit: retryLimit) {
+                etag = try await clock.retrying(limit: retryLimit, backoff: settings.backoff, random: settings.random) {
                     try await objects.putObject(key: key, data: .bytes(whole), attributes: options.attributes)
                 }
                 let part = RecordedPart(number: 1, size: Int64(whole.count), etag: etag)
@@ -245,17 +245,5 @@ public struct UploadReceiver: Sendable {
         try await store.finish(lease, state: .failed, etag: nil, error: "{\"code\":\"\(code)\"}")
         observer.jobEnded(kind: .upload, state: .failed)
         return .failed(code: code, committed: 0)
-    }
-
-    private func withRetries(limit: Int, _ body: @Sendable () async throws -> String) async throws -> String {
-        var attempt = 1
-        while true {
-            do {
-                return try await body()
-            } catch let error as ObjectStoreError where error.retryable && attempt <= limit {
-                try await clock.sleep(milliseconds: settings.backoff.delay(retry: attempt, unit: settings.random()))
-                attempt += 1
-            }
-        }
     }
 }

@@ -68,8 +68,11 @@ extension JobTableTests {
             "type": "copy", "source": ["accessLevel": "private", "key": "x", "targetIdentityId": "alice"],
             "destination": ["accessLevel": "private", "key": "y"]])
         #expect(denied.status == 403)
-        let later = try await gateway.request("POST", "/v1/jobs", token: bob, json: ["type": "upload", "accessLevel": "private", "key": "u"])
-        #expect(later.status == 501 && later.json["code"] as? String == "not_implemented")
+        let negative = try await gateway.request("POST", "/v1/jobs", token: bob, json: [
+            "type": "upload", "accessLevel": "private", "key": "u", "size": -1])
+        #expect(negative.status == 400 && negative.json["code"] as? String == "validation_failed")
+        let unknown = try await gateway.request("POST", "/v1/jobs", token: bob, json: ["type": "move"])
+        #expect(unknown.status == 400 && unknown.json["code"] as? String == "validation_failed")
         let notHTTP = try await gateway.request("POST", "/v1/jobs", token: bob, json: [
             "type": "import", "sourceUrl": "file:///etc/passwd", "accessLevel": "private", "key": "p"])
         #expect(notHTTP.status == 400 && notHTTP.json["code"] as? String == "validation_failed")
