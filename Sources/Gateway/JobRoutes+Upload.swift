@@ -49,7 +49,7 @@ extension JobRoutes {
                 detail: "The upload was declared as \(declared) bytes; the body goes past that.")), committed)
         case .failed(let code, let committed):
             return withOffset(Responses.problem(APIError(status: 502, code: "storage_error",
-                detail: "S3 refused a part (\(code.filter { $0.isLetter || $0.isNumber })); resend from Upload-Offset.")), committed)
+                detail: "S3 refused a part (\(code.filter { $0.isLetter || $0.isNumber })) past the retry limit; the job failed.")), committed)
         case .canceled:
             throw APIError(status: 409, code: "job_not_pending", detail: "The upload was canceled.")
         }

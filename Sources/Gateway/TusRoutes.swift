@@ -208,7 +208,7 @@ struct TusRoutes: Sendable {
         case .tooLarge(let declared, let committed):
             return refuse(413, "payload_too_large", "The upload's length is \(declared) bytes.", [("Upload-Offset", String(committed))])
         case .failed(_, let committed):
-            return refuse(502, "storage_error", "S3 refused a part; resend from Upload-Offset.", [("Upload-Offset", String(committed))])
+            return refuse(502, "storage_error", "S3 refused a part past the retry limit; the upload failed.", [("Upload-Offset", String(committed))])
         case .canceled:
             return refuse(410, "gone", "The upload was terminated.")
         }

@@ -16,7 +16,7 @@ public struct UploadReceiver: Sendable {
         case busy
         /// More bytes than the size declared at creation; the upload waits at `committed`.
         case tooLarge(declared: Int64, committed: Int64)
-        /// S3 refused a part for good (after retries); the upload waits at `committed`.
+        /// S3 refused a part for good (after retries): the job failed and its upload is aborted.
         case failed(code: String, committed: Int64)
         /// The job was canceled meanwhile (its upload is aborted).
         case canceled
@@ -183,10 +183,9 @@ public struct UploadReceiver: Sendable {
         }
 
         if let failedCode {
-            // The bytes after the failed part are not kept: committed stays the recorded prefix.
-            try await store.saveUploadTail([], under: lease)
-            try await store.releaseUpload(lease)
-            return .failed(code: failedCode, committed: committedParts)
+            // A part S3 refused past the retry limit fails the job, as for every job type, and
+            // its multipart upload is aborted so nothing is left behind.
+            return try await fail(lease, key: key, uploadID: uploadID, code: failedCode)
         }
         let atEnd = ending == .clean && (declared == nil || received == declared)
         guard atEnd else {
@@ -233,16 +232,14 @@ public struct UploadReceiver: Sendable {
             return .completed(etag: etag, size: received)
         } catch let error as ObjectStoreError {
             observer.partFailed(kind: .upload, code: error.code)
-            try await store.saveUploadTail(buffer.count < partSize ? buffer : [], under: lease)
-            try await store.releaseUpload(lease)
-            return .failed(code: error.code, committed: committedParts + Int64(buffer.count < partSize ? buffer.count : 0))
+            return try await fail(lease, key: key, uploadID: uploadID, code: error.code)
         }
     }
 
-    /// The object came out wrong: the upload cannot be trusted, the job fails.
+    /// The job fails: S3 refused a part for good, or the object came out wrong.
     private func fail(_ lease: Lease, key: String, uploadID: String?, code: String) async throws -> Outcome {
         if let uploadID { try? await objects.abortMultipartUpload(key: key, uploadID: uploadID) }
-        try await store.finish(lease, state: .failed, etag: nil, error: "{\"code\":\"\(code)\"}")
+        try await store.finish(lease, state: .failed, etag: nil, error: "{\"code\":\"\(code.filter { $0.isLetter || $0.isNumber })\"}")
         observer.jobEnded(kind: .upload, state: .failed)
         return .failed(code: code, committed: 0)
     }
