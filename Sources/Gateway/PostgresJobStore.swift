@@ -157,6 +157,16 @@ public struct PostgresJobStore: UploadStore {
         }
     }
 
+    public func uploadIDsInUse(key: String) async throws -> Set<String> {
+        try await pool.withConnection { connection in
+            Set(try connection.query("""
+                SELECT upload_id AS id FROM jobs
+                WHERE object_key = \(key) AND upload_id IS NOT NULL AND state IN ('pending', 'queued', 'running', 'paused')
+                UNION SELECT s3_upload_id AS id FROM uploads WHERE object_key = \(key) AND state = 'open'
+                """).map { try $0.string("id") })
+        }
+    }
+
     // MARK: uploads
 
     public func claimUpload(id: String, owner: String, leaseMilliseconds: Int64) async throws -> UploadClaim? {

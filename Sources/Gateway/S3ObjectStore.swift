@@ -41,6 +41,10 @@ public struct S3ObjectStore: ObjectStore {
         try await mapped { try await client.abortMultipartUpload(key: key, uploadId: uploadID) }
     }
 
+    public func openUploads(key: String) async throws -> [String] {
+        try await mapped { try await client.listMultipartUploads(prefix: key).filter { $0.key == key }.map(\.uploadId) }
+    }
+
     public func copyObject(from sourceKey: String, to key: String, attributes: ObjectAttributesSpec) async throws -> String {
         try await mapped { try await client.copyObject(from: sourceKey, to: key, attributes: Self.attributes(attributes)) }
     }

@@ -104,16 +104,37 @@ public struct JobRunner: Sendable {
         do {
             switch work.destination {
             case .upload(let key):
-                if let existing = job.uploadID {
-                    uploadID = existing
-                    let held = Dictionary(try await objects.listParts(key: key, uploadID: existing).map { ($0.number, $0) },
-                                          uniquingKeysWith: { a, _ in a })
-                    for part in try await store.parts(of: job.id)
-                    where held[part.number]?.etag == part.etag && part.size == plan.size(ofPart: part.number)
-                        && work.stillHolds?(part, plan.range(ofPart: part.number)) ?? true {
-                        recorded[part.number] = part
+                var resumable = job.uploadID
+                if let existing = resumable {
+                    do {
+                        let held = Dictionary(try await objects.listParts(key: key, uploadID: existing).map { ($0.number, $0) },
+                                              uniquingKeysWith: { a, _ in a })
+                        uploadID = existing
+                        for part in try await store.parts(of: job.id)
+                        where held[part.number]?.etag == part.etag && part.size == plan.size(ofPart: part.number)
+                            && work.stillHolds?(part, plan.range(ofPart: part.number)) ?? true {
+                            recorded[part.number] = part
+                        }
+                    } catch let error as ObjectStoreError where error.code == "NoSuchUpload" {
+                        // The previous owner died after completing the upload but before recording
+                        // it: the object is done if it is exactly what the recorded parts make.
+                        if let etag = try await completedBefore(job, key: key, plan: plan) {
+                            try await store.finish(lease, state: .completed, etag: etag, error: nil)
+                            observer.jobEnded(kind: job.kind, state: .completed)
+                            return .completed(etag: etag)
+                        }
+                        resumable = nil
                     }
-                } else {
+                }
+                if resumable == nil {
+                    // A previous owner may have died between creating an upload and recording
+                    // its id: such an upload belongs to no one, so it is aborted, not leaked.
+                    if job.attempts > 1 {
+                        let inUse = try await store.uploadIDsInUse(key: key)
+                        for orphan in try await objects.openUploads(key: key) where !inUse.contains(orphan) {
+                            try? await objects.abortMultipartUpload(key: key, uploadID: orphan)
+                        }
+                    }
                     let created = try await objects.createMultipartUpload(key: key, attributes: options.attributes)
                     uploadID = created
                     try await store.start(lease, uploadID: created, partsTotal: plan.partCount, partSize: plan.partSize,
@@ -260,6 +281,16 @@ public struct JobRunner: Sendable {
         case .stopped, .leaseLost:
             return outcome
         }
+    }
+
+    /// The ETag of `key` if it is already the object the job's recorded parts make (same size,
+    /// and the multipart ETag of those parts), else nil.
+    private func completedBefore(_ job: Job, key: String, plan: PartPlan) async throws -> String? {
+        let parts = try await store.parts(of: job.id)
+        guard parts.count == plan.partCount, let expected = MultipartETag.expected(for: parts.map(\.etag)),
+              let current = try? await objects.size(of: key),
+              current.size == plan.objectSize, MultipartETag.same(current.etag, expected) else { return nil }
+        return current.etag
     }
 
     /// Finishes the object and checks it: size and, where S3's rule allows computing it, ETag.

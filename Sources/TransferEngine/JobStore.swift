@@ -27,6 +27,8 @@ public protocol JobStore: Sendable {
     /// Moves a job between states on its owner's request (pause, resume, cancel), if it is in
     /// one of `from`. Returns the job as it is afterwards, or nil when there is no such job.
     func transition(id: String, from: Set<Job.State>, to: Job.State) async throws -> Job?
+    /// Multipart upload ids on `key` that an unfinished job (or open client upload) owns.
+    func uploadIDsInUse(key: String) async throws -> Set<String>
 }
 
 /// A write under a lease that is no longer the job's.

@@ -19,14 +19,14 @@ extension JobTableTests {
         let process = Process()
         let port: Int
 
-        init(environment: [String: String]) throws {
+        init(environment: [String: String], leaseSeconds: Int = 2) throws {
             let binary = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
                 .appendingPathComponent("../../.build/debug/transfer-gateway").standardizedFileURL
             process.executableURL = binary
             process.arguments = ["serve"]
             var env = environment
             env["GATEWAY_PORT"] = "0"
-            env["GATEWAY_LEASE_SECONDS"] = "2"
+            env["GATEWAY_LEASE_SECONDS"] = String(leaseSeconds)
             process.environment = env
             let errors = Pipe()
             process.standardError = errors
@@ -51,8 +51,17 @@ extension JobTableTests {
         }
 
         func kill() {
-            Foundation.kill(process.processIdentifier, SIGKILL)
+            signal(SIGKILL)
             process.waitUntilExit()
+        }
+
+        func signal(_ number: Int32) {
+            Foundation.kill(process.processIdentifier, number)
+        }
+
+        /// Whether `leaseOwner` (an instance name: host-pid-random) is this process.
+        func owns(_ leaseOwner: String?) -> Bool {
+            leaseOwner?.contains("-\(process.processIdentifier)-") ?? false
         }
 
         deinit {

@@ -38,7 +38,9 @@ struct PostgresRestartLiveTests {
         let restart = Process()
         restart.executableURL = URL(fileURLWithPath: "/bin/bash")
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../scripts/stack.sh").standardizedFileURL
-        restart.arguments = [script.path, "pg-restart", "4"]
+        // 4 s here; scripts/reliability.sh pg holds it down for 30 s (GATEWAY_PG_OUTAGE_SECONDS).
+        let outage = ProcessInfo.processInfo.environment["GATEWAY_PG_OUTAGE_SECONDS"] ?? "4"
+        restart.arguments = [script.path, "pg-restart", outage]
         restart.standardError = FileHandle.nullDevice
         try restart.run()
         // While it is down the API says 503 with a problem body, and /readyz names the database.
@@ -54,6 +56,7 @@ struct PostgresRestartLiveTests {
         restart.waitUntilExit()
         #expect(restart.terminationStatus == 0)
         #expect(sawUnavailable && readyzSaidSo)
+        print("pg outage: \(outage) s down; API 503 seen: \(sawUnavailable), /readyz 503 seen: \(readyzSaidSo)")
 
         let deadline = Date().addingTimeInterval(120)
         while !["completed", "failed", "canceled"].contains(job["state"] as? String ?? "") && Date() < deadline {

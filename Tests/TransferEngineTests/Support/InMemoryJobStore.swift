@@ -135,6 +135,12 @@ final class InMemoryJobStore: JobStore {
         }
     }
 
+    func uploadIDsInUse(key: String) async throws -> Set<String> {
+        state.withLock { s in
+            Set(s.jobs.values.filter { $0.objectKey == key && !$0.state.isFinal }.compactMap(\.uploadID))
+        }
+    }
+
     /// Makes the job's lease lapse now (its worker stalled past it).
     func expireLease(_ id: String) {
         state.withLock { s in

@@ -18,6 +18,8 @@ final class InMemoryObjectStore: ObjectStore {
     }
     private struct State {
         var objects: [String: [UInt8]] = [:]
+        /// As S3 answers them: the MD5 of a plain object, the multipart ETag of a completed upload.
+        var etags: [String: String] = [:]
         var uploads: [String: Upload] = [:]
         var calls: [Call] = []
         var nextUpload = 0
@@ -35,7 +37,12 @@ final class InMemoryObjectStore: ObjectStore {
 
     static func etag(_ bytes: [UInt8]) -> String { "\"\(Digest.hex(Digest.md5(bytes)))\"" }
 
-    func put(_ key: String, _ bytes: [UInt8]) { state.withLock { $0.objects[key] = bytes } }
+    func put(_ key: String, _ bytes: [UInt8]) {
+        state.withLock { s in
+            s.objects[key] = bytes
+            s.etags[key] = Self.etag(bytes)
+        }
+    }
     func object(_ key: String) -> [UInt8]? { state.withLock { $0.objects[key] } }
     var openUploads: Int { state.withLock { $0.uploads.count } }
     var calls: [Call] { state.withLock { $0.calls } }
@@ -52,8 +59,10 @@ final class InMemoryObjectStore: ObjectStore {
 
     func size(of key: String) async throws -> (size: Int64, etag: String) {
         try enter(.size(key))
-        guard let bytes = object(key) else { throw ObjectStoreError(code: "NoSuchKey", retryable: false) }
-        return (Int64(bytes.count), Self.etag(bytes))
+        guard let (bytes, etag) = state.withLock({ s in s.objects[key].map { ($0, s.etags[key] ?? Self.etag($0)) } }) else {
+            throw ObjectStoreError(code: "NoSuchKey", retryable: false)
+        }
+        return (Int64(bytes.count), etag)
     }
 
     func createMultipartUpload(key: String, attributes: ObjectAttributesSpec) async throws -> String {
@@ -89,8 +98,9 @@ final class InMemoryObjectStore: ObjectStore {
     }
 
     func listParts(key: String, uploadID: String) async throws -> [RecordedPart] {
-        state.withLock { s in
-            (s.uploads[uploadID]?.parts ?? [:]).map { RecordedPart(number: $0.key, size: Int64($0.value.count), etag: Self.etag($0.value)) }
+        try state.withLock { s in
+            guard let upload = s.uploads[uploadID] else { throw ObjectStoreError(code: "NoSuchUpload", retryable: false) }
+            return upload.parts.map { RecordedPart(number: $0.key, size: Int64($0.value.count), etag: Self.etag($0.value)) }
                 .sorted { $0.number < $1.number }
         }
     }
@@ -106,15 +116,21 @@ final class InMemoryObjectStore: ObjectStore {
                 }
                 whole += bytes
             }
+            let etag = MultipartETag.expected(for: parts.map(\.etag)) ?? "\"x\""
             s.objects[key] = whole
+            s.etags[key] = etag
             s.uploads[uploadID] = nil
-            return MultipartETag.expected(for: parts.map(\.etag)) ?? "\"x\""
+            return etag
         }
     }
 
     func abortMultipartUpload(key: String, uploadID: String) async throws {
         try enter(.abort)
         state.withLock { _ = $0.uploads.removeValue(forKey: uploadID) }
+    }
+
+    func openUploads(key: String) async throws -> [String] {
+        state.withLock { s in s.uploads.filter { $0.value.key == key }.map(\.key).sorted() }
     }
 
     func copyObject(from sourceKey: String, to key: String, attributes: ObjectAttributesSpec) async throws -> String {
