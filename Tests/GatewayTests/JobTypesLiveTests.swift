@@ -139,6 +139,63 @@ extension JobTableTests {
         await teardown(s)
     }
 
+    @Test func aRedirectToAForbiddenAddressIsRefusedAndTheDecoyNeverContacted() async throws {
+        // A decoy on loopback that counts its visitors, and an allowed host that redirects to it.
+        let script = """
+            import http.server, sys
+            hits = open(sys.argv[3], 'a')
+            class H(http.server.BaseHTTPRequestHandler):
+                def do_GET(self):
+                    if sys.argv[1] == 'decoy':
+                        hits.write('hit\\n'); hits.flush()
+                        self.send_response(200); self.send_header('Content-Length', '6'); self.end_headers(); self.wfile.write(b'secret')
+                    else:
+                        self.send_response(302); self.send_header('Location', 'http://127.0.0.1:%s/latest' % sys.argv[4])
+                        self.send_header('Content-Length', '0'); self.end_headers()
+                def log_message(self, *a): pass
+            http.server.HTTPServer(('127.0.0.1', int(sys.argv[2])), H).serve_forever()
+            """
+        let hits = NSTemporaryDirectory() + "decoy-\(UUID().uuidString)"
+        _ = FileManager.default.createFile(atPath: hits, contents: nil)
+        func freePort() -> Int {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+            _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+            close(fd)
+            return Int(UInt16(bigEndian: address.sin_port))
+        }
+        let decoyPort = freePort(), redirectPort = freePort()
+        var servers: [Process] = []
+        for (role, port) in [("decoy", decoyPort), ("redirect", redirectPort)] {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+            p.arguments = ["-c", script, role, String(port), hits, String(decoyPort)]
+            try p.run()
+            servers.append(p)
+        }
+        defer { for p in servers { kill(p.processIdentifier, SIGKILL); p.waitUntilExit() } }
+        for port in [decoyPort, redirectPort] {
+            let deadline = Date().addingTimeInterval(10)
+            while (try? curl(["-o", "/dev/null", "http://127.0.0.1:\(port)/ready"]))?.status ?? -1 <= 0 && Date() < deadline { usleep(50_000) }
+        }
+        try Data().write(to: URL(fileURLWithPath: hits))  // the readiness probe of the decoy does not count
+        let gateway = try LiveGateway { $0.importAllowHosts = ["127.0.0.1:\(redirectPort)"] }
+        try await JobTableTests.retireLeftovers(PostgresPoolFor.live())
+        gateway.app.worker?.start()
+        let s = Setup(gateway: gateway, client: try gateway.configuration.makeS3Client(), token: gateway.token("alice"),
+                      folder: "redirect-\(UUID().uuidString)")
+        let job = try await run(s, ["type": "import", "sourceUrl": "http://127.0.0.1:\(redirectPort)/file",
+                                    "accessLevel": "private", "key": "\(s.folder)/x"])
+        #expect(job["state"] as? String == "failed", "\(job)")
+        #expect((job["error"] as? [String: Any])?["code"] as? String == "ForbiddenAddress", "\(job)")
+        #expect(try String(contentsOfFile: hits, encoding: .utf8).isEmpty, "the decoy was contacted")
+        await teardown(s)
+    }
+
     @Test func importsFromThePrivateNetworkAreRefused() async throws {
         let s = try await setup(allowLoopback: false)
         for url in ["http://127.0.0.1:1/x", "http://localhost:1/x", "http://169.254.169.254/latest/meta-data/",
