@@ -157,18 +157,7 @@ extension JobTableTests {
             """
         let hits = NSTemporaryDirectory() + "decoy-\(UUID().uuidString)"
         _ = FileManager.default.createFile(atPath: hits, contents: nil)
-        func freePort() -> Int {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-            _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-            close(fd)
-            return Int(UInt16(bigEndian: address.sin_port))
-        }
-        let decoyPort = freePort(), redirectPort = freePort()
+        let decoyPort = freeLoopbackPort(), redirectPort = freeLoopbackPort()
         var servers: [Process] = []
         for (role, port) in [("decoy", decoyPort), ("redirect", redirectPort)] {
             let p = Process()
@@ -216,16 +205,7 @@ final class PlainHTTPServer {
     let port: Int
 
     init(directory: String) throws {
-        // Bind a free port first, then hand its number to the server.
-        let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(probe, $0, length) } }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(probe, $0, &length) } }
-        port = Int(UInt16(bigEndian: address.sin_port))
-        close(probe)
+        port = freeLoopbackPort()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         process.arguments = ["-m", "http.server", "--bind", "127.0.0.1", "--directory", directory, String(port)]
         process.standardOutput = FileHandle.nullDevice
@@ -244,4 +224,17 @@ final class PlainHTTPServer {
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
     }
+}
+
+/// A loopback port free a moment ago (bound, read back, released), for a child server to take.
+func freeLoopbackPort() -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+    return Int(UInt16(bigEndian: address.sin_port))
 }

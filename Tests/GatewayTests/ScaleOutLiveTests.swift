@@ -47,6 +47,17 @@ extension JobTableTests {
         }
     }
 
+    /// The instance holding the job's lease once two parts are recorded (bounded wait).
+    func ownerOnceRunning(_ s: Setup, _ id: String) async throws -> String? {
+        var owner: String?
+        #expect(try await waitUntil(30) {
+            let l = try await lease(s, id)
+            owner = l.owner
+            return l.parts >= 2 && l.owner != nil
+        }, "the job never got going")
+        return owner
+    }
+
     func waitUntil(_ timeout: Double, _ condition: () async throws -> Bool) async throws -> Bool {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
@@ -80,12 +91,7 @@ extension JobTableTests {
         let a = try GatewayProcess(environment: s.environment)
         let b = try GatewayProcess(environment: s.environment)
         let id = try await createCopy(s, port: a.port, folder)
-        var owner: String?
-        #expect(try await waitUntil(30) {
-            let l = try await lease(s, id)
-            owner = l.owner
-            return l.parts >= 2 && l.owner != nil
-        })
+        let owner = try await ownerOnceRunning(s, id)
         let stalled = a.owns(owner) ? a : b
         let other = stalled === a ? b : a
         stalled.signal(SIGSTOP)
@@ -111,12 +117,7 @@ extension JobTableTests {
         let a = try GatewayProcess(environment: s.environment, leaseSeconds: 30)
         let b = try GatewayProcess(environment: s.environment, leaseSeconds: 30)
         let id = try await createCopy(s, port: a.port, folder)
-        var owner: String?
-        #expect(try await waitUntil(30) {
-            let l = try await lease(s, id)
-            owner = l.owner
-            return l.parts >= 2 && l.owner != nil
-        })
+        let owner = try await ownerOnceRunning(s, id)
         let leaving = a.owns(owner) ? a : b
         let staying = leaving === a ? b : a
         let signalled = Date()
