@@ -119,7 +119,7 @@ struct UploadsRoutes: Sendable {
 
     // MARK: the rest
 
-    /// The caller's own upload (404 for anyone else's).
+    /// The caller's own upload (404 for anyone else's, and once aborted).
     private func upload(_ http: HTTPRequest, id: String) async throws -> Upload {
         let identity = try authenticator.identity(of: http)
         guard UUID(uuidString: id) != nil, let caller = identity.id else { throw APIError.notFound }
@@ -129,7 +129,10 @@ struct UploadsRoutes: Sendable {
                 FROM uploads WHERE id = \(id.lowercased())::uuid
                 """)
         }
-        guard let row = rows.first, AccessPolicy.same(try row.string("owner"), caller) else { throw APIError.notFound }
+        // An aborted upload is gone: it answers as one that never was.
+        guard let row = rows.first, AccessPolicy.same(try row.string("owner"), caller), try row.string("state") != "aborted" else {
+            throw APIError.notFound
+        }
         let size = Int64(try row.int("size"))
         guard let plan = try? PartPlan(objectSize: size, requestedPartSize: Int64(try row.int("part_size"))) else {
             throw APIError.internalError
