@@ -2,7 +2,7 @@ import S3
 import TransferEngine
 
 /// The engine's `SourceFetcher` port over the guarded URL fetcher: what an `import` job reads.
-/// Failures become `ObjectStoreError`s: a refused address or a 4xx is final, a 5xx, 429 or a
+/// Failures become `TransferError`s: a refused address or a 4xx is final, a 5xx, 429 or a
 /// broken connection may be retried.
 public struct HTTPSourceFetcher: SourceFetcher {
     let fetcher: URLFetcher
@@ -18,7 +18,7 @@ public struct HTTPSourceFetcher: SourceFetcher {
         let response: URLFetcher.Response
         do {
             response = try await mapped { try await fetcher.send("GET", url: url, headers: [("Range", "bytes=0-0")], sink: .memory(limit: 64)) }
-        } catch let error as ObjectStoreError where error.code == "ResponseTooLarge" {
+        } catch let error as TransferError where error.code == "ResponseTooLarge" {
             return SourceProbe(size: nil, etag: nil, acceptsRanges: false)   // the whole body came back: no ranges
         }
         let etag = response.header("etag").flatMap { $0.hasPrefix("W/") ? nil : $0 }
@@ -39,12 +39,12 @@ public struct HTTPSourceFetcher: SourceFetcher {
         if let ifMatch { headers.append(("If-Match", ifMatch)) }
         let count = Int(range.upperBound - range.lowerBound + 1)
         let response = try await mapped { try await fetcher.send("GET", url: url, headers: headers, sink: .memory(limit: count)) }
-        if response.status == 412 { throw ObjectStoreError(code: "SourceChanged", retryable: false) }
-        if response.status == 200 { throw ObjectStoreError(code: "RangeIgnored", retryable: false) }
+        if response.status == 412 { throw TransferError(code: "SourceChanged", retryable: false) }
+        if response.status == 200 { throw TransferError(code: "RangeIgnored", retryable: false) }
         try Self.check(response.status, expected: 206...206)
         guard let contentRange = response.header("content-range"),
               contentRange.hasPrefix("bytes \(range.lowerBound)-\(range.upperBound)/") else {
-            throw ObjectStoreError(code: "SourceChanged", retryable: false)
+            throw TransferError(code: "SourceChanged", retryable: false)
         }
         return response.body
     }
@@ -54,14 +54,14 @@ public struct HTTPSourceFetcher: SourceFetcher {
         let response = try await mapped { try await fetcher.send("GET", url: url, sink: .file(fd: file.fd, offset: 0)) }
         try Self.check(response.status, expected: 200...299)
         let size = file.size
-        guard size <= limit else { throw ObjectStoreError(code: "EntityTooLarge", retryable: false) }
+        guard size <= limit else { throw TransferError(code: "EntityTooLarge", retryable: false) }
         return size
     }
 
     static func check(_ status: Int, expected: ClosedRange<Int>) throws {
         guard !expected.contains(status) else { return }
         let retryable = status == 429 || status >= 500
-        throw ObjectStoreError(code: "SourceHTTP\(status)", retryable: retryable)
+        throw TransferError(code: "SourceHTTP\(status)", retryable: retryable)
     }
 
     private func mapped<T>(_ work: () async throws -> T) async throws -> T {
@@ -69,14 +69,14 @@ public struct HTTPSourceFetcher: SourceFetcher {
             return try await work()
         } catch let error as URLFetcher.FetchError {
             switch error {
-            case .refused(.forbidden): throw ObjectStoreError(code: "ForbiddenAddress", retryable: false)
-            case .refused(.unresolvable): throw ObjectStoreError(code: "UnresolvableHost", retryable: false)
-            case .badURL: throw ObjectStoreError(code: "InvalidURL", retryable: false)
-            case .tooManyRedirects: throw ObjectStoreError(code: "TooManyRedirects", retryable: false)
+            case .refused(.forbidden): throw TransferError(code: "ForbiddenAddress", retryable: false)
+            case .refused(.unresolvable): throw TransferError(code: "UnresolvableHost", retryable: false)
+            case .badURL: throw TransferError(code: "InvalidURL", retryable: false)
+            case .tooManyRedirects: throw TransferError(code: "TooManyRedirects", retryable: false)
             }
         } catch let error as S3Error {
-            if error.code == "ResponseTooLarge" { throw ObjectStoreError(code: error.code, retryable: false) }
-            throw ObjectStoreError(code: "SourceUnreachable", retryable: error.retryable)
+            if error.code == "ResponseTooLarge" { throw TransferError(code: error.code, retryable: false) }
+            throw TransferError(code: "SourceUnreachable", retryable: error.retryable)
         }
     }
 }

@@ -1,4 +1,5 @@
 import Auth
+import Foundation
 import HTTPServer
 import TransferEngine
 
@@ -53,6 +54,17 @@ extension JobRoutes {
         case .canceled:
             throw APIError(status: 409, code: "job_not_pending", detail: "The upload was canceled.")
         }
+    }
+}
+
+extension Job {
+    /// A new `upload` job waiting for its bytes. Its parts are cut as the bytes arrive, so the
+    /// part size is fixed now, grown so that a declared size fits in 10,000 parts.
+    static func upload(owner: String, objectKey: String, size: Int64?, options: JobOptions, settings: EngineSettings) -> Job {
+        var partSize = options.partSize ?? settings.partSize
+        if let size, let plan = try? PartPlan(objectSize: size, requestedPartSize: partSize) { partSize = plan.partSize }
+        return Job(id: UUID().uuidString.lowercased(), owner: owner, kind: .upload, state: .pending, objectKey: objectKey,
+                   source: "{}", options: options.json, bytesTotal: size, partSize: partSize)
     }
 }
 

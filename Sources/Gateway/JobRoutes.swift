@@ -37,7 +37,6 @@ struct JobRoutes: Sendable {
         guard let kind = Job.Kind(rawValue: type) else { throw APIError.validation("type must be upload, import, copy or download.") }
         let options = try Self.options(fields, maxConcurrency: maxPartConcurrency)
         let objectKey: String, source: String
-        var declaredSize: Int64?
         switch kind {
         case .copy:
             source = ObjectSource(key: try object(fields, "source", mode: .read, identity: identity)).json
@@ -56,21 +55,20 @@ struct JobRoutes: Sendable {
             source = URLSource(url: url).json
             objectKey = try key(fields, mode: .write, identity: identity)
         case .upload:
-            objectKey = try key(fields, mode: .write, identity: identity)
-            source = "{}"
-            if let size = try fields.integer("size") {
-                guard (0...settings.maxObjectSize).contains(size) else {
-                    throw APIError.validation("size must be from 0 to \(settings.maxObjectSize) bytes.")
-                }
-                declaredSize = size
+            let size = try fields.integer("size")
+            if let size, !(0...settings.maxObjectSize).contains(size) {
+                throw APIError.validation("size must be from 0 to \(settings.maxObjectSize) bytes.")
             }
+            return try await created(.upload(owner: owner, objectKey: try key(fields, mode: .write, identity: identity),
+                                             size: size, options: options, settings: settings))
         }
-        // An upload's parts are cut as the bytes arrive: its part size is fixed now, grown so that
-        // a declared size fits in 10,000 parts.
-        var partSize = options.partSize ?? settings.partSize
-        if let declaredSize, let plan = try? PartPlan(objectSize: declaredSize, requestedPartSize: partSize) { partSize = plan.partSize }
-        let job = Job(id: UUID().uuidString.lowercased(), owner: owner, kind: kind, state: kind == .upload ? .pending : .queued,
-                      objectKey: objectKey, source: source, options: options.json, bytesTotal: declaredSize, partSize: partSize)
+        return try await created(Job(id: UUID().uuidString.lowercased(), owner: owner, kind: kind, state: .queued,
+                                     objectKey: objectKey, source: source, options: options.json, bytesTotal: nil,
+                                     partSize: options.partSize ?? settings.partSize))
+    }
+
+    /// Stores `job` and answers 201 with it.
+    private func created(_ job: Job) async throws -> HTTPResponse {
         let created = try await store.insert(job)
         var response = Responses.json(201, bytes: Self.json(created))
         response.headers.add("Location", "/v1/jobs/\(job.id)")

@@ -85,20 +85,8 @@ public struct PostgresJobStore: UploadStore {
 
     public func recordPart(_ part: RecordedPart, under lease: Lease) async throws {
         try await pool.withTransaction { connection in
-            // Lock the job row under our token first: if it is not ours any more, nothing is written.
-            let owned = try connection.query("""
-                SELECT 1 FROM jobs WHERE id = \(lease.jobID)::uuid AND lease_token = \(lease.token) AND state = 'running' FOR UPDATE
-                """)
-            guard !owned.isEmpty else { throw LeaseLost(jobID: lease.jobID) }
-            let previous = try connection.query("""
-                SELECT size FROM job_parts WHERE job_id = \(lease.jobID)::uuid AND part_number = \(part.number)
-                """).first.map { try $0.int("size") } ?? 0
-            try connection.query("""
-                INSERT INTO job_parts (job_id, part_number, size, etag) VALUES (\(lease.jobID)::uuid, \(part.number), \(part.size), \(part.etag))
-                ON CONFLICT (job_id, part_number) DO UPDATE SET size = EXCLUDED.size, etag = EXCLUDED.etag,
-                    attempts = job_parts.attempts + 1, completed_at = now()
-                """)
-            let delta = part.size - Int64(previous)
+            let previous = try Self.upsertPart(part, under: lease, on: connection)
+            let delta = part.size - previous
             try connection.query("""
                 UPDATE jobs SET bytes_committed = bytes_committed + \(delta), bytes_transferred = bytes_transferred + \(delta),
                        version = version + 1, updated_at = now()
@@ -189,15 +177,7 @@ public struct PostgresJobStore: UploadStore {
 
     public func recordUploadPart(_ part: RecordedPart, under lease: Lease) async throws {
         try await pool.withTransaction { connection in
-            let owned = try connection.query("""
-                SELECT 1 FROM jobs WHERE id = \(lease.jobID)::uuid AND lease_token = \(lease.token) AND state = 'running' FOR UPDATE
-                """)
-            guard !owned.isEmpty else { throw LeaseLost(jobID: lease.jobID) }
-            try connection.query("""
-                INSERT INTO job_parts (job_id, part_number, size, etag) VALUES (\(lease.jobID)::uuid, \(part.number), \(part.size), \(part.etag))
-                ON CONFLICT (job_id, part_number) DO UPDATE SET size = EXCLUDED.size, etag = EXCLUDED.etag,
-                    attempts = job_parts.attempts + 1, completed_at = now()
-                """)
+            _ = try Self.upsertPart(part, under: lease, on: connection)
             try connection.query("""
                 UPDATE jobs SET upload_tail = NULL,
                        bytes_committed = (SELECT COALESCE(sum(size), 0) FROM job_parts WHERE job_id = \(lease.jobID)::uuid),
@@ -226,6 +206,25 @@ public struct PostgresJobStore: UploadStore {
                 WHERE id = \(lease.jobID)::uuid AND lease_token = \(lease.token) AND state = 'running'
                 """)
         }
+    }
+
+    /// Inside a transaction: locks the job row under `lease`'s token first (if the job is not
+    /// ours any more, nothing is written: `LeaseLost`), then inserts or replaces the part.
+    /// Returns the size the part had before (0 when new).
+    private static func upsertPart(_ part: RecordedPart, under lease: Lease, on connection: PostgresConnection) throws -> Int64 {
+        let owned = try connection.query("""
+            SELECT 1 FROM jobs WHERE id = \(lease.jobID)::uuid AND lease_token = \(lease.token) AND state = 'running' FOR UPDATE
+            """)
+        guard !owned.isEmpty else { throw LeaseLost(jobID: lease.jobID) }
+        let previous = try connection.query("""
+            SELECT size FROM job_parts WHERE job_id = \(lease.jobID)::uuid AND part_number = \(part.number)
+            """).first.map { Int64(try $0.int("size")) } ?? 0
+        try connection.query("""
+            INSERT INTO job_parts (job_id, part_number, size, etag) VALUES (\(lease.jobID)::uuid, \(part.number), \(part.size), \(part.etag))
+            ON CONFLICT (job_id, part_number) DO UPDATE SET size = EXCLUDED.size, etag = EXCLUDED.etag,
+                attempts = job_parts.attempts + 1, completed_at = now()
+            """)
+        return previous
     }
 
     private func writeUnderLease(_ lease: Lease, _ sql: SQL) async throws {

@@ -75,8 +75,8 @@ struct PresignRoutes: Sendable {
         default: throw APIError.validation("operation must be get, put, head or delete.")
         }
         let identity = try authenticator.identity(of: http, guestAllowed: mode == .read)
-        let objectKey = try grantedKey(mode: mode, level: body.accessLevel, key: body.key, identity: identity,
-                                       target: body.targetIdentityId)
+        let objectKey = try policy.granted(mode, level: body.accessLevel, key: body.key, identity: identity,
+                                           target: body.targetIdentityId)
         let expires = try lifetime(body.expiresIn)
         var signed: [(String, String)] = []
         if method == "PUT" {
@@ -118,7 +118,7 @@ struct PresignRoutes: Sendable {
     private func presignPost(_ http: HTTPRequest) async throws -> HTTPResponse {
         let body = try PostRequest(try await Responses.fields(from: http))
         let identity = try authenticator.identity(of: http)
-        let objectKey = try grantedKey(mode: .write, level: body.accessLevel, key: body.key, identity: identity, target: nil)
+        let objectKey = try policy.granted(.write, level: body.accessLevel, key: body.key, identity: identity)
         let expires = try lifetime(body.expiresIn)
         let ceiling = min(maxObjectSize, 5 << 30)  // S3 takes at most 5 GiB in one POST
         let maxSize = body.maxSize ?? ceiling
@@ -138,11 +138,6 @@ struct PresignRoutes: Sendable {
         json.field("objectKey", .string(objectKey))
         json.end()
         return Responses.json(200, bytes: json.bytes)
-    }
-
-    private func grantedKey(mode: AccessMode, level: AccessLevel, key: String, identity: Identity,
-                            target: String?) throws(APIError) -> String {
-        try policy.granted(mode, level: level, key: key, identity: identity, target: target)
     }
 
     /// The URL's lifetime: the default, or what the client asks up to the maximum, and never

@@ -1,7 +1,7 @@
 import S3
 import TransferEngine
 
-/// The engine's `ObjectStore` port over the S3 client. S3 errors become `ObjectStoreError`
+/// The engine's `ObjectStore` port over the S3 client. S3 errors become `TransferError`
 /// with S3's code and the client's retry verdict.
 public struct S3ObjectStore: ObjectStore {
     let client: S3Client
@@ -84,7 +84,7 @@ public struct S3ObjectStore: ObjectStore {
         do {
             return try await work()
         } catch let error as S3Error {
-            throw ObjectStoreError(code: error.code, retryable: error.retryable)
+            throw TransferError(code: error.code, retryable: error.retryable)
         }
     }
 }

@@ -94,10 +94,7 @@ struct TusRoutes: Sendable {
             try HeaderRules.checkValue(type, field: "filetype")
             options.contentType = type
         }
-        let partSize = (try? PartPlan(objectSize: length, requestedPartSize: settings.partSize))?.partSize ?? settings.partSize
-        let job = try await store.insert(Job(id: UUID().uuidString.lowercased(), owner: owner, kind: .upload, state: .pending,
-                                             objectKey: objectKey, source: "{}", options: options.json, bytesTotal: length,
-                                             partSize: partSize))
+        let job = try await store.insert(.upload(owner: owner, objectKey: objectKey, size: length, options: options, settings: settings))
         var headers = [("Location", "/v1/tus/\(job.id)"), ("Upload-Expires", httpDate(secondsSince1970: expires(job)))]
         // creation-with-upload: the first bytes ride along.
         if let type = http.headers["content-type"], type.lowercased().hasPrefix("application/offset+octet-stream") {

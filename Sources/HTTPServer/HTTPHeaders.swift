@@ -29,8 +29,13 @@ public struct HTTPHeaders: Sendable, Sequence {
     /// Every comma-separated element of every `name` field, trimmed, empty ones dropped
     /// (RFC 9110 §5.6.1 list syntax).
     public func listElements(_ name: String) -> [Substring] {
+        Self.listElements(of: values(name))
+    }
+
+    /// The comma-separated elements of `values`, trimmed, empty ones dropped.
+    static func listElements(of values: [String]) -> [Substring] {
         var out: [Substring] = []
-        for value in values(name) {
+        for value in values {
             for element in value.split(separator: ",", omittingEmptySubsequences: true) {
                 let trimmed = element.trimmingOWS()
                 if !trimmed.isEmpty { out.append(trimmed) }

@@ -78,7 +78,7 @@ extension HTTPRequestHead {
         let hasTE = !transferEncodings.isEmpty
         let hasCL = !contentLengths.isEmpty
         if hasTE {
-            let codings = listElements(transferEncodings)
+            let codings = HTTPHeaders.listElements(of: transferEncodings)
             if hasCL { return .failure(.lengthAndChunked) }
             if version == .http10 { return .failure(.transferEncodingInHTTP10) }
             guard let last = codings.last, last.equalsIgnoringASCIICase("chunked") else {
@@ -105,7 +105,7 @@ extension HTTPRequestHead {
         }
 
         // Persistence (RFC 9112 §9.3).
-        let connection = listElements(connections)
+        let connection = HTTPHeaders.listElements(of: connections)
         let keepAlive: Bool
         if connection.contains(where: { $0.equalsIgnoringASCIICase("close") }) {
             keepAlive = false
@@ -127,18 +127,6 @@ extension HTTPRequestHead {
         return .success(HTTPRequestHead(method: method, target: target, version: version,
                                         headers: headers, framing: framing,
                                         keepAlive: keepAlive, expectContinue: expectContinue))
-    }
-
-    /// The comma-separated elements of `values`, trimmed, empty ones dropped (RFC 9110 §5.6.1).
-    static func listElements(_ values: [String]) -> [Substring] {
-        var out: [Substring] = []
-        for value in values {
-            for element in value.split(separator: ",", omittingEmptySubsequences: true) {
-                let trimmed = element.trimmingOWS()
-                if !trimmed.isEmpty { out.append(trimmed) }
-            }
-        }
-        return out
     }
 
     /// 1*DIGIT, without overflow.

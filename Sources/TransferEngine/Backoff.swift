@@ -32,7 +32,7 @@ extension EngineClock {
         while true {
             do {
                 return try await body()
-            } catch let error as ObjectStoreError where error.retryable && attempt <= limit {
+            } catch let error as TransferError where error.retryable && attempt <= limit {
                 try await sleep(milliseconds: backoff.delay(retry: attempt, unit: random()))
                 attempt += 1
             }

@@ -25,7 +25,7 @@ public struct Job: Sendable, Equatable {
     public var partsTotal: Int?
     public var uploadID: String?
     public var etag: String?
-    /// `{"code": …, "message": …}` when failed.
+    /// `{"code": …}` when failed (see `errorJSON`).
     public var error: String?
     public var attempts: Int
     /// Parts recorded so far.
@@ -59,6 +59,14 @@ public struct Job: Sendable, Equatable {
         self.createdAt = 0
         self.updatedAt = 0
         self.completedAt = nil
+    }
+}
+
+extension Job {
+    /// A failed job's `error`: `{"code": …}`, the code cut to letters and digits (codes come from
+    /// S3 and from sources, so nothing else may reach the JSON).
+    public static func errorJSON(code: String) -> String {
+        "{\"code\":\"\(code.filter { $0.isASCII && ($0.isLetter || $0.isNumber) })\"}"
     }
 }
 

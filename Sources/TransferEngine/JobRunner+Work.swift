@@ -24,7 +24,7 @@ extension JobRunner {
     func sourced<T>(_ work: () async throws -> T) async throws -> T {
         do {
             return try await work()
-        } catch let error as ObjectStoreError {
+        } catch let error as TransferError {
             throw Failure(code: error.code)
         } catch is SpoolError {
             throw Failure(code: "SpoolFailed")
@@ -35,13 +35,13 @@ extension JobRunner {
     private func copyWork(_ job: Job, _ options: JobOptions) async throws -> Work {
         guard let source = decode(ObjectSource.self, job.source), let key = job.objectKey else { throw Failure(code: "InvalidJob") }
         let info = try await sourced { try await self.objects.size(of: source.key) }
-        let store = self.objects
+        let objectStore = self.objects
         let attributes = options.attributes
         return Work(plan: try plan(size: info.size, options), destination: .upload(key: key),
                     move: { part, range, uploadID in
-                        try await store.copyPart(key: key, uploadID: uploadID ?? "", part: part, sourceKey: source.key, range: range)
+                        try await objectStore.copyPart(key: key, uploadID: uploadID ?? "", part: part, sourceKey: source.key, range: range)
                     },
-                    single: { try await store.copyObject(from: source.key, to: key, attributes: attributes) },
+                    single: { try await objectStore.copyObject(from: source.key, to: key, attributes: attributes) },
                     stillHolds: nil, sourceETag: info.etag)
     }
 
@@ -59,12 +59,12 @@ extension JobRunner {
             try file.truncate(to: plan.objectSize)
             return file
         }
-        let store = self.objects
+        let objectStore = self.objects
         return Work(plan: plan, destination: .spool(file),
                     move: { _, range, _ in
                         guard let range else { return "sha256:" }
-                        try await store.read(key: source.key, range: range, ifMatch: info.etag, into: file)
-                        guard let digest = file.sha256(range) else { throw ObjectStoreError(code: "SpoolFailed", retryable: true) }
+                        try await objectStore.read(key: source.key, range: range, ifMatch: info.etag, into: file)
+                        guard let digest = file.sha256(range) else { throw TransferError(code: "SpoolFailed", retryable: true) }
                         return "sha256:" + digest
                     },
                     single: nil,
@@ -81,25 +81,25 @@ extension JobRunner {
         guard let source = decode(URLSource.self, job.source), let key = job.objectKey, let fetcher else {
             throw Failure(code: "InvalidJob")
         }
-        let store = self.objects
+        let objectStore = self.objects
         let attributes = options.attributes
         let probe = try await sourced { try await fetcher.probe(source.url) }
         if probe.acceptsRanges, let size = probe.size {
             let plan = try plan(size: size, options)
             let fetch: @Sendable (ClosedRange<Int64>) async throws -> [UInt8] = { range in
                 let bytes = try await fetcher.fetch(source.url, range: range, ifMatch: probe.etag)
-                guard Int64(bytes.count) == range.count64 else { throw ObjectStoreError(code: "SourceChanged", retryable: true) }
+                guard Int64(bytes.count) == range.count64 else { throw TransferError(code: "SourceChanged", retryable: true) }
                 return bytes
             }
             return Work(plan: plan, destination: .upload(key: key),
                         move: { part, range, uploadID in
                             var bytes: [UInt8] = []
                             if let range { bytes = try await fetch(range) }
-                            return try await store.uploadPart(key: key, uploadID: uploadID ?? "", part: part, data: .bytes(bytes))
+                            return try await objectStore.uploadPart(key: key, uploadID: uploadID ?? "", part: part, data: .bytes(bytes))
                         },
                         single: {
                             let bytes = size == 0 ? [] : try await fetch(0...(size - 1))
-                            return try await store.putObject(key: key, data: .bytes(bytes), attributes: attributes)
+                            return try await objectStore.putObject(key: key, data: .bytes(bytes), attributes: attributes)
                         },
                         stillHolds: nil, sourceETag: probe.etag)
         }
@@ -115,10 +115,10 @@ extension JobRunner {
         let size = file.size
         return Work(plan: try plan(size: size, options), destination: .upload(key: key),
                     move: { part, range, uploadID in
-                        try await store.uploadPart(key: key, uploadID: uploadID ?? "", part: part,
+                        try await objectStore.uploadPart(key: key, uploadID: uploadID ?? "", part: part,
                                                      data: .file(file, offset: range?.lowerBound ?? 0, length: range?.count64 ?? 0))
                     },
-                    single: { try await store.putObject(key: key, data: .file(file, offset: 0, length: size), attributes: attributes) },
+                    single: { try await objectStore.putObject(key: key, data: .file(file, offset: 0, length: size), attributes: attributes) },
                     // Read again from a source that may have changed: a recorded part counts
                     // only if the new body has the same bytes there (S3's part ETag is their MD5).
                     stillHolds: { part, range in

@@ -63,7 +63,7 @@ public struct JobRunner: Sendable {
 
     private enum Event: Sendable {
         case moved(part: Int, size: Int64, etag: String)
-        case failed(part: Int, error: ObjectStoreError)
+        case failed(part: Int, error: TransferError)
         case tick
         case wake
     }
@@ -93,7 +93,7 @@ public struct JobRunner: Sendable {
                 return .completed(etag: etag)
             } catch is LeaseLost {
                 return try await whyLeaseEnded(job, uploadID: nil)
-            } catch let error as ObjectStoreError {
+            } catch let error as TransferError {
                 return try await fail(lease, job, code: error.code, uploadID: nil)
             }
         }
@@ -115,7 +115,7 @@ public struct JobRunner: Sendable {
                             && work.stillHolds?(part, plan.range(ofPart: part.number)) ?? true {
                             recorded[part.number] = part
                         }
-                    } catch let error as ObjectStoreError where error.code == "NoSuchUpload" {
+                    } catch let error as TransferError where error.code == "NoSuchUpload" {
                         // The previous owner died after completing the upload but before recording
                         // it: the object is done if it is exactly what the recorded parts make.
                         if let etag = try await completedBefore(job, key: key, plan: plan) {
@@ -154,7 +154,7 @@ public struct JobRunner: Sendable {
             }
         } catch is LeaseLost {
             return try await whyLeaseEnded(job, uploadID: uploadID)
-        } catch let error as ObjectStoreError {
+        } catch let error as TransferError {
             return try await fail(lease, job, code: error.code, uploadID: uploadID)
         }
 
@@ -186,12 +186,12 @@ public struct JobRunner: Sendable {
                                 if let notBefore { try await clock.sleep(until: notBefore) }
                                 let etag = try await move(part, range, activeUpload)
                                 return .moved(part: part, size: size, etag: etag)
-                            } catch let error as ObjectStoreError {
+                            } catch let error as TransferError {
                                 return .failed(part: part, error: error)
                             } catch is CancellationError {
                                 throw CancellationError()
                             } catch {
-                                return .failed(part: part, error: ObjectStoreError(code: "InternalError", retryable: true))
+                                return .failed(part: part, error: TransferError(code: "InternalError", retryable: true))
                             }
                         }
                     case .finish, .fail:
@@ -262,7 +262,7 @@ public struct JobRunner: Sendable {
                                                            parts: recorded.values.sorted { $0.number < $1.number }))
             } catch let failure as Failure {
                 return .failed(code: failure.code)
-            } catch let error as ObjectStoreError {
+            } catch let error as TransferError {
                 return .failed(code: error.code)
             }
         }
@@ -339,9 +339,8 @@ public struct JobRunner: Sendable {
             await Task.detached { try? await objects.abortMultipartUpload(key: key, uploadID: uploadID) }.value
         }
         cleanUp(job, after: .failed)
-        let error = "{\"code\":\"\(code.filter { $0.isLetter || $0.isNumber })\"}"
         do {
-            try await store.finish(lease, state: .failed, etag: nil, error: error)
+            try await store.finish(lease, state: .failed, etag: nil, error: Job.errorJSON(code: code))
         } catch is LeaseLost {
             return .leaseLost
         }

@@ -46,14 +46,3 @@ public struct ObjectAttributesSpec: Sendable, Equatable {
         self.metadata = metadata
     }
 }
-
-/// An object-store failure, as the engine sees it.
-public struct ObjectStoreError: Error, Equatable, Sendable {
-    public let code: String
-    public let retryable: Bool
-
-    public init(code: String, retryable: Bool) {
-        self.code = code
-        self.retryable = retryable
-    }
-}

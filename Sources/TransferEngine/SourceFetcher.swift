@@ -1,5 +1,5 @@
 /// Where `import` jobs read from: an http(s) URL (the adapter applies the private-network
-/// block). Failures are `ObjectStoreError`s, with whether a retry can help.
+/// block). Failures are `TransferError`s, with whether a retry can help.
 public protocol SourceFetcher: Sendable {
     /// What the source says about itself before any byte moves.
     func probe(_ url: String) async throws -> SourceProbe

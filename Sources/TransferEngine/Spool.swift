@@ -53,7 +53,7 @@ public final class SpoolFile: Sendable {
             let want = Int(min(Int64(buffer.count), range.upperBound - offset + 1))
             let got = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, want, off_t(offset)) }
             guard got > 0 else { return nil }
-            context.update(Array(buffer[0..<got]))
+            buffer.withUnsafeBytes { context.update(UnsafeRawBufferPointer(rebasing: $0[0..<got])) }
             offset += Int64(got)
         }
         return Digest.hex(context.finish())

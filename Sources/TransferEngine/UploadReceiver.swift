@@ -42,7 +42,7 @@ public struct UploadReceiver: Sendable {
     private struct PartResult: Sendable {
         let part: Int
         let size: Int64
-        let outcome: Result<String, ObjectStoreError>
+        let outcome: Result<String, TransferError>
     }
 
     private enum Ending {
@@ -63,13 +63,9 @@ public struct UploadReceiver: Sendable {
             return try await stream(job, key: key, lease: lease, tail: claim.tail, body: body)
         } catch is LeaseLost {
             // Canceled meanwhile, or the lease lapsed and another request took over.
-            if try await store.job(id: jobID)?.state == .canceled {
-                if let uploadID = try await store.job(id: jobID)?.uploadID {
-                    try? await objects.abortMultipartUpload(key: key, uploadID: uploadID)
-                }
-                return .canceled
-            }
-            return .busy
+            guard let now = try await store.job(id: jobID), now.state == .canceled else { return .busy }
+            if let uploadID = now.uploadID { try? await objects.abortMultipartUpload(key: key, uploadID: uploadID) }
+            return .canceled
         }
     }
 
@@ -130,7 +126,7 @@ public struct UploadReceiver: Sendable {
                         do {
                             let etag = try await objects.uploadPart(key: key, uploadID: upload, part: number, data: .bytes(bytes))
                             return PartResult(part: number, size: Int64(bytes.count), outcome: .success(etag))
-                        } catch let error as ObjectStoreError {
+                        } catch let error as TransferError {
                             guard error.retryable && attempt <= retryLimit else {
                                 return PartResult(part: number, size: Int64(bytes.count), outcome: .failure(error))
                             }
@@ -168,7 +164,7 @@ public struct UploadReceiver: Sendable {
                         buffer.reserveCapacity(partSize)
                         do {
                             try await launch(full)
-                        } catch let error as ObjectStoreError {
+                        } catch let error as TransferError {
                             failedCode = error.code
                             break reading
                         }
@@ -230,7 +226,7 @@ public struct UploadReceiver: Sendable {
             try await store.finish(lease, state: .completed, etag: etag, error: nil)
             observer.jobEnded(kind: .upload, state: .completed)
             return .completed(etag: etag, size: received)
-        } catch let error as ObjectStoreError {
+        } catch let error as TransferError {
             observer.partFailed(kind: .upload, code: error.code)
             return try await fail(lease, key: key, uploadID: uploadID, code: error.code)
         }
@@ -239,7 +235,7 @@ public struct UploadReceiver: Sendable {
     /// The job fails: S3 refused a part for good, or the object came out wrong.
     private func fail(_ lease: Lease, key: String, uploadID: String?, code: String) async throws -> Outcome {
         if let uploadID { try? await objects.abortMultipartUpload(key: key, uploadID: uploadID) }
-        try await store.finish(lease, state: .failed, etag: nil, error: "{\"code\":\"\(code.filter { $0.isLetter || $0.isNumber })\"}")
+        try await store.finish(lease, state: .failed, etag: nil, error: Job.errorJSON(code: code))
         observer.jobEnded(kind: .upload, state: .failed)
         return .failed(code: code, committed: 0)
     }

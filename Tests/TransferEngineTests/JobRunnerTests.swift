@@ -51,7 +51,7 @@ private struct Rig {
     /// Claims the next job as `owner` and runs it to its outcome on the manual clock.
     func claimAndRun(_ owner: String = "a", runner: JobRunner? = nil) async throws -> (JobRunner.Outcome, Job) {
         guard let (job, lease) = try await store.claim(owner: owner, leaseMilliseconds: settings.leaseMilliseconds) else {
-            throw ObjectStoreError(code: "NothingToClaim", retryable: false)
+            throw TransferError(code: "NothingToClaim", retryable: false)
         }
         let runner = try runner ?? self.runner()
         let outcome = try await driving(clock) { try await runner.run(job, lease: lease) }
@@ -89,7 +89,7 @@ private func copySource(_ key: String) -> String { ObjectSource(key: key).json }
     @Test func retryableErrorsAreRetriedWithinTheLimit() async throws {
         // Part 2 fails twice with SlowDown, then succeeds: three attempts, one object.
         let objects = InMemoryObjectStore(fault: { call, n in
-            call == .copyPart(2) && n < 2 ? ObjectStoreError(code: "SlowDown", retryable: true) : nil
+            call == .copyPart(2) && n < 2 ? TransferError(code: "SlowDown", retryable: true) : nil
         })
         let rig = Rig(objects: objects)
         rig.objects.put("src", pattern(12 * MiB))
@@ -107,7 +107,7 @@ private func copySource(_ key: String) -> String { ObjectSource(key: key).json }
         let objects = InMemoryObjectStore(fault: { call, n in
             guard call == .copyPart(1) else { return nil }
             times.withLock { $0.append(clockBox.withLock { $0 }!.now()) }
-            return n == 0 ? ObjectStoreError(code: "InternalError", retryable: true) : nil
+            return n == 0 ? TransferError(code: "InternalError", retryable: true) : nil
         })
         var rig = Rig(objects: objects)
         clockBox.withLock { $0 = rig.clock }
@@ -127,7 +127,7 @@ private func copySource(_ key: String) -> String { ObjectSource(key: key).json }
 
     @Test func retryLimitZeroFailsTheJobAndAbortsItsUpload() async throws {
         let objects = InMemoryObjectStore(fault: { call, _ in
-            call == .copyPart(3) ? ObjectStoreError(code: "SlowDown", retryable: true) : nil
+            call == .copyPart(3) ? TransferError(code: "SlowDown", retryable: true) : nil
         })
         let rig = Rig(objects: objects)
         rig.objects.put("src", pattern(15 * MiB + 1))
@@ -143,7 +143,7 @@ private func copySource(_ key: String) -> String { ObjectSource(key: key).json }
 
     @Test func anErrorNoRetryCanHelpFailsAtOnce() async throws {
         let objects = InMemoryObjectStore(fault: { call, _ in
-            call == .copyPart(1) ? ObjectStoreError(code: "AccessDenied", retryable: false) : nil
+            call == .copyPart(1) ? TransferError(code: "AccessDenied", retryable: false) : nil
         })
         let rig = Rig(objects: objects)
         rig.objects.put("src", pattern(12 * MiB))
@@ -341,7 +341,7 @@ private func copySource(_ key: String) -> String { ObjectSource(key: key).json }
     @Test func aRefusedSourceFailsTheImportWithItsCode() async throws {
         let rig = Rig()
         let fetcher = InMemoryFetcher(body: pattern(10), ranges: true, fault: { _ in
-            ObjectStoreError(code: "ForbiddenAddress", retryable: false)
+            TransferError(code: "ForbiddenAddress", retryable: false)
         })
         try await rig.insert(.import, source: URLSource(url: "http://169.254.169.254/").json, key: "x")
         let (outcome, job) = try await rig.claimAndRun(runner: try rig.runner(fetcher: fetcher))

@@ -9,8 +9,6 @@ final class InMemoryJobStore: JobStore {
         var parts: [String: [Int: RecordedPart]] = [:]
         var leases: [String: (owner: String, token: Int64, expiresAt: Int64)] = [:]
         var tokens: [String: Int64] = [:]
-        /// Every successful claim: (job, owner, token), for audits.
-        var claims: [(String, String, Int64)] = []
     }
     private let state = Mutex(Tables())
     let clock: any EngineClock
@@ -52,7 +50,6 @@ final class InMemoryJobStore: JobStore {
             job.attempts += 1
             job.version += 1
             s.jobs[job.id] = job
-            s.claims.append((job.id, owner, token))
             return (job, Lease(jobID: job.id, owner: owner, token: token, expiresAt: now + leaseMilliseconds))
         }
     }
@@ -148,5 +145,4 @@ final class InMemoryJobStore: JobStore {
         }
     }
 
-    var claims: [(String, String, Int64)] { state.withLock { $0.claims } }
 }

@@ -25,11 +25,11 @@ final class InMemoryObjectStore: ObjectStore {
         var nextUpload = 0
     }
     private let state = Mutex(State())
-    let fault: @Sendable (Call, Int) -> ObjectStoreError?
+    let fault: @Sendable (Call, Int) -> TransferError?
     let beforePart: (@Sendable (Int) async throws -> Void)?
 
     /// `fault(call, n)`: n counts earlier calls equal to this one.
-    init(fault: @escaping @Sendable (Call, Int) -> ObjectStoreError? = { _, _ in nil },
+    init(fault: @escaping @Sendable (Call, Int) -> TransferError? = { _, _ in nil },
          beforePart: (@Sendable (Int) async throws -> Void)? = nil) {
         self.fault = fault
         self.beforePart = beforePart
@@ -60,7 +60,7 @@ final class InMemoryObjectStore: ObjectStore {
     func size(of key: String) async throws -> (size: Int64, etag: String) {
         try enter(.size(key))
         guard let (bytes, etag) = state.withLock({ s in s.objects[key].map { ($0, s.etags[key] ?? Self.etag($0)) } }) else {
-            throw ObjectStoreError(code: "NoSuchKey", retryable: false)
+            throw TransferError(code: "NoSuchKey", retryable: false)
         }
         return (Int64(bytes.count), etag)
     }
@@ -77,7 +77,7 @@ final class InMemoryObjectStore: ObjectStore {
 
     private func storePart(_ uploadID: String, _ part: Int, _ bytes: [UInt8]) throws -> String {
         try state.withLock { s in
-            guard s.uploads[uploadID] != nil else { throw ObjectStoreError(code: "NoSuchUpload", retryable: false) }
+            guard s.uploads[uploadID] != nil else { throw TransferError(code: "NoSuchUpload", retryable: false) }
             s.uploads[uploadID]?.parts[part] = bytes
         }
         return Self.etag(bytes)
@@ -86,7 +86,7 @@ final class InMemoryObjectStore: ObjectStore {
     func copyPart(key: String, uploadID: String, part: Int, sourceKey: String, range: ClosedRange<Int64>?) async throws -> String {
         try await beforePart?(part)
         try enter(.copyPart(part))
-        guard let source = object(sourceKey) else { throw ObjectStoreError(code: "NoSuchKey", retryable: false) }
+        guard let source = object(sourceKey) else { throw TransferError(code: "NoSuchKey", retryable: false) }
         let bytes = range.map { Array(source[Int($0.lowerBound)...Int($0.upperBound)]) } ?? source
         return try storePart(uploadID, part, bytes)
     }
@@ -99,7 +99,7 @@ final class InMemoryObjectStore: ObjectStore {
 
     func listParts(key: String, uploadID: String) async throws -> [RecordedPart] {
         try state.withLock { s in
-            guard let upload = s.uploads[uploadID] else { throw ObjectStoreError(code: "NoSuchUpload", retryable: false) }
+            guard let upload = s.uploads[uploadID] else { throw TransferError(code: "NoSuchUpload", retryable: false) }
             return upload.parts.map { RecordedPart(number: $0.key, size: Int64($0.value.count), etag: Self.etag($0.value)) }
                 .sorted { $0.number < $1.number }
         }
@@ -108,11 +108,11 @@ final class InMemoryObjectStore: ObjectStore {
     func completeMultipartUpload(key: String, uploadID: String, parts: [RecordedPart]) async throws -> String {
         try enter(.complete)
         return try state.withLock { s in
-            guard let upload = s.uploads[uploadID] else { throw ObjectStoreError(code: "NoSuchUpload", retryable: false) }
+            guard let upload = s.uploads[uploadID] else { throw TransferError(code: "NoSuchUpload", retryable: false) }
             var whole: [UInt8] = []
             for part in parts {
                 guard let bytes = upload.parts[part.number], Self.etag(bytes) == part.etag else {
-                    throw ObjectStoreError(code: "InvalidPart", retryable: false)
+                    throw TransferError(code: "InvalidPart", retryable: false)
                 }
                 whole += bytes
             }
@@ -135,7 +135,7 @@ final class InMemoryObjectStore: ObjectStore {
 
     func copyObject(from sourceKey: String, to key: String, attributes: ObjectAttributesSpec) async throws -> String {
         try enter(.copyObject)
-        guard let bytes = object(sourceKey) else { throw ObjectStoreError(code: "NoSuchKey", retryable: false) }
+        guard let bytes = object(sourceKey) else { throw TransferError(code: "NoSuchKey", retryable: false) }
         put(key, bytes)
         return Self.etag(bytes)
     }
@@ -150,11 +150,11 @@ final class InMemoryObjectStore: ObjectStore {
     func read(key: String, range: ClosedRange<Int64>, ifMatch: String?, into file: SpoolFile) async throws {
         try await beforePart?(Int(range.lowerBound))
         try enter(.read(range.lowerBound))
-        guard let source = object(key) else { throw ObjectStoreError(code: "NoSuchKey", retryable: false) }
-        if let ifMatch, ifMatch != Self.etag(source) { throw ObjectStoreError(code: "PreconditionFailed", retryable: false) }
+        guard let source = object(key) else { throw TransferError(code: "NoSuchKey", retryable: false) }
+        if let ifMatch, ifMatch != Self.etag(source) { throw TransferError(code: "PreconditionFailed", retryable: false) }
         let bytes = Array(source[Int(range.lowerBound)...Int(range.upperBound)])
         let written = bytes.withUnsafeBytes { pwrite(file.fd, $0.baseAddress, $0.count, off_t(range.lowerBound)) }
-        guard written == bytes.count else { throw ObjectStoreError(code: "SpoolFailed", retryable: true) }
+        guard written == bytes.count else { throw TransferError(code: "SpoolFailed", retryable: true) }
     }
 
     static func bytes(_ data: PartData) throws -> [UInt8] {
@@ -163,7 +163,7 @@ final class InMemoryObjectStore: ObjectStore {
         case .file(let file, let offset, let length):
             var out = [UInt8](repeating: 0, count: Int(length))
             let got = out.withUnsafeMutableBytes { pread(file.fd, $0.baseAddress, Int(length), off_t(offset)) }
-            guard got == Int(length) else { throw ObjectStoreError(code: "SpoolFailed", retryable: true) }
+            guard got == Int(length) else { throw TransferError(code: "SpoolFailed", retryable: true) }
             return out
         }
     }
@@ -173,7 +173,7 @@ final class InMemoryObjectStore: ObjectStore {
 struct InMemoryFetcher: SourceFetcher {
     let body: [UInt8]
     let ranges: Bool
-    var fault: @Sendable (ClosedRange<Int64>?) -> ObjectStoreError? = { _ in nil }
+    var fault: @Sendable (ClosedRange<Int64>?) -> TransferError? = { _ in nil }
 
     func probe(_ url: String) async throws -> SourceProbe {
         SourceProbe(size: ranges ? Int64(body.count) : nil, etag: ranges ? "\"v1\"" : nil, acceptsRanges: ranges)
