@@ -50,3 +50,8 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// Release builds optimise across modules: the request path runs through five of them.
+for target in package.targets where target.type == .regular || target.type == .executable {
+    target.swiftSettings = [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]
+}

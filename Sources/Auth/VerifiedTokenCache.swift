@@ -1,8 +1,14 @@
+import Foundation
 import Synchronization
 
 /// Remembers tokens that verified, so a client polling with the same token does not pay for
 /// the signature check and JSON parsing on every request. Time rules are still applied on every
-/// hit; only the signature and claims parsing are skipped. Bounded: when full it starts over.
+/// hit; only the signature and claims parsing are skipped.
+///
+/// Direct-mapped and bounded: a token's slot comes from the last bytes of its signature
+/// (random for any token that verified), a hit needs the stored token byte for byte, and a new
+/// token takes its slot's place. Tokens crafted to share a slot only evict each other, which
+/// costs a verification, never a wrong answer.
 public final class VerifiedTokenCache: Sendable {
     struct Entry: Sendable {
         let identity: Identity
@@ -10,39 +16,48 @@ public final class VerifiedTokenCache: Sendable {
         let notBefore: Double?
     }
 
-    /// A token's bytes as a key: `String` equality would let canonically equivalent spellings
-    /// (a KELVIN SIGN for a K) hit an entry, and `[UInt8]`'s own hashing feeds the hasher one
-    /// byte at a time.
-    struct Key: Hashable, Sendable {
-        let bytes: [UInt8]
-
-        func hash(into hasher: inout Hasher) {
-            bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
-        }
-
-        static func == (a: Key, b: Key) -> Bool {
-            a.bytes.count == b.bytes.count
-                && a.bytes.withUnsafeBytes { x in b.bytes.withUnsafeBytes { y in x.elementsEqual(y) } }
-        }
+    private struct Slot: Sendable {
+        /// The token's bytes: compared as bytes, since `String` equality would let canonically
+        /// equivalent spellings (a KELVIN SIGN for a K) hit an entry.
+        var token: [UInt8]
+        var entry: Entry
     }
 
-    private let entries = Mutex<[Key: Entry]>([:])
-    private let capacity: Int
+    private let slots: Mutex<[Slot?]>
+    private let slotCount: Int
 
-    public init(capacity: Int = 10_000) {
-        self.capacity = capacity
+    public init(capacity: Int = 4096) {
+        slotCount = max(1, capacity)
+        slots = Mutex(Array(repeating: nil, count: slotCount))
     }
 
     func lookup(_ token: String) -> Entry? {
-        let key = Key(bytes: Array(token.utf8))
-        return entries.withLock { $0[key] }
+        var token = token
+        return token.withUTF8 { bytes in
+            guard !bytes.isEmpty else { return nil }
+            let index = slotIndex(bytes)
+            return slots.withLock { slots -> Entry? in
+                guard let slot = slots[index], slot.token.count == bytes.count,
+                      slot.token.withUnsafeBufferPointer({ memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 })
+                else { return nil }
+                return slot.entry
+            }
+        }
     }
 
     func store(_ token: String, _ entry: Entry) {
-        let key = Key(bytes: Array(token.utf8))
-        entries.withLock { map in
-            if map.count >= capacity { map.removeAll(keepingCapacity: true) }
-            map[key] = entry
+        var token = token
+        token.withUTF8 { bytes in
+            let slot = Slot(token: Array(bytes), entry: entry)
+            let index = slotIndex(bytes)
+            slots.withLock { $0[index] = slot }
         }
+    }
+
+    /// The last eight bytes (the end of the signature), folded onto the slots.
+    private func slotIndex(_ bytes: UnsafeBufferPointer<UInt8>) -> Int {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in bytes.suffix(8) { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return Int(hash % UInt64(slotCount))
     }
 }

@@ -64,6 +64,21 @@ struct JSONText {
         bytes.append(contentsOf: json)
     }
 
+    /// A field whose value is an object of strings, written in place.
+    mutating func stringsField(_ key: String, _ pairs: [(String, String)]) {
+        if !first { bytes.append(UInt8(ascii: ",")) }
+        first = false
+        appendString(key)
+        bytes.append(contentsOf: ":{".utf8)
+        for (index, (name, value)) in pairs.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            appendString(name)
+            bytes.append(UInt8(ascii: ":"))
+            appendString(value)
+        }
+        bytes.append(UInt8(ascii: "}"))
+    }
+
     static func object(_ fields: [(String, LogValue)]) -> [UInt8] {
         var text = JSONText()
         text.begin()

@@ -58,6 +58,7 @@ enum JSONValue: Equatable, Sendable {
         mutating func object(depth: Int) throws -> JSONValue {
             index += 1
             var members: [String: JSONValue] = [:]
+            members.reserveCapacity(8)
             skipWhite()
             if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return .object(members) }
             while true {

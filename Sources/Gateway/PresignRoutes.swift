@@ -64,7 +64,12 @@ struct PresignRoutes: Sendable {
     }
 
     private func presign(_ http: HTTPRequest) async throws -> HTTPResponse {
-        let body = try PresignRequest(try await Responses.fields(from: http))
+        // The body is the only wait; the rest runs in a plain call, so its locals stay out
+        // of the task's async frame.
+        try presign(PresignRequest(try await Responses.fields(from: http)), http)
+    }
+
+    private func presign(_ body: PresignRequest, _ http: HTTPRequest) throws -> HTTPResponse {
         let method: String
         let mode: AccessMode
         switch body.operation {
@@ -80,6 +85,7 @@ struct PresignRoutes: Sendable {
         let expires = try lifetime(body.expiresIn)
         var signed: [(String, String)] = []
         if method == "PUT" {
+            signed.reserveCapacity(4 + (body.metadata?.count ?? 0))
             if let contentType = body.contentType {
                 try HeaderRules.checkValue(contentType, field: "contentType")
                 signed.append(("Content-Type", contentType))
@@ -108,8 +114,8 @@ struct PresignRoutes: Sendable {
         json.begin(capacity: url.utf8.count + 256)
         json.field("url", .string(url))
         json.field("method", .string(method))
-        json.rawField("headers", JSONText.object(signed.map { ($0.0, LogValue.string($0.1)) }))
-        json.field("expiresAt", .string(SigningTime(secondsSince1970: issued + expires).iso8601))
+        json.stringsField("headers", signed)
+        json.field("expiresAt", .string(SigningTime.iso8601(issued + expires)))
         json.field("objectKey", .string(objectKey))
         json.end()
         return Responses.json(200, bytes: json.bytes)
@@ -134,7 +140,7 @@ struct PresignRoutes: Sendable {
         json.begin()
         json.field("url", .string(url))
         json.rawField("fields", JSONText.object(policy.fields.map { ($0.0, LogValue.string($0.1)) }))
-        json.field("expiresAt", .string(SigningTime(secondsSince1970: issued + expires).iso8601))
+        json.field("expiresAt", .string(SigningTime.iso8601(issued + expires)))
         json.field("objectKey", .string(objectKey))
         json.end()
         return Responses.json(200, bytes: json.bytes)

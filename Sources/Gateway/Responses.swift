@@ -50,7 +50,7 @@ public enum Responses {
     /// The body of a JSON request: 415 for another media type, 413 past `limit`.
     private static func jsonBody(of request: HTTPRequest, limit: Int) async throws -> [UInt8] {
         if let contentType = request.headers["content-type"],
-           !contentType.lowercased().hasPrefix("application/json") {
+           !contentType.prefix(16).equalsIgnoringASCIICase("application/json") {
             throw APIError.unsupportedMediaType
         }
         do {

@@ -96,7 +96,8 @@ public final class RequestBody: Sendable {
             if let chunk = s.takeChunk() {
                 let notify = s.producerStalled && s.buffered < highWater
                 if notify { s.producerStalled = false }
-                return .chunk(chunk, notify: notify || firstDemand)
+                // A body that has all arrived needs nothing more from the connection.
+                return .chunk(chunk, notify: notify || (firstDemand && !s.finished))
             }
             if let failure = s.failure { return .failure(failure) }
             if s.finished { return .chunk(nil, notify: false) }
@@ -137,7 +138,13 @@ public final class RequestBody: Sendable {
     public func collect(upTo limit: Int) async throws -> [UInt8] {
         if let expectedLength, expectedLength > limit { throw RequestBodyError.tooLarge(limit: limit) }
         var out: [UInt8] = []
-        if let expectedLength { out.reserveCapacity(expectedLength) }
+        if let expectedLength, let chunk = try await read() {
+            // The common small body arrives whole before the handler runs: one read, one
+            // copy. (Content-Length framing never delivers more than the declared length.)
+            if chunk.count == expectedLength { return Array(chunk) }
+            out.reserveCapacity(expectedLength)
+            out.append(contentsOf: chunk)
+        }
         while let chunk = try await read() {
             guard out.count + chunk.count <= limit else { throw RequestBodyError.tooLarge(limit: limit) }
             out.append(contentsOf: chunk)

@@ -11,18 +11,18 @@ extension S3Client {
         let path = target.encodedPath(key: key)
         let signer = Signer(credentials: signingCredentials, region: target.region, keyCache: keyCache)
         let host = endpointOverride == nil ? ownHostHeader : target.hostHeader
-        let queryString = signer.presignedQueryString(method: method, encodedPath: path, query: query,
-                                                      headers: [("Host", host)] + headers, expires: expires,
-                                                      time: SigningTime(secondsSince1970: time ?? currentTime()))
-        // One buffer: the query alone is some 400 bytes, and `+` would copy it at every step.
+        // One buffer for the whole URL: the query alone is some 400 bytes.
         var url: [UInt8] = []
-        url.reserveCapacity(target.scheme.utf8.count + host.utf8.count + path.utf8.count + queryString.utf8.count + 4)
+        url.reserveCapacity(target.scheme.utf8.count + host.utf8.count + path.utf8.count + 512)
         url.append(contentsOf: target.scheme.utf8)
         url.append(contentsOf: "://".utf8)
         url.append(contentsOf: host.utf8)
         url.append(contentsOf: path.utf8)
         url.append(UInt8(ascii: "?"))
-        url.append(contentsOf: queryString.utf8)
+        var signed = [("Host", host)]
+        signed.append(contentsOf: headers)
+        signer.appendPresignedQuery(to: &url, method: method, encodedPath: path, query: query, headers: signed,
+                                    expires: expires, time: SigningTime(secondsSince1970: time ?? currentTime()))
         return String(decoding: url, as: UTF8.self)
     }
 }

@@ -86,12 +86,21 @@ public struct S3Endpoint: Sendable, Equatable {
 
     /// The encoded request path for `key` (nil: the bucket itself).
     public func encodedPath(key: String?) -> String {
-        // S3 signs and serves the key encoded once, `/` kept (no double encoding).
-        let keyPath = key.map { "/" + URIEncoding.encode($0, encodeSlash: false) } ?? "/"
-        switch style {
-        case .path: return "/\(bucket)" + (key == nil ? "" : keyPath)
-        case .virtualHosted, .accelerate: return keyPath
+        // S3 signs and serves the key encoded once, `/` kept (no double encoding). One buffer:
+        // this runs for every request and presigned URL.
+        var path: [UInt8] = []
+        path.reserveCapacity(bucket.utf8.count + (key?.utf8.count ?? 0) * 3 + 2)
+        if style == .path {
+            path.append(UInt8(ascii: "/"))
+            path.append(contentsOf: bucket.utf8)
         }
+        if let key {
+            path.append(UInt8(ascii: "/"))
+            URIEncoding.append(key, encodeSlash: false, to: &path)
+        } else if style != .path {
+            path.append(UInt8(ascii: "/"))
+        }
+        return String(decoding: path, as: UTF8.self)
     }
 
     /// `scheme://host` plus `path`.

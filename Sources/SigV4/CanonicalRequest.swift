@@ -40,7 +40,8 @@ public struct CanonicalRequest: Sendable {
                 merged.append((lower, clean))
             }
         }
-        return merged.sorted { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) }
+        merged.sort { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) }
+        return merged
     }
 
     public var signedHeaders: String {

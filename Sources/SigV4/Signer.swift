@@ -93,80 +93,112 @@ public struct Signer: Sendable {
     }
 
     /// The same, as the encoded query string of the URL: the canonical query (sorted, as AWS's
-    /// SDKs send it) followed by `X-Amz-Signature`. Built as bytes: this runs for every
-    /// presigned URL the gateway hands out.
+    /// SDKs send it) followed by `X-Amz-Signature`.
     public func presignedQueryString(method: String, encodedPath: String, query: [(String, String)],
                                      headers: [(String, String)], expires: Int, time: SigningTime) -> String {
-        if query.isEmpty {
-            return presignedQueryStringWithoutQuery(method: method, encodedPath: encodedPath, headers: headers,
-                                                    expires: expires, time: time)
-        }
-        let request = presignRequest(method: method, encodedPath: encodedPath, query: query, headers: headers,
-                                     expires: expires, time: time)
-        // Stage 1, canonical query: each side encoded, sorted by encoded name then value.
-        var pairs: [(name: [UInt8], value: [UInt8])] = []
-        pairs.reserveCapacity(request.query.count)
-        for (name, value) in request.query {
-            var n: [UInt8] = [], v: [UInt8] = []
-            URIEncoding.append(name, to: &n)
-            URIEncoding.append(value, to: &v)
-            pairs.append((n, v))
-        }
-        pairs.sort { a, b in
-            a.name == b.name ? a.value.lexicographicallyPrecedes(b.value) : a.name.lexicographicallyPrecedes(b.name)
-        }
-        var queryBytes: [UInt8] = []
-        queryBytes.reserveCapacity(512)
-        for (index, pair) in pairs.enumerated() {
-            if index > 0 { queryBytes.append(UInt8(ascii: "&")) }
-            queryBytes.append(contentsOf: pair.name)
-            queryBytes.append(UInt8(ascii: "="))
-            queryBytes.append(contentsOf: pair.value)
-        }
-        return signQuery(queryBytes, method: method, encodedPath: encodedPath,
-                         canonicalHeaders: request.canonicalHeaders, time: time)
-    }
-
-    /// Stages 1 (rest of the canonical request) to 4 over an already-canonical query, as
-    /// bytes; returns the URL's query string with the signature appended.
-    private func signQuery(_ query: [UInt8], method: String, encodedPath: String,
-                           canonicalHeaders: [(String, String)], time: SigningTime) -> String {
-        var canonical: [UInt8] = []
-        canonical.reserveCapacity(query.count + 256)
-        canonical.append(contentsOf: method.utf8)
-        canonical.append(0x0A)
-        canonical.append(contentsOf: (encodedPath.isEmpty ? "/" : encodedPath).utf8)
-        canonical.append(0x0A)
-        canonical.append(contentsOf: query)
-        canonical.append(0x0A)
-        for (name, value) in canonicalHeaders {
-            canonical.append(contentsOf: name.utf8)
-            canonical.append(UInt8(ascii: ":"))
-            canonical.append(contentsOf: value.utf8)
-            canonical.append(0x0A)
-        }
-        canonical.append(0x0A)
-        for (index, header) in canonicalHeaders.enumerated() {
-            if index > 0 { canonical.append(UInt8(ascii: ";")) }
-            canonical.append(contentsOf: header.0.utf8)
-        }
-        canonical.append(0x0A)
-        canonical.append(contentsOf: Self.unsignedPayload.utf8)
-        var stringToSign: [UInt8] = []
-        stringToSign.reserveCapacity(160)
-        stringToSign.append(contentsOf: "AWS4-HMAC-SHA256\n".utf8)
-        stringToSign.append(contentsOf: time.dateTime.utf8)
-        stringToSign.append(0x0A)
-        appendScope(time, to: &stringToSign)
-        stringToSign.append(0x0A)
-        Digest.appendHex(Digest.sha256(canonical), to: &stringToSign)
-        var out = query
-        out.reserveCapacity(query.count + 81)
-        out.append(contentsOf: "&X-Amz-Signature=".utf8)
-        Digest.appendHex(Digest.hmacSHA256(key: signingKey(time), stringToSign), to: &out)
+        var out: [UInt8] = []
+        appendPresignedQuery(to: &out, method: method, encodedPath: encodedPath, query: query, headers: headers,
+                             expires: expires, time: time)
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// Appends the presigned query string to `out` (a URL being built): written once, in
+    /// place, since this runs for every presigned URL the gateway hands out.
+    public func appendPresignedQuery(to out: inout [UInt8], method: String, encodedPath: String,
+                                     query: [(String, String)], headers: [(String, String)], expires: Int,
+                                     time: SigningTime) {
+        let queryStart = out.count
+        let canonicalHeaders: [(String, String)]
+        if query.isEmpty {
+            // The common case: the `X-Amz-*` parameters are already in canonical order.
+            canonicalHeaders = CanonicalRequest(method: method, encodedPath: encodedPath, query: [], headers: headers,
+                                                payloadHash: Self.unsignedPayload).canonicalHeaders
+            out.reserveCapacity(out.count + 480)
+            out.append(contentsOf: "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=".utf8)
+            URIEncoding.append(credentials.accessKeyID, to: &out)
+            out.append(contentsOf: "%2F".utf8)
+            out.append(contentsOf: time.date.utf8)
+            out.append(contentsOf: "%2F".utf8)
+            URIEncoding.append(region, to: &out)
+            out.append(contentsOf: "%2F".utf8)
+            URIEncoding.append(service, to: &out)
+            out.append(contentsOf: "%2Faws4_request&X-Amz-Date=".utf8)
+            out.append(contentsOf: time.dateTime.utf8)
+            out.append(contentsOf: "&X-Amz-Expires=".utf8)
+            out.append(contentsOf: String(expires).utf8)
+            if let token = credentials.sessionToken {
+                out.append(contentsOf: "&X-Amz-Security-Token=".utf8)
+                URIEncoding.append(token, to: &out)
+            }
+            out.append(contentsOf: "&X-Amz-SignedHeaders=".utf8)
+            for (index, header) in canonicalHeaders.enumerated() {
+                if index > 0 { out.append(contentsOf: "%3B".utf8) }
+                URIEncoding.append(header.0, to: &out)
+            }
+        } else {
+            let request = presignRequest(method: method, encodedPath: encodedPath, query: query, headers: headers,
+                                         expires: expires, time: time)
+            canonicalHeaders = request.canonicalHeaders
+            // Each side encoded, sorted by encoded name then value.
+            var pairs: [(name: [UInt8], value: [UInt8])] = []
+            pairs.reserveCapacity(request.query.count)
+            for (name, value) in request.query {
+                var n: [UInt8] = [], v: [UInt8] = []
+                URIEncoding.append(name, to: &n)
+                URIEncoding.append(value, to: &v)
+                pairs.append((n, v))
+            }
+            pairs.sort { a, b in
+                a.name == b.name ? a.value.lexicographicallyPrecedes(b.value) : a.name.lexicographicallyPrecedes(b.name)
+            }
+            for (index, pair) in pairs.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: "&")) }
+                out.append(contentsOf: pair.name)
+                out.append(UInt8(ascii: "="))
+                out.append(contentsOf: pair.value)
+            }
+        }
+        appendSignature(to: &out, queryStart: queryStart, method: method, encodedPath: encodedPath,
+                        canonicalHeaders: canonicalHeaders, time: time)
+    }
+
+    /// Stages 1 (the rest of the canonical request, around the canonical query already in
+    /// `out` from `queryStart`) to 4; appends `&X-Amz-Signature=…` to `out`.
+    private func appendSignature(to out: inout [UInt8], queryStart: Int, method: String, encodedPath: String,
+                                 canonicalHeaders: [(String, String)], time: SigningTime) {
+        // One scratch buffer: the canonical request, then (once hashed) the string to sign.
+        var scratch: [UInt8] = []
+        scratch.reserveCapacity(out.count - queryStart + 320)
+        scratch.append(contentsOf: method.utf8)
+        scratch.append(0x0A)
+        scratch.append(contentsOf: (encodedPath.isEmpty ? "/" : encodedPath).utf8)
+        scratch.append(0x0A)
+        scratch.append(contentsOf: out[queryStart...])
+        scratch.append(0x0A)
+        for (name, value) in canonicalHeaders {
+            scratch.append(contentsOf: name.utf8)
+            scratch.append(UInt8(ascii: ":"))
+            scratch.append(contentsOf: value.utf8)
+            scratch.append(0x0A)
+        }
+        scratch.append(0x0A)
+        for (index, header) in canonicalHeaders.enumerated() {
+            if index > 0 { scratch.append(UInt8(ascii: ";")) }
+            scratch.append(contentsOf: header.0.utf8)
+        }
+        scratch.append(0x0A)
+        scratch.append(contentsOf: Self.unsignedPayload.utf8)
+        let canonicalHash = Digest.sha256(scratch)
+        scratch.removeAll(keepingCapacity: true)
+        scratch.append(contentsOf: "AWS4-HMAC-SHA256\n".utf8)
+        scratch.append(contentsOf: time.dateTime.utf8)
+        scratch.append(0x0A)
+        appendScope(time, to: &scratch)
+        scratch.append(0x0A)
+        Digest.appendHex(canonicalHash, to: &scratch)
+        out.append(contentsOf: "&X-Amz-Signature=".utf8)
+        Digest.appendHex(Digest.hmacSHA256(key: signingKey(time), scratch), to: &out)
+    }
 
     private func presign(method: String, encodedPath: String, query: [(String, String)], headers: [(String, String)],
                          expires: Int, time: SigningTime) -> ([(String, String)], String) {
@@ -190,37 +222,5 @@ public struct Signer: Sendable {
         items.append(("X-Amz-SignedHeaders", names))
         return CanonicalRequest(method: method, encodedPath: encodedPath, query: items,
                                 headers: headers, payloadHash: Self.unsignedPayload)
-    }
-
-    /// The common case (no query of the caller's): the `X-Amz-*` parameters are already in
-    /// canonical order, so the canonical query is written straight out, without sorting.
-    private func presignedQueryStringWithoutQuery(method: String, encodedPath: String, headers: [(String, String)],
-                                                  expires: Int, time: SigningTime) -> String {
-        let canonicalHeaders = CanonicalRequest(method: method, encodedPath: encodedPath, query: [], headers: headers,
-                                                payloadHash: Self.unsignedPayload).canonicalHeaders
-        var query: [UInt8] = []
-        query.reserveCapacity(384)
-        query.append(contentsOf: "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=".utf8)
-        URIEncoding.append(credentials.accessKeyID, to: &query)
-        query.append(contentsOf: "%2F".utf8)
-        query.append(contentsOf: time.date.utf8)
-        query.append(contentsOf: "%2F".utf8)
-        URIEncoding.append(region, to: &query)
-        query.append(contentsOf: "%2F".utf8)
-        URIEncoding.append(service, to: &query)
-        query.append(contentsOf: "%2Faws4_request&X-Amz-Date=".utf8)
-        query.append(contentsOf: time.dateTime.utf8)
-        query.append(contentsOf: "&X-Amz-Expires=".utf8)
-        query.append(contentsOf: String(expires).utf8)
-        if let token = credentials.sessionToken {
-            query.append(contentsOf: "&X-Amz-Security-Token=".utf8)
-            URIEncoding.append(token, to: &query)
-        }
-        query.append(contentsOf: "&X-Amz-SignedHeaders=".utf8)
-        for (index, header) in canonicalHeaders.enumerated() {
-            if index > 0 { query.append(contentsOf: "%3B".utf8) }
-            URIEncoding.append(header.0, to: &query)
-        }
-        return signQuery(query, method: method, encodedPath: encodedPath, canonicalHeaders: canonicalHeaders, time: time)
     }
 }

@@ -5,22 +5,38 @@ public struct SigningTime: Sendable, Equatable {
     public let dateTime: String
 
     /// `2026-11-29T12:30:45Z` (RFC 3339).
-    public var iso8601: String {
-        let d = Array(dateTime.utf8)
-        let pattern: [Int] = [0, 1, 2, 3, -1, 4, 5, -1, 6, 7, 8, 9, 10, -2, 11, 12, -2, 13, 14, 15]
-        return String(unsafeUninitializedCapacity: pattern.count) { buffer in
-            for (i, p) in pattern.enumerated() {
-                buffer[i] = p >= 0 ? d[p] : (p == -1 ? UInt8(ascii: "-") : UInt8(ascii: ":"))
+    public var iso8601: String { Self.iso8601(secondsSince1970) }
+
+    /// RFC 3339 for a moment given in seconds since 1970, written straight into the string.
+    public static func iso8601(_ secondsSince1970: Int) -> String {
+        let (year, month, day, secondOfDay) = fields(secondsSince1970)
+        return String(unsafeUninitializedCapacity: 20) { buffer in
+            func put(_ value: Int, _ width: Int, at offset: Int) {
+                var v = value
+                for i in stride(from: offset + width - 1, through: offset, by: -1) {
+                    buffer[i] = UInt8(48 + v % 10)
+                    v /= 10
+                }
             }
-            return pattern.count
+            put(year, 4, at: 0); buffer[4] = UInt8(ascii: "-"); put(month, 2, at: 5); buffer[7] = UInt8(ascii: "-")
+            put(day, 2, at: 8); buffer[10] = UInt8(ascii: "T")
+            put(secondOfDay / 3600, 2, at: 11); buffer[13] = UInt8(ascii: ":")
+            put(secondOfDay / 60 % 60, 2, at: 14); buffer[16] = UInt8(ascii: ":")
+            put(secondOfDay % 60, 2, at: 17); buffer[19] = UInt8(ascii: "Z")
+            return 20
         }
+    }
+
+    /// Year, month, day and second of the day.
+    private static func fields(_ secondsSince1970: Int) -> (Int, Int, Int, Int) {
+        let days = secondsSince1970 >= 0 ? secondsSince1970 / 86_400 : (secondsSince1970 - 86_399) / 86_400
+        let (year, month, day) = civil(fromDays: days)
+        return (year, month, day, secondsSince1970 - days * 86_400)
     }
 
     public init(secondsSince1970: Int) {
         self.secondsSince1970 = secondsSince1970
-        let days = secondsSince1970 >= 0 ? secondsSince1970 / 86_400 : (secondsSince1970 - 86_399) / 86_400
-        let secondOfDay = secondsSince1970 - days * 86_400
-        let (year, month, day) = Self.civil(fromDays: days)
+        let (year, month, day, secondOfDay) = Self.fields(secondsSince1970)
         // Digits written straight into the string: this runs for every signature.
         dateTime = String(unsafeUninitializedCapacity: 16) { buffer in
             func put(_ value: Int, _ width: Int, at offset: Int) {

@@ -101,3 +101,19 @@ func badTokensAreRefused(_ bad: BadToken) {
     }
     #expect(throws: JWTVerifier.Failure.malformed) { _ = try cached.verify(good + "\u{0}", now: now) }
 }
+
+@Test func tokensSharingACacheSlotEvictEachOtherAndStayApart() throws {
+    // One slot: every token lands in it, so each verification replaces the last one's entry.
+    let cached = JWTVerifier(keys: [.hmac(secret)], cache: VerifiedTokenCache(capacity: 1))
+    let bob = token(payload: #"{"sub":"bob","exp":\#(now + 600)}"#)
+    for _ in 0..<3 {
+        #expect(try cached.verify(good, now: now).id == "alice")
+        #expect(try cached.verify(bob, now: now).id == "bob")
+    }
+    // A cached token still obeys the clock, and a tampered one is not matched by the slot.
+    #expect(throws: JWTVerifier.Failure.expired) { _ = try cached.verify(bob, now: now + 600 + 61) }
+    let dot = bob.lastIndex(of: ".")!
+    let first = bob[bob.index(after: dot)]
+    let tampered = String(bob[...dot]) + (first == "A" ? "B" : "A") + bob[bob.index(dot, offsetBy: 2)...]
+    #expect(throws: JWTVerifier.Failure.badSignature) { _ = try cached.verify(tampered, now: now) }
+}

@@ -16,6 +16,9 @@ private let signer = Signer(credentials: docCredentials, region: "us-east-1")
     #expect(SigningTime(secondsSince1970: 0).dateTime == "19700101T000000Z")
     #expect(SigningTime(secondsSince1970: 951_825_599).dateTime == "20000229T115959Z")
     #expect(SigningTime(secondsSince1970: 4_102_444_799).dateTime == "20991231T235959Z")
+    #expect(SigningTime.iso8601(0) == "1970-01-01T00:00:00Z")
+    #expect(SigningTime.iso8601(951_825_599) == "2000-02-29T11:59:59Z")
+    #expect(SigningTime(secondsSince1970: 4_102_444_799).iso8601 == "2099-12-31T23:59:59Z")
 }
 
 @Test func documentationPresignedGet() {
