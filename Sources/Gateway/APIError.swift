@@ -39,6 +39,6 @@ public struct APIError: Error, Sendable, Equatable {
         ("range_not_satisfiable", 416), ("not_implemented", 501), ("offset_mismatch", 409), ("upload_in_progress", 409),
         ("job_not_pending", 409), ("storage_error", 502), ("tus_version_unsupported", 412), ("gone", 410),
         ("checksum_mismatch", 460), ("checksum_algorithm_unsupported", 400), ("upload_not_open", 409), ("part_mismatch", 409),
-        ("parts_missing", 409), ("size_mismatch", 409),
+        ("parts_missing", 409), ("size_mismatch", 409), ("part_out_of_range", 409),
     ]
 }

@@ -207,6 +207,7 @@ enum JSONValue: Equatable, Sendable {
 }
 
 /// Typed reads of an object's fields, with errors that name the field (never echo its value).
+/// An optional field is left out, never `null`: a `null` is the wrong type, as openapi.yaml says.
 struct JSONFields {
     let members: [String: JSONValue]
 
@@ -217,7 +218,7 @@ struct JSONFields {
 
     func string(_ name: String) throws(APIError) -> String? {
         switch members[name] {
-        case nil, .null?: return nil
+        case nil: return nil
         case .string(let text)?: return text
         default: throw APIError.invalidJSON("Field '\(name)' has the wrong type.")
         }
@@ -230,9 +231,10 @@ struct JSONFields {
 
     func integer(_ name: String) throws(APIError) -> Int64? {
         switch members[name] {
-        case nil, .null?: return nil
+        case nil: return nil
         case .number(let number)?:
-            guard number == number.rounded(), abs(number) < 9e15 else {
+            // Whole and exact: up to 2^53 − 1, JavaScript's Number.MAX_SAFE_INTEGER.
+            guard number == number.rounded(), abs(number) <= 9_007_199_254_740_991 else {
                 throw APIError.invalidJSON("Field '\(name)' must be a whole number.")
             }
             return Int64(number)
@@ -251,7 +253,7 @@ struct JSONFields {
     /// An array member, or nil when absent.
     func array(_ name: String) throws(APIError) -> [JSONValue]? {
         switch members[name] {
-        case nil, .null?: return nil
+        case nil: return nil
         case .array(let elements)?: return elements
         default: throw APIError.validation("\(name) must be an array.")
         }
@@ -264,7 +266,7 @@ struct JSONFields {
 
     func stringMap(_ name: String) throws(APIError) -> [String: String]? {
         switch members[name] {
-        case nil, .null?: return nil
+        case nil: return nil
         case .object(let object)?:
             var out: [String: String] = [:]
             for (key, value) in object {

@@ -48,10 +48,10 @@ struct JobRoutes: Sendable {
         case .import:
             let url = try fields.requiredString("sourceUrl")
             let lower = url.lowercased()
-            guard lower.hasPrefix("http://") || lower.hasPrefix("https://"), url.utf8.count <= 8192 else {
-                throw APIError.validation("sourceUrl must be an http or https URL of at most 8192 bytes.")
+            guard lower.hasPrefix("http://") || lower.hasPrefix("https://"), url.utf8.count <= 8192,
+                  url.utf8.allSatisfy({ $0 >= 0x20 && $0 <= 0x7E }) else {
+                throw APIError.validation("sourceUrl must be an http or https URL of at most 8192 printable ASCII characters.")
             }
-            try HeaderRules.checkValue(url, field: "sourceUrl")
             source = URLSource(url: url).json
             objectKey = try key(fields, mode: .write, identity: identity)
         case .upload:
@@ -144,12 +144,12 @@ struct JobRoutes: Sendable {
     private func show(_ http: HTTPRequest, id: String) async throws -> HTTPResponse {
         var (job, _) = try await visibleJob(http, id: id)
         let known = http.headers["if-none-match"]
-        // ?wait=N (N ≤ 60): hold the answer until the job changes from what the client has.
+        // ?wait=N (N ≤ 60): hold the answer until the job changes from what the client has (or the server shuts down).
         if let wait = PercentDecoding.query(http.query).first(where: { $0.0 == "wait" })?.1 {
             guard let seconds = Int(wait), (0...60).contains(seconds) else { throw APIError.validation("wait must be from 0 to 60 seconds.") }
             let baseline = known ?? Self.etag(job)
             let deadline = ContinuousClock.now + .seconds(seconds)
-            while Self.etag(job) == baseline && !job.state.isFinal && ContinuousClock.now < deadline {
+            while Self.etag(job) == baseline && !job.state.isFinal && ContinuousClock.now < deadline && !http.serverIsShuttingDown {
                 try await Task.sleep(for: .milliseconds(200))
                 job = try await store.job(id: job.id) ?? job
             }
@@ -168,14 +168,14 @@ struct JobRoutes: Sendable {
         guard let owner = identity.id else { throw APIError.unauthorized }
         let query = Dictionary(PercentDecoding.query(http.query), uniquingKeysWith: { a, _ in a })
         var state: Job.State?
-        if let raw = query["state"], !raw.isEmpty {
+        if let raw = query["state"] {
             guard let parsed = Job.State(rawValue: raw) else { throw APIError.validation("state is not a job state.") }
             state = parsed
         }
         let limit = Int(query["limit"] ?? "20") ?? -1
         guard (1...100).contains(limit) else { throw APIError.validation("limit must be from 1 to 100.") }
         var cursor: String?
-        if let raw = query["cursor"], !raw.isEmpty {
+        if let raw = query["cursor"] {
             guard UUID(uuidString: raw) != nil else { throw APIError.validation("cursor is not one this API gave.") }
             cursor = raw.lowercased()
         }

@@ -157,8 +157,13 @@ struct UploadsRoutes: Sendable {
         }
         var numbers: [Int] = []
         for value in values {
-            guard case .number(let n) = value, n == n.rounded(), n >= 1, n <= Double(upload.plan.partCount) else {
-                throw APIError.validation("part numbers must be from 1 to \(upload.plan.partCount).")
+            guard case .number(let n) = value, n == n.rounded(), n >= 1, n <= 10_000 else {
+                throw APIError.validation("part numbers must be whole numbers from 1 to 10000.")
+            }
+            // A valid part number, but past this upload's last part: the upload's state says no.
+            guard n <= Double(upload.plan.partCount) else {
+                throw APIError(status: 409, code: "part_out_of_range",
+                               detail: "This upload has \(upload.plan.partCount) parts; part \(Int(n)) is not one of them.")
             }
             numbers.append(Int(n))
         }
@@ -211,9 +216,11 @@ struct UploadsRoutes: Sendable {
         let byNumber = Dictionary(held.map { ($0.partNumber, $0) }, uniquingKeysWith: { a, _ in a })
         if let sent = try fields.array("parts") {
             for value in sent {
+                // The number is checked before it becomes an Int: a Double out of Int's range
+                // would trap the whole process.
                 guard case .object(let members) = value, case .number(let n)? = members["partNumber"],
-                      case .string(let etag)? = members["etag"] else {
-                    throw APIError.validation("parts must be [{partNumber, etag}].")
+                      n == n.rounded(), n >= 1, n <= 10_000, case .string(let etag)? = members["etag"] else {
+                    throw APIError.validation("parts must be [{partNumber, etag}], part numbers whole from 1 to 10000.")
                 }
                 guard let part = byNumber[Int(n)], MultipartETag.same(part.etag, etag) else {
                     throw APIError(status: 409, code: "part_mismatch", detail: "Part \(Int(n)) is not the one S3 holds.")
