@@ -33,8 +33,11 @@ public struct URLFetcher: Sendable {
         for _ in 0...5 {
             let target = try Self.parse(current)
             let address = try await resolve(target)
+            // An IPv6 literal names its one address (checked above) and needs no lookup; libcurl
+            // 7.88 refuses a `[host]:port:[address]` pin anyway.
+            let pin = target.host.hasPrefix("[") ? nil : "\(target.host):\(target.port):\(address)"
             guard let transfer = CurlTransfer(method: method, url: target.url, headers: headers, source: .none, sink: sink,
-                                              options: options, pinnedAddress: "\(target.host):\(target.port):\(address)") else {
+                                              options: options, pinnedAddress: pin) else {
                 throw FetchError.badURL("a header cannot be sent")
             }
             let response = try await engine.perform(transfer)

@@ -30,7 +30,7 @@ extension JobTableTests {
 
     func setup(allowLoopback: Bool = true) async throws -> Setup {
         let gateway = try LiveGateway {
-            if allowLoopback { $0.importAllowHosts = ["127.0.0.1"] }
+            if allowLoopback { $0.importAllowHosts = ["127.0.0.1", "[::1]"] }
             $0.spoolDirectory = NSTemporaryDirectory() + "gateway-spool-" + UUID().uuidString
         }
         try await JobTableTests.retireLeftovers(PostgresPoolFor.live())
@@ -102,6 +102,23 @@ extension JobTableTests {
         // The spooled body is gone once the object is in.
         let spool = try FileManager.default.contentsOfDirectory(atPath: s.gateway.configuration.spoolDirectory)
         #expect(spool.isEmpty, "\(spool)")
+        await teardown(s)
+    }
+
+    /// An IPv6 literal (allowed here, as loopback is for these tests): checked like any address,
+    /// fetched without a DNS pin (libcurl refuses `[host]:port:[address]`).
+    @Test func importFromAnIPv6LiteralWorks() async throws {
+        let s = try await setup()
+        let bytes = Array(Self.body().prefix(3 << 20))
+        let directory = NSTemporaryDirectory() + "import-v6-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try Data(bytes).write(to: URL(fileURLWithPath: directory + "/src.bin"))
+        let server = try PlainHTTPServer(directory: directory, bind: "::1")
+        defer { server.stop() }
+        let job = try await run(s, ["type": "import", "sourceUrl": "http://[::1]:\(server.port)/src.bin",
+                                    "accessLevel": "private", "key": "\(s.folder)/v6.bin"])
+        #expect(job["state"] as? String == "completed", "\(job)")
+        #expect(try await objectDigest(s, "v6.bin") == Digest.sha256(bytes))
         await teardown(s)
     }
 
@@ -204,17 +221,18 @@ final class PlainHTTPServer {
     let process = Process()
     let port: Int
 
-    init(directory: String) throws {
+    init(directory: String, bind: String = "127.0.0.1") throws {
         port = freeLoopbackPort()
+        let host = bind.contains(":") ? "[\(bind)]" : bind
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = ["-m", "http.server", "--bind", "127.0.0.1", "--directory", directory, String(port)]
+        process.arguments = ["-m", "http.server", "--bind", bind, "--directory", directory, String(port)]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
         // Ready when it accepts a connection (bounded poll).
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
-            if (try? curl(["-o", "/dev/null", "http://127.0.0.1:\(port)/"]))?.status == 200 { return }
+            if (try? curl(["-o", "/dev/null", "http://\(host):\(port)/"]))?.status == 200 { return }
             usleep(50_000)
         }
     }
