@@ -197,7 +197,7 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
         }
         let exchange = Exchange(head: head, body: body, limits: context.configuration.limits)
         self.exchange = exchange
-        let request = HTTPRequest(head: head, body: body, remoteAddress: remoteAddress)
+        let request = HTTPRequest(head: head, body: body, remoteAddress: remoteAddress, server: context)
         let responder = context.responder
         Task(executorPreference: loop) {
             let response = await responder.respond(to: request)

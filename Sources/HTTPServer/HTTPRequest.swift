@@ -1,15 +1,27 @@
+import Synchronization
+
 /// One request as a handler sees it: the validated head and a streamed body.
 public struct HTTPRequest: Sendable {
     public let head: HTTPRequestHead
     public let body: RequestBody
     /// `address:port` of the peer.
     public let remoteAddress: String
+    private let server: ServerContext?
 
     public init(head: HTTPRequestHead, body: RequestBody, remoteAddress: String) {
+        self.init(head: head, body: body, remoteAddress: remoteAddress, server: nil)
+    }
+
+    init(head: HTTPRequestHead, body: RequestBody, remoteAddress: String, server: ServerContext?) {
         self.head = head
         self.body = body
         self.remoteAddress = remoteAddress
+        self.server = server
     }
+
+    /// True once the server is shutting down. A handler that holds its answer back (a long poll)
+    /// should answer now: the shutdown waits for answers only up to its grace period.
+    public var serverIsShuttingDown: Bool { server?.shuttingDown.load(ordering: .acquiring) ?? false }
 
     public var method: String { head.method }
     public var path: Substring { head.path }

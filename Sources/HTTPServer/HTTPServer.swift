@@ -117,7 +117,8 @@ public final class HTTPServer: Sendable {
     }
 
     /// Stops accepting, lets requests in flight finish for up to `grace` seconds, then closes
-    /// whatever is left. Idle connections close at once.
+    /// whatever is left. Idle connections close at once; handlers that hold an answer back (long
+    /// polls) see `HTTPRequest.serverIsShuttingDown` and can answer at once.
     public func shutdown(grace: Double) async {
         let running = state.withLock { s -> Running? in
             defer { s = nil }
@@ -137,6 +138,8 @@ public final class HTTPServer: Sendable {
             }
         }
         draining.store(true, ordering: .releasing)
+        // Handlers holding an answer back (long polls) give it now, marked `Connection: close`.
+        context.shuttingDown.store(true, ordering: .releasing)
         let until = Clock.now() + Clock.nanoseconds(grace)
         while context.connectionCount > 0 && Clock.now() < until {
             try? await Task.sleep(for: .milliseconds(10))

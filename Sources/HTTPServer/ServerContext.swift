@@ -6,6 +6,9 @@ final class ServerContext: Sendable {
     let responder: any HTTPResponder
     let configuration: HTTPServerConfiguration
     private let registry = Mutex<[ObjectIdentifier: HTTPConnection]>([:])
+    /// Set once a shutdown has reached every open connection; handlers read it through
+    /// `HTTPRequest.serverIsShuttingDown`.
+    let shuttingDown = Atomic<Bool>(false)
 
     init(responder: any HTTPResponder, configuration: HTTPServerConfiguration) {
         self.responder = responder

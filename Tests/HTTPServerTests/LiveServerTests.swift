@@ -68,6 +68,10 @@ struct TestResponder: HTTPResponder {
         case ("GET", "/wait"):
             while !observations.release.withLock({ $0 }) { try? await Task.sleep(for: .milliseconds(5)) }
             return .text(200, "released")
+        case ("GET", "/long-poll"):
+            // Holds its answer like a long poll, but gives it at once when the server shuts down.
+            while !request.serverIsShuttingDown { try? await Task.sleep(for: .milliseconds(5)) }
+            return .text(200, "shutting down")
         default:
             return .text(404, "no")
         }
@@ -360,6 +364,18 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
         #expect(response.text == "released" && response.header("connection") == "close")
         await stopping.value
         #expect((try? TestClient(port: port)) == nil, "the listener is closed")
+    }
+
+    @Test func aHandlerHoldingItsAnswerLearnsOfTheShutdown() async throws {
+        let (server, port, responder) = try startServer()
+        let client = try TestClient(port: port)
+        try client.send("GET /long-poll HTTP/1.1\r\nHost: t\r\n\r\n")
+        #expect(eventually { responder.observations.seen.withLock { $0 } == 1 })
+        let started = Date()
+        await server.shutdown(grace: 30)
+        #expect(Date().timeIntervalSince(started) < 5, "the shutdown waited for the grace instead of the answer")
+        let response = try client.readResponse()
+        #expect(response.text == "shutting down" && response.header("connection") == "close")
     }
 
     @Test func clientClosingAfterAnEarlyAnswerFreesTheConnection() async throws {
