@@ -157,14 +157,16 @@ public struct PostgresJobStore: UploadStore {
 
     // MARK: uploads
 
-    public func claimUpload(id: String, owner: String, leaseMilliseconds: Int64) async throws -> UploadClaim? {
+    public func claimUpload(id: String, owner: String, leaseMilliseconds: Int64,
+                            reclaimingOwn: Bool) async throws -> UploadClaim? {
         try await pool.withConnection { connection in
             let rows = try connection.query("""
                 UPDATE jobs SET state = 'running', lease_owner = \(owner), lease_token = lease_token + 1,
                        lease_expires_at = now() + \(leaseMilliseconds)::bigint * interval '1 millisecond',
                        version = version + 1, updated_at = now()
                 WHERE id = \(id)::uuid AND type = 'upload'
-                  AND (state = 'pending' OR (state = 'running' AND lease_expires_at < now()))
+                  AND (state = 'pending' OR (state = 'running'
+                       AND (lease_expires_at < now() OR (\(reclaimingOwn)::boolean AND lease_owner = \(owner)))))
                 RETURNING \(Self.columns), upload_tail
                 """)
             guard let row = rows.first else { return nil }

@@ -86,13 +86,16 @@ public final class PostgresConnection {
     /// Runs a statement with no parameters and no result rows of interest (e.g. `SELECT 1`).
     public func execute(_ sql: StaticString) throws {
         guard let result = PQexec(handle, sql.description) else {
-            throw PostgresError(kind: .query, sqlState: nil, message: Self.firstLine(PQerrorMessage(handle)))
+            throw PostgresError(kind: .connection, sqlState: nil, message: Self.firstLine(PQerrorMessage(handle)))
         }
         defer { PQclear(result) }
         let status = PQresultStatus(result)
         guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
+            // As in `query`: a failure on a connection the server dropped (it restarts, say)
+            // comes without SQLSTATE; the connection's state says what it was.
             let state = PQresultErrorField(result, Int32(UInt8(ascii: "C"))).map { String(cString: $0) }
-            throw PostgresError(kind: .query, sqlState: state, message: Self.firstLine(PQresultErrorMessage(result)))
+            let kind: PostgresError.Kind = PQstatus(handle) == CONNECTION_OK ? .query : .connection
+            throw PostgresError(kind: kind, sqlState: state, message: Self.firstLine(PQresultErrorMessage(result)))
         }
     }
 

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Streams one request's body into an `upload` job: cut into parts as it arrives, at most
 /// `concurrency` parts in flight, the body read no faster than S3 takes the parts (a new part
 /// waits for a free slot before more bytes are read), so memory stays near part size × (parts
@@ -28,6 +30,11 @@ public struct UploadReceiver: Sendable {
     let clock: any EngineClock
     let observer: any JobObserver
     let instance: String
+    /// The uploads this instance is streaming now. A lease held in the store under this
+    /// instance's name for an upload not in here was left by a request that could not release it
+    /// (the database was down as it ended): the next request may take it at once instead of
+    /// waiting for it to lapse.
+    private let streaming = StreamingUploads()
 
     public init(store: any UploadStore, objects: any ObjectStore, settings: EngineSettings, instance: String,
                 clock: any EngineClock = SystemClock(), observer: any JobObserver = NoObserver()) {
@@ -43,6 +50,8 @@ public struct UploadReceiver: Sendable {
         let part: Int
         let size: Int64
         let outcome: Result<String, TransferError>
+        /// In the store: parts record themselves, in order, as soon as the parts before them are.
+        var recorded = false
     }
 
     private enum Ending {
@@ -50,7 +59,10 @@ public struct UploadReceiver: Sendable {
     }
 
     public func receive(jobID: String, offset: Int64, body: any ByteSource) async throws -> Outcome {
-        guard let claim = try await store.claimUpload(id: jobID, owner: instance, leaseMilliseconds: settings.leaseMilliseconds) else {
+        guard streaming.begin(jobID) else { return .busy }
+        defer { streaming.end(jobID) }
+        guard let claim = try await store.claimUpload(id: jobID, owner: instance, leaseMilliseconds: settings.leaseMilliseconds,
+                                                      reclaimingOwn: true) else {
             return .busy
         }
         let job = claim.job
@@ -78,8 +90,10 @@ public struct UploadReceiver: Sendable {
         var parts = try await store.parts(of: job.id)
         var committedParts = parts.reduce(0) { $0 + $1.size }
         var nextPart = parts.count + 1
-        var nextToRecord = nextPart
-        var finished: [Int: RecordedPart] = [:]
+        // A part is recorded the moment it and every part before it are in S3, not when the
+        // body's reader next looks: a client that pauses mid-body has its finished parts counted.
+        let turns = InOrderTurns(first: nextPart)
+        let store = self.store
         var uploadID = job.uploadID
         var buffer = tail
         buffer.reserveCapacity(partSize)
@@ -91,21 +105,17 @@ public struct UploadReceiver: Sendable {
 
         try await withThrowingTaskGroup(of: PartResult.self) { group in
             var inFlight = 0
-            func settle(_ result: PartResult) async throws {
+            func settle(_ result: PartResult) {
                 inFlight -= 1
                 switch result.outcome {
                 case .success(let etag):
-                    finished[result.part] = RecordedPart(number: result.part, size: result.size, etag: etag)
+                    guard result.recorded else { return }
+                    parts.append(RecordedPart(number: result.part, size: result.size, etag: etag))
+                    committedParts += result.size
+                    observer.partMoved(kind: .upload, bytes: result.size)
                 case .failure(let error):
                     observer.partFailed(kind: .upload, code: error.code)
                     failedCode = failedCode ?? error.code
-                }
-                while let part = finished.removeValue(forKey: nextToRecord) {
-                    try await store.recordUploadPart(part, under: lease)
-                    parts.append(part)
-                    committedParts += part.size
-                    nextToRecord += 1
-                    observer.partMoved(kind: .upload, bytes: part.size)
                 }
             }
             func launch(_ bytes: [UInt8]) async throws {
@@ -115,25 +125,38 @@ public struct UploadReceiver: Sendable {
                                           partSize: Int64(partSize), bytesTotal: declared ?? 0)
                     uploadID = created
                 }
-                while inFlight >= concurrency, let result = try await group.next() { try await settle(result) }
+                while inFlight >= concurrency, let result = try await group.next() { settle(result) }
                 let number = nextPart
                 nextPart += 1
                 inFlight += 1
                 let upload = uploadID ?? ""
                 group.addTask {
                     var attempt = 1
+                    let etag: String
                     while true {
                         do {
-                            let etag = try await objects.uploadPart(key: key, uploadID: upload, part: number, data: .bytes(bytes))
-                            return PartResult(part: number, size: Int64(bytes.count), outcome: .success(etag))
+                            etag = try await objects.uploadPart(key: key, uploadID: upload, part: number, data: .bytes(bytes))
+                            break
                         } catch let error as TransferError {
                             guard error.retryable && attempt <= retryLimit else {
+                                turns.stop()  // the job fails: nothing after this part counts
                                 return PartResult(part: number, size: Int64(bytes.count), outcome: .failure(error))
                             }
                             try await clock.sleep(milliseconds: backoff.delay(retry: attempt, unit: random()))
                             attempt += 1
                         }
                     }
+                    var result = PartResult(part: number, size: Int64(bytes.count), outcome: .success(etag))
+                    guard await turns.wait(for: number) else { return result }
+                    do {
+                        try await store.recordUploadPart(RecordedPart(number: number, size: result.size, etag: etag), under: lease)
+                    } catch {
+                        turns.stop()  // committed bytes stay a prefix: no later part may be recorded
+                        throw error
+                    }
+                    turns.recorded(number)
+                    result.recorded = true
+                    return result
                 }
             }
 
@@ -175,8 +198,14 @@ public struct UploadReceiver: Sendable {
                     lastRenewal = clock.now()
                 }
             }
-            while let result = try await group.next() { try await settle(result) }
+            do {
+                while let result = try await group.next() { settle(result) }
+            } catch {
+                turns.stop()
+                throw error
+            }
         }
+        parts.sort { $0.number < $1.number }
 
         if let failedCode {
             // A part S3 refused past the retry limit fails the job, as for every job type, and
@@ -238,5 +267,66 @@ public struct UploadReceiver: Sendable {
         try await store.finish(lease, state: .failed, etag: nil, error: Job.errorJSON(code: code))
         observer.jobEnded(kind: .upload, state: .failed)
         return .failed(code: code, committed: 0)
+    }
+}
+
+/// Job ids with a request streaming their bytes on this instance.
+final class StreamingUploads: Sendable {
+    private let ids = Mutex<Set<String>>([])
+
+    /// False when a request of this instance streams `id` already.
+    func begin(_ id: String) -> Bool { ids.withLock { $0.insert(id).inserted } }
+
+    func end(_ id: String) { _ = ids.withLock { $0.remove(id) } }
+}
+
+/// Parts finished out of order take their turns to be recorded in order (committed bytes are
+/// always a prefix of the file). Once stopped (a part failed, or could not be recorded, or the
+/// request ended), no waiting or later part is recorded.
+final class InOrderTurns: Sendable {
+    private struct State {
+        var next: Int
+        var stopped = false
+        var waiting: [Int: CheckedContinuation<Bool, Never>] = [:]
+    }
+
+    private let state: Mutex<State>
+
+    init(first: Int) {
+        state = Mutex(State(next: first))
+    }
+
+    /// Waits until every part before `number` is recorded; false when recording has stopped.
+    func wait(for number: Int) async -> Bool {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let now: Bool? = state.withLock { s in
+                    if s.stopped || Task.isCancelled { return false }
+                    if s.next == number { return true }
+                    s.waiting[number] = continuation
+                    return nil
+                }
+                if let now { continuation.resume(returning: now) }
+            }
+        } onCancel: {
+            stop()
+        }
+    }
+
+    func recorded(_ number: Int) {
+        let successor = state.withLock { s -> CheckedContinuation<Bool, Never>? in
+            s.next = number + 1
+            return s.stopped ? nil : s.waiting.removeValue(forKey: number + 1)
+        }
+        successor?.resume(returning: true)
+    }
+
+    func stop() {
+        let waiting = state.withLock { s -> [CheckedContinuation<Bool, Never>] in
+            s.stopped = true
+            defer { s.waiting = [:] }
+            return Array(s.waiting.values)
+        }
+        for continuation in waiting { continuation.resume(returning: false) }
     }
 }
