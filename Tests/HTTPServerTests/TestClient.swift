@@ -160,7 +160,10 @@ func openSocketsOnPort(_ port: Int) -> Int {
     let hexPort = String(format: "%04X", port)
     var count = 0
     for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-        guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
+        // Read to the end: String(contentsOfFile:) stops after the first page of a /proc file,
+        // which would hide sockets past the first few dozen.
+        guard let data = try? FileHandle(forReadingFrom: URL(fileURLWithPath: table)).readToEnd() else { continue }
+        let text = String(decoding: data, as: UTF8.self)
         for line in text.split(separator: "\n").dropFirst() {
             let fields = line.split(separator: " ")
             guard fields.count > 9, fields[3] != "0A", inodes.contains(String(fields[9])) else { continue }
