@@ -34,11 +34,20 @@ struct JSONText {
         bytes.append(UInt8(ascii: "\""))
         text.withUTF8 { utf8 in
             var runStart = 0
-            for i in 0..<utf8.count {
+            var i = 0
+            while i < utf8.count {
+                // Eight plain bytes at a time: long values (presigned URLs) rarely need escaping.
+                if i + 8 <= utf8.count,
+                   !Self.mayNeedEscape(UnsafeRawPointer(utf8.baseAddress! + i).loadUnaligned(as: UInt64.self)) {
+                    i += 8
+                    continue
+                }
                 let byte = utf8[i]
+                i += 1
                 guard byte < 0x20 || byte == 0x22 || byte == 0x5C || byte == 0x7F else { continue }
-                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<i]))
-                runStart = i + 1
+                let at = i - 1
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<at]))
+                runStart = at + 1
                 switch byte {
                 case 0x22: bytes.append(contentsOf: [92, 34])
                 case 0x5C: bytes.append(contentsOf: [92, 92])
@@ -53,6 +62,16 @@ struct JSONText {
             bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
         }
         bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// Whether any of eight bytes is below 0x20, a quote, a backslash or DEL (the classic
+    /// "has a byte less than n" and "has a zero byte" word tests; exact, no false negative).
+    @inline(__always)
+    static func mayNeedEscape(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        func hasZeroByte(_ x: UInt64) -> Bool { (x &- ones) & ~x & highs != 0 }
+        return (word &- ones &* 0x20) & ~word & highs != 0
+            || hasZeroByte(word ^ (ones &* 0x22)) || hasZeroByte(word ^ (ones &* 0x5C)) || hasZeroByte(word ^ (ones &* 0x7F))
     }
 
     /// A field whose value is already JSON.

@@ -117,6 +117,35 @@ struct FixedCheck: DependencyCheck {
     #expect(String(decoding: text.bytes, as: UTF8.self) == "{\"m\":\"a\\\"b\\\\c\\nd\\u0001\"}")
 }
 
+@Test func theEightByteEscapeTestMissesNoByteInAnyLane() {
+    for byte in 0...255 {
+        let special = byte < 0x20 || byte == 0x22 || byte == 0x5C || byte == 0x7F
+        for lane in 0..<8 {
+            var word: UInt64 = 0x6161_6161_6161_6161  // "aaaaaaaa"
+            word &= ~(UInt64(0xFF) << (8 * lane))
+            word |= UInt64(byte) << (8 * lane)
+            #expect(JSONText.mayNeedEscape(word) == special, "byte \(byte) in lane \(lane)")
+        }
+    }
+}
+
+@Test func longStringsRoundTripWhereverTheSpecialByteSits() throws {
+    for special in ["\"", "\\", "\n", "\u{1}", "\u{7F}", "é", "€"] {
+        for length in [0, 1, 7, 8, 9, 15, 16, 17, 40] {
+            for at in 0...length {
+                var plain = String(repeating: "x", count: length)
+                plain.insert(contentsOf: special, at: plain.index(plain.startIndex, offsetBy: at))
+                var text = JSONText()
+                text.begin()
+                text.field("v", .string(plain))
+                text.end()
+                let decoded = try JSONSerialization.jsonObject(with: Data(text.bytes)) as? [String: String]
+                #expect(decoded?["v"] == plain, "\(special) at \(at) of \(length)")
+            }
+        }
+    }
+}
+
 /// Every problem code the gateway can answer is listed in openapi.yaml's `Problem.code` enum.
 @Test func everyProblemCodeIsDocumented() throws {
     let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../openapi.yaml").standardizedFileURL
