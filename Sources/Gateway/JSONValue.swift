@@ -1,4 +1,5 @@
 import Auth
+import Foundation
 
 /// A parsed JSON value (RFC 8259), for request bodies on hot paths where `JSONDecoder`'s
 /// generic machinery costs more than the request's real work. Strict: one value, no trailing
@@ -94,6 +95,17 @@ enum JSONValue: Equatable, Sendable {
             }
         }
 
+        /// `bytes` as a String if they are valid UTF-8, else nil: decoded (which repairs) and
+        /// compared with what came in. `String(validating:as:)` does the same job but, generic,
+        /// looks its types up at run time for every string of every request body.
+        static func utf8String(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
+            var text = String(decoding: bytes, as: UTF8.self)
+            let unchanged = text.withUTF8 { decoded in
+                decoded.count == bytes.count && (bytes.isEmpty || memcmp(decoded.baseAddress!, bytes.baseAddress!, bytes.count) == 0)
+            }
+            return unchanged ? text : nil
+        }
+
         mutating func string() throws -> String {
             index += 1
             // Most strings have no escape: they become a String straight from the input.
@@ -101,9 +113,7 @@ enum JSONValue: Equatable, Sendable {
             while index < bytes.count {
                 let byte = bytes[index]
                 if byte == UInt8(ascii: "\"") {
-                    let text = bytes.withUnsafeBufferPointer {
-                        String(validating: UnsafeBufferPointer(rebasing: $0[start..<index]), as: UTF8.self)
-                    }
+                    let text = bytes.withUnsafeBufferPointer { Self.utf8String(UnsafeBufferPointer(rebasing: $0[start..<index])) }
                     guard let text else { throw SyntaxError() }
                     index += 1
                     return text
@@ -117,7 +127,7 @@ enum JSONValue: Equatable, Sendable {
                 index += 1
                 switch byte {
                 case UInt8(ascii: "\""):
-                    guard let text = String(validating: out, as: UTF8.self) else { throw SyntaxError() }
+                    guard let text = out.withUnsafeBufferPointer(Self.utf8String) else { throw SyntaxError() }
                     return text
                 case UInt8(ascii: "\\"):
                     guard index < bytes.count else { throw SyntaxError() }

@@ -5,27 +5,21 @@ enum ByteClass {
     static let sp: UInt8 = 0x20
     static let htab: UInt8 = 0x09
 
-    /// tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" / "_" / "`" / "|" / "~" / DIGIT / ALPHA
-    static let tchar: [Bool] = {
-        var table = [Bool](repeating: false, count: 256)
-        for byte in UInt8(ascii: "0")...UInt8(ascii: "9") { table[Int(byte)] = true }
-        for byte in UInt8(ascii: "a")...UInt8(ascii: "z") { table[Int(byte)] = true }
-        for byte in UInt8(ascii: "A")...UInt8(ascii: "Z") { table[Int(byte)] = true }
-        for byte in "!#$%&'*+-.^_`|~".utf8 { table[Int(byte)] = true }
-        return table
-    }()
+    /// tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" / "_" / "`" / "|" / "~" / DIGIT / ALPHA,
+    /// as two 64-bit masks (bit n set for byte n, then for byte 64 + n): no table behind a lazy
+    /// global to reach for every byte of every header name.
+    static func isTchar(_ byte: UInt8) -> Bool {
+        let low: UInt64 = 0x03FF_6CFA_0000_0000, high: UInt64 = 0x57FF_FFFF_C7FF_FFFE
+        if byte < 64 { return (low >> UInt64(byte)) & 1 == 1 }
+        if byte < 128 { return (high >> UInt64(byte - 64)) & 1 == 1 }
+        return false
+    }
 
     /// field-vchar / SP / HTAB: VCHAR and obs-text, plus white space inside a value.
-    static let fieldValue: [Bool] = {
-        var table = [Bool](repeating: false, count: 256)
-        for byte in 0x20...0x7E { table[byte] = true }
-        for byte in 0x80...0xFF { table[byte] = true }
-        table[0x09] = true
-        return table
-    }()
+    static func isFieldValue(_ byte: UInt8) -> Bool {
+        byte >= 0x20 ? byte != 0x7F : byte == 0x09
+    }
 
-    static func isTchar(_ byte: UInt8) -> Bool { tchar[Int(byte)] }
-    static func isFieldValue(_ byte: UInt8) -> Bool { fieldValue[Int(byte)] }
     static func isWhite(_ byte: UInt8) -> Bool { byte == sp || byte == htab }
 
     static func hexValue(_ byte: UInt8) -> Int? {

@@ -154,3 +154,14 @@ struct FixedCheck: DependencyCheck {
         #expect(document.contains("            - \(code)\n"), "\(code) is not in the Problem.code enum")
     }
 }
+
+@Test func jsonStringsMustBeValidUTF8() throws {
+    func parse(_ bytes: [UInt8]) -> JSONValue? { try? JSONValue.parse(bytes) }
+    let quote = UInt8(ascii: "\"")
+    #expect(parse([quote] + Array("héllo €".utf8) + [quote]) == .string("héllo €"))
+    // Invalid sequences, among them a truncated four-byte one whose repair has the same length.
+    for bad: [UInt8] in [[0xFF], [0xC3], [0xE0, 0x80, 0x80], [0xF1, 0x80, 0x80, 0x41], [0xED, 0xA0, 0x80]] {
+        #expect(parse([quote] + bad + [quote]) == nil, "\(bad)")
+        #expect(parse([quote, UInt8(ascii: "\\"), UInt8(ascii: "n")] + bad + [quote]) == nil, "escaped, then \(bad)")
+    }
+}

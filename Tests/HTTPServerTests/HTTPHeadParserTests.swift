@@ -269,3 +269,14 @@ func malformedRequestIsRefused(_ request: MalformedRequest) {
         _ = parse(bytes)
     }
 }
+
+@Test func byteClassesMatchTheRFCsDefinitions() {
+    let tchars = Set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8)
+    for value in 0...255 {
+        let byte = UInt8(value)
+        #expect(ByteClass.isTchar(byte) == tchars.contains(byte), "tchar \(value)")
+        // field-vchar (VCHAR, obs-text), SP and HTAB
+        #expect(ByteClass.isFieldValue(byte) == ((0x21...0x7E).contains(value) || value >= 0x80 || value == 0x20 || value == 0x09),
+                "field value \(value)")
+    }
+}
