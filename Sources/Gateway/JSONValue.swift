@@ -10,7 +10,7 @@ enum JSONValue: Equatable, Sendable {
     case number(Double)
     case string(String)
     case array([JSONValue])
-    case object([String: JSONValue])
+    case object(JSONObject)
 
     struct SyntaxError: Error {}
 
@@ -58,8 +58,7 @@ enum JSONValue: Equatable, Sendable {
 
         mutating func object(depth: Int) throws -> JSONValue {
             index += 1
-            var members: [String: JSONValue] = [:]
-            members.reserveCapacity(8)
+            var members = JSONObject()
             skipWhite()
             if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return .object(members) }
             while true {
@@ -70,7 +69,7 @@ enum JSONValue: Equatable, Sendable {
                 guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw SyntaxError() }
                 index += 1
                 skipWhite()
-                guard members.updateValue(try value(depth: depth + 1), forKey: key) == nil else { throw SyntaxError() }
+                guard members.insert(key, try value(depth: depth + 1)) else { throw SyntaxError() }
                 skipWhite()
                 guard index < bytes.count else { throw SyntaxError() }
                 if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
@@ -219,7 +218,7 @@ enum JSONValue: Equatable, Sendable {
 /// Typed reads of an object's fields, with errors that name the field (never echo its value).
 /// An optional field is left out, never `null`: a `null` is the wrong type, as openapi.yaml says.
 struct JSONFields {
-    let members: [String: JSONValue]
+    let members: JSONObject
 
     init(_ value: JSONValue) throws(APIError) {
         guard case .object(let members) = value else { throw APIError.invalidJSON("The body must be a JSON object.") }
@@ -279,12 +278,51 @@ struct JSONFields {
         case nil: return nil
         case .object(let object)?:
             var out: [String: String] = [:]
-            for (key, value) in object {
+            for (key, value) in object.pairs {
                 guard case .string(let text) = value else { throw APIError.invalidJSON("Field '\(name).\(key)' must be a string.") }
                 out[key] = text
             }
             return out
         default: throw APIError.invalidJSON("Field '\(name)' has the wrong type.")
         }
+    }
+}
+
+/// A JSON object's members in the order they came, without duplicates. Request bodies hold a
+/// handful, found faster by a scan than by hashing; past 16 an index takes over, so a body of
+/// many keys costs no more than a dictionary would.
+struct JSONObject: Equatable, Sendable {
+    private struct Member: Sendable {
+        let key: String
+        let value: JSONValue
+    }
+
+    private var members: [Member] = []
+    private var index: [String: Int]?
+
+    var count: Int { members.count }
+    var pairs: [(key: String, value: JSONValue)] { members.map { ($0.key, $0.value) } }
+
+    subscript(key: String) -> JSONValue? {
+        if let index { return index[key].map { members[$0].value } }
+        for member in members where member.key == key { return member.value }
+        return nil
+    }
+
+    /// Adds a member; false (and nothing added) when the key is there already.
+    mutating func insert(_ key: String, _ value: JSONValue) -> Bool {
+        guard self[key] == nil else { return false }
+        if members.isEmpty { members.reserveCapacity(8) }
+        if index == nil && members.count == 16 {
+            index = Dictionary(uniqueKeysWithValues: members.enumerated().map { ($1.key, $0) })
+        }
+        index?[key] = members.count
+        members.append(Member(key: key, value: value))
+        return true
+    }
+
+    /// Equal members, in any order.
+    static func == (a: JSONObject, b: JSONObject) -> Bool {
+        a.count == b.count && a.members.allSatisfy { b[$0.key] == $0.value }
     }
 }

@@ -111,7 +111,7 @@ struct PresignRoutes: Sendable {
                                       endpointOverride: publicEndpoint)
         // Written by hand: this is the hottest answer a frontend asks for.
         var json = JSONText()
-        json.begin(capacity: url.utf8.count + 256)
+        json.begin(capacity: url.utf8.count + 512)
         json.field("url", .string(url))
         json.field("method", .string(method))
         json.stringsField("headers", signed)

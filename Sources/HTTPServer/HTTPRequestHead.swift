@@ -91,6 +91,13 @@ extension HTTPRequestHead {
         } else if hasCL {
             var length: Int?
             for value in contentLengths {
+                // The usual single number, without splitting.
+                if !value.utf8.contains(UInt8(ascii: ",")) {
+                    guard let n = parseDecimal(value.trimmingOWS()) else { return .failure(.badContentLength) }
+                    if let previous = length, previous != n { return .failure(.conflictingContentLength) }
+                    length = n
+                    continue
+                }
                 // A list of identical values is allowed (RFC 9112 §6.3 item 5); anything else is not.
                 for element in value.split(separator: ",", omittingEmptySubsequences: false) {
                     guard let n = parseDecimal(element.trimmingOWS()) else { return .failure(.badContentLength) }

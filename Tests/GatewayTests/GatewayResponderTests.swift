@@ -165,3 +165,19 @@ struct FixedCheck: DependencyCheck {
         #expect(parse([quote, UInt8(ascii: "\\"), UInt8(ascii: "n")] + bad + [quote]) == nil, "escaped, then \(bad)")
     }
 }
+
+@Test func jsonObjectsRefuseDuplicateKeysSmallAndLarge() throws {
+    func object(_ count: Int, duplicate: Bool) -> [UInt8] {
+        var keys = (0..<count).map { "\"k\($0)\":\($0)" }
+        if duplicate { keys.append("\"k\(count / 2)\":0") }
+        return Array(("{" + keys.joined(separator: ",") + "}").utf8)
+    }
+    for count in [1, 15, 16, 17, 200] {
+        let parsed = try JSONValue.parse(object(count, duplicate: false))
+        guard case .object(let members) = parsed else { Issue.record("not an object"); continue }
+        #expect(members.count == count && members["k\(count - 1)"] == .number(Double(count - 1)) && members["nope"] == nil)
+        #expect(throws: JSONValue.SyntaxError.self) { try JSONValue.parse(object(count, duplicate: true)) }
+    }
+    #expect(try JSONValue.parse(Array(#"{"a":1,"b":[true,null]}"#.utf8)) == JSONValue.parse(Array(#"{"b":[true,null],"a":1}"#.utf8)))
+    #expect(try JSONValue.parse(Array(#"{"a":1}"#.utf8)) != JSONValue.parse(Array(#"{"a":2}"#.utf8)))
+}
