@@ -185,9 +185,16 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
     private func begin(_ head: HTTPRequestHead) {
         served += 1
         let body: RequestBody
+        var bodyArrivedWithHead = false
         switch head.framing {
         case .none:
             body = RequestBody.shared
+        case .length(let n) where n <= inbound.readableCount && n <= context.configuration.bodyHighWater
+                                  && !head.expectContinue:
+            // The usual small JSON body, already here with its head: handed over whole.
+            body = RequestBody.whole(inbound.copy(0..<n))
+            inbound.consume(n)
+            bodyArrivedWithHead = true
         case .length(let n):
             body = RequestBody(expectedLength: n, highWater: context.configuration.bodyHighWater,
                                onDemand: demandHandler())
@@ -196,6 +203,7 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
                                onDemand: demandHandler())
         }
         let exchange = Exchange(head: head, body: body, limits: context.configuration.limits)
+        if bodyArrivedWithHead { exchange.bodyDone = true }
         self.exchange = exchange
         let request = HTTPRequest(head: head, body: body, remoteAddress: remoteAddress, server: context)
         let responder = context.responder

@@ -32,6 +32,8 @@ public final class RequestBody: Sendable {
         var demanded = false
         var producerStalled = false
         var received = 0
+        /// The whole body, when it arrived with the head; handed out once.
+        var whole: [UInt8]?
 
         /// The oldest waiting chunk; its slot is emptied so the array does not keep it alive.
         mutating func takeChunk() -> ArraySlice<UInt8>? {
@@ -78,6 +80,18 @@ public final class RequestBody: Sendable {
         return body
     }
 
+    /// A body that arrived whole with its head: no demand to signal, nothing more to come.
+    static func whole(_ bytes: [UInt8]) -> RequestBody {
+        let body = RequestBody(expectedLength: bytes.count, highWater: Int.max, onDemand: nil)
+        body.state.withLock { s in
+            s.whole = bytes
+            s.received = bytes.count
+            s.demanded = true
+            s.finished = true
+        }
+        return body
+    }
+
     /// A body made of the given bytes (tests, internal calls).
     public static func bytes(_ bytes: [UInt8]) -> RequestBody {
         let body = RequestBody(expectedLength: bytes.count, highWater: Int.max, onDemand: nil)
@@ -91,6 +105,10 @@ public final class RequestBody: Sendable {
         if expectedLength == 0 { return nil }
         enum Immediate { case chunk(ArraySlice<UInt8>?, notify: Bool), failure(RequestBodyError), wait(notify: Bool) }
         let immediate: Immediate = state.withLock { s in
+            if let whole = s.whole {
+                s.whole = nil
+                return .chunk(whole[...], notify: false)
+            }
             let firstDemand = !s.demanded
             s.demanded = true
             if let chunk = s.takeChunk() {
@@ -137,6 +155,10 @@ public final class RequestBody: Sendable {
     /// Reads the whole body into memory, refusing more than `limit` bytes.
     public func collect(upTo limit: Int) async throws -> [UInt8] {
         if let expectedLength, expectedLength > limit { throw RequestBodyError.tooLarge(limit: limit) }
+        // A body that came with its head is handed over as it is, without a copy.
+        if let whole = state.withLock({ s -> [UInt8]? in defer { s.whole = nil }; return s.whole }) {
+            return whole
+        }
         var out: [UInt8] = []
         if let expectedLength, let chunk = try await read() {
             // The common small body arrives whole before the handler runs: one read, one

@@ -116,6 +116,24 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
         await server.shutdown(grace: 1)
     }
 
+    /// A small body sent with its head is handed over whole (no demand round trip, no copy);
+    /// read as chunks it is the same bytes, and the next request on the connection is intact.
+    @Test func aBodyThatCameWithItsHeadIsHandedOverWhole() async throws {
+        let (server, port, _) = try startServer()
+        let client = try TestClient(port: port)
+        let body = String(repeating: "0123456789", count: 300)
+        try client.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+                        + "PUT /slow HTTP/1.1\r\nHost: t\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+                        + "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+        let echoed = try client.readResponse()
+        #expect(echoed.status == 200 && echoed.text == body)
+        let counted = try client.readResponse()
+        #expect(counted.status == 200 && counted.text == "\(body.utf8.count)")
+        let hello = try client.readResponse()
+        #expect(hello.status == 200 && hello.text == "hello")
+        await server.shutdown(grace: 1)
+    }
+
     @Test func chunkedBodyWithExtensionsAndTrailers() async throws {
         let (server, port, _) = try startServer()
         let client = try TestClient(port: port)
