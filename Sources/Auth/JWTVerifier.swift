@@ -92,9 +92,16 @@ public struct JWTVerifier: Sendable {
         }
     }
 
-    /// The identity a valid token names.
+    /// A remembered token's identity, with the time rules applied again; nil when not cached.
+    private func cached(_ token: some StringProtocol, now: Int) throws(Failure) -> Identity? {
+        guard let cached = cache?.lookup(token) else { return nil }
+        if Double(now) > cached.expiry + Double(leeway) { throw .expired }
+        if let nbf = cached.notBefore, Double(now + leeway) < nbf { throw .notYetValid }
+        return cached.identity
+    }
+
     /// Only base64url letters and the two dots.
-    static func isCompactJWS(_ token: String) -> Bool {
+    static func isCompactJWS(_ token: some StringProtocol) -> Bool {
         func allowed(_ byte: UInt8) -> Bool {
             (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39)
                 || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
@@ -108,14 +115,19 @@ public struct JWTVerifier: Sendable {
         return token.utf8.allSatisfy(allowed)
     }
 
+    /// The same, for a token still inside its header value: a cached token is checked
+    /// without copying it out.
+    public func verify(_ token: Substring, now: Int) throws(Failure) -> Identity {
+        guard Self.isCompactJWS(token) else { throw .malformed }
+        if let identity = try cached(token, now: now) { return identity }
+        return try verify(String(token), now: now)
+    }
+
+    /// The identity a valid token names.
     public func verify(_ token: String, now: Int) throws(Failure) -> Identity {
         // Only the JWS compact alphabet is ever looked at, cached or not.
         guard Self.isCompactJWS(token) else { throw .malformed }
-        if let cached = cache?.lookup(token) {
-            if Double(now) > cached.expiry + Double(leeway) { throw .expired }
-            if let nbf = cached.notBefore, Double(now + leeway) < nbf { throw .notYetValid }
-            return cached.identity
-        }
+        if let identity = try cached(token, now: now) { return identity }
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, token.utf8.count <= 16 * 1024,
               let headerBytes = Base64URL.decode(parts[0]), let payloadBytes = Base64URL.decode(parts[1]),

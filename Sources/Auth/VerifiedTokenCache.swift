@@ -31,8 +31,8 @@ public final class VerifiedTokenCache: Sendable {
         slots = Mutex(Array(repeating: nil, count: slotCount))
     }
 
-    func lookup(_ token: String) -> Entry? {
-        var token = token
+    func lookup(_ token: some StringProtocol) -> Entry? {
+        var token = Substring(token)
         return token.withUTF8 { bytes in
             guard !bytes.isEmpty else { return nil }
             let index = slotIndex(bytes)

@@ -20,7 +20,7 @@ public struct Authenticator: Sendable {
         guard let space = bytes.firstIndex(of: UInt8(ascii: " ")),
               authorization[..<space].equalsIgnoringASCIICase("bearer") else { throw APIError.unauthorized }
         do {
-            return try verifier.verify(String(authorization[bytes.index(after: space)...].trimmingOWS()), now: now())
+            return try verifier.verify(authorization[bytes.index(after: space)...].trimmingOWS(), now: now())
         } catch {
             throw APIError.invalidToken(error)
         }

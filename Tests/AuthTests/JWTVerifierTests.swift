@@ -117,3 +117,13 @@ func badTokensAreRefused(_ bad: BadToken) {
     let tampered = String(bob[...dot]) + (first == "A" ? "B" : "A") + bob[bob.index(dot, offsetBy: 2)...]
     #expect(throws: JWTVerifier.Failure.badSignature) { _ = try cached.verify(tampered, now: now) }
 }
+
+@Test func aTokenInsideItsHeaderValueVerifiesLikeACopy() throws {
+    let cached = JWTVerifier(keys: [.hmac(secret)], cache: VerifiedTokenCache())
+    let header = "Bearer " + good + "  "
+    let token = header.dropFirst(7).dropLast(2)
+    #expect(try cached.verify(token, now: now).id == "alice")   // a miss: verified, then cached
+    #expect(try cached.verify(token, now: now).id == "alice")   // a hit
+    #expect(throws: JWTVerifier.Failure.expired) { _ = try cached.verify(token, now: now + 600 + 61) }
+    #expect(throws: JWTVerifier.Failure.malformed) { _ = try cached.verify(header.dropFirst(6), now: now) }
+}
