@@ -49,17 +49,21 @@ measure() {  # URL [script] -> "rps p99ms non2xx"
     END { printf "%.0f %.2f %d\n", rps, p99, bad + 0 }' <<<"$out"
 }
 
-rows=""; h_all=""; p_all=""
+rows=""; h_all=""; p_all=""; r_all=""
 for round in $(seq "$ROUNDS"); do
   read -r hr hp _ < <(measure "http://127.0.0.1:$PORT/healthz")
   read -r pr pp pe < <(measure "http://127.0.0.1:$PORT/v1/presign" "$TMP/presign.lua")
   echo "round $round: healthz $hr req/s (p99 $hp ms), presign $pr req/s (p99 $pp ms, non-2xx $pe)" >&2
   rows+="| $round | $hr | $hp | $pr | $pp | $pe |"$'\n'
   h_all+="$hr "; p_all+="$pr "
+  # Each round's own ratio: its two runs are seconds apart, so a machine whose speed drifts
+  # (it is shared) moves both alike.
+  r_all+="$(awk -v p="$pr" -v h="$hr" 'BEGIN { printf "%.3f", p / h }') "
 done
 median() { tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 hm="$(median "$h_all")"; pm="$(median "$p_all")"
 ratio="$(awk -v p="$pm" -v h="$hm" 'BEGIN { printf "%.2f", p / h }')"
+rm_ratio="$(median "$r_all")"
 section="$(cat <<MD
 ## HTTP: /v1/presign vs /healthz
 
@@ -69,7 +73,8 @@ $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores. Command: \`bench/presign.sh\` 
 | round | /healthz req/s | p99 ms | /v1/presign req/s | p99 ms | non-2xx |
 |---:|---:|---:|---:|---:|---:|
 ${rows}
-- medians: /healthz **$hm** req/s, /v1/presign **$pm** req/s; presign/healthz **$ratio**
+- medians: /healthz **$hm** req/s, /v1/presign **$pm** req/s; ratio of the medians **$ratio**
+- median of the rounds' own ratios (presign/healthz, each round's pair measured back to back): **$(printf '%.2f' "$rm_ratio")** (rounds: ${r_all% })
 <!-- bench:presign:end -->
 MD
 )"
@@ -81,4 +86,4 @@ pattern = re.compile(r"## HTTP: /v1/presign vs /healthz\n\n<!-- bench:presign:be
 text = pattern.sub(lambda _: section, text) if pattern.search(text) else text.rstrip() + "\n\n" + section + "\n"
 open(path, "w").write(text)
 PY
-echo "presign/healthz $ratio (medians $pm / $hm); written to bench/RESULTS.md" >&2
+echo "presign/healthz: ratio of medians $ratio ($pm / $hm), median of round ratios $rm_ratio ($r_all); written to bench/RESULTS.md" >&2
