@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # bench/presign.sh — POST /v1/presign (a real HS256 token, a put of a private key) beside GET
 # /healthz on the same gateway, alternating, wrk 2 threads × 64 keep-alive connections,
-# BENCH_ROUNDS rounds (3) of BENCH_DURATION (15s). Writes the section "## HTTP: /v1/presign vs
+# BENCH_ROUNDS rounds (7) of BENCH_DURATION (10s). Writes the section "## HTTP: /v1/presign vs
 # /healthz" of bench/RESULTS.md. Builds the release binary unless BENCH_SKIP_BUILD=1, starts the
 # local stack (scripts/stack.sh up) and the gateway on 127.0.0.1:18090 with its log on, and
 # stops what it started.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-DURATION="${BENCH_DURATION:-15s}"
-ROUNDS="${BENCH_ROUNDS:-3}"
+DURATION="${BENCH_DURATION:-10s}"
+ROUNDS="${BENCH_ROUNDS:-7}"
 PORT=18090
 BIN="$ROOT/.build/release/transfer-gateway"
 RESULTS="$ROOT/bench/RESULTS.md"

@@ -63,6 +63,34 @@ public enum Digest {
         }
     }
 
+    /// SHA-256 of `bytes` into `digest` (32 bytes), for callers that keep it off the heap.
+    public static func sha256(_ bytes: UnsafeRawBufferPointer, into digest: UnsafeMutableBufferPointer<UInt8>) {
+        precondition(digest.count >= 32)
+        tg_sha256(bytes.baseAddress, bytes.count, digest.baseAddress)
+    }
+
+    /// HMAC-SHA256 of `message` under `key` as lower-case hexadecimal, appended to `out`.
+    public static func appendHMACSHA256Hex(key: some ContiguousBytesLike, _ message: some ContiguousBytesLike,
+                                           to out: inout [UInt8]) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { mac in
+            key.withBytes { k in
+                message.withBytes { m in tg_hmac_sha256(k.baseAddress, k.count, m.baseAddress, m.count, mac.baseAddress) }
+            }
+            appendHex(UnsafeBufferPointer(mac), to: &out)
+        }
+    }
+
+    /// Lower-case hexadecimal, appended to `out`.
+    public static func appendHex(_ bytes: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
+        let digits: StaticString = "0123456789abcdef"
+        digits.withUTF8Buffer { d in
+            for byte in bytes {
+                out.append(d[Int(byte >> 4)])
+                out.append(d[Int(byte & 0x0F)])
+            }
+        }
+    }
+
     /// Lower-case hexadecimal, appended to `out`.
     public static func appendHex(_ bytes: [UInt8], to out: inout [UInt8]) {
         let digits: StaticString = "0123456789abcdef"

@@ -20,6 +20,27 @@ enum ByteClass {
         byte >= 0x20 ? byte != 0x7F : byte == 0x09
     }
 
+    /// Whether every byte is a field-value byte; eight at a time where none is below 0x20 or
+    /// DEL (the classic word tests), byte by byte around the rest.
+    static func allFieldValue(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        var i = 0
+        while i < bytes.count {
+            if i + 8 <= bytes.count {
+                let word = bytes.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+                let control = (word &- ones &* 0x20) & ~word & highs
+                let del = word ^ (ones &* 0x7F)
+                if control == 0 && (del &- ones) & ~del & highs == 0 {
+                    i += 8
+                    continue
+                }
+            }
+            if !isFieldValue(bytes[i]) { return false }
+            i += 1
+        }
+        return true
+    }
+
     static func isWhite(_ byte: UInt8) -> Bool { byte == sp || byte == htab }
 
     static func hexValue(_ byte: UInt8) -> Int? {

@@ -159,7 +159,7 @@ public struct HTTPHeadParser: Sendable {
         var valueEnd = line.count
         while valueStart < valueEnd && ByteClass.isWhite(line[valueStart]) { valueStart += 1 }
         while valueEnd > valueStart && ByteClass.isWhite(line[valueEnd - 1]) { valueEnd -= 1 }
-        for byte in line[valueStart..<valueEnd] where !ByteClass.isFieldValue(byte) {
+        guard ByteClass.allFieldValue(UnsafeRawBufferPointer(rebasing: line[valueStart..<valueEnd])) else {
             return .failure(.badHeaderValue)
         }
         return .success((String(decoding: line[..<colon], as: UTF8.self),

@@ -188,16 +188,19 @@ public struct Signer: Sendable {
         }
         scratch.append(0x0A)
         scratch.append(contentsOf: Self.unsignedPayload.utf8)
-        let canonicalHash = Digest.sha256(scratch)
-        scratch.removeAll(keepingCapacity: true)
+        // The string to sign goes after the canonical request in the same buffer.
+        let canonicalEnd = scratch.count
         scratch.append(contentsOf: "AWS4-HMAC-SHA256\n".utf8)
         scratch.append(contentsOf: time.dateTime.utf8)
         scratch.append(0x0A)
         appendScope(time, to: &scratch)
         scratch.append(0x0A)
-        Digest.appendHex(canonicalHash, to: &scratch)
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { digest in
+            scratch.withUnsafeBytes { Digest.sha256(UnsafeRawBufferPointer(rebasing: $0[..<canonicalEnd]), into: digest) }
+            Digest.appendHex(UnsafeBufferPointer(digest), to: &scratch)
+        }
         out.append(contentsOf: "&X-Amz-Signature=".utf8)
-        Digest.appendHex(Digest.hmacSHA256(key: signingKey(time), scratch), to: &out)
+        Digest.appendHMACSHA256Hex(key: signingKey(time), scratch[canonicalEnd...], to: &out)
     }
 
     private func presign(method: String, encodedPath: String, query: [(String, String)], headers: [(String, String)],

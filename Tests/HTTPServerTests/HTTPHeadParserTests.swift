@@ -280,3 +280,17 @@ func malformedRequestIsRefused(_ request: MalformedRequest) {
                 "field value \(value)")
     }
 }
+
+@Test func fieldValuesAreCheckedInEveryLaneOfTheWordTest() {
+    for value in 0...255 {
+        let byte = UInt8(value)
+        for length in [1, 7, 8, 9, 17] {
+            for at in 0..<length {
+                var bytes = [UInt8](repeating: UInt8(ascii: "a"), count: length)
+                bytes[at] = byte
+                let ok = bytes.withUnsafeBytes { ByteClass.allFieldValue($0) }
+                #expect(ok == ByteClass.isFieldValue(byte), "byte \(value) at \(at) of \(length)")
+            }
+        }
+    }
+}
