@@ -93,13 +93,7 @@ public enum Digest {
 
     /// Lower-case hexadecimal, appended to `out`.
     public static func appendHex(_ bytes: [UInt8], to out: inout [UInt8]) {
-        let digits: StaticString = "0123456789abcdef"
-        digits.withUTF8Buffer { d in
-            for byte in bytes {
-                out.append(d[Int(byte >> 4)])
-                out.append(d[Int(byte & 0x0F)])
-            }
-        }
+        bytes.withUnsafeBufferPointer { appendHex($0, to: &out) }
     }
 
     /// Lower-case hexadecimal.

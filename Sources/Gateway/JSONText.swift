@@ -98,14 +98,6 @@ struct JSONText {
         bytes.append(UInt8(ascii: "}"))
     }
 
-    static func object(_ fields: [(String, LogValue)]) -> [UInt8] {
-        var text = JSONText()
-        text.begin()
-        for (key, value) in fields { text.field(key, value) }
-        text.end()
-        return text.bytes
-    }
-
     static func object(_ fields: KeyValuePairs<String, LogValue>) -> [UInt8] {
         var text = JSONText()
         text.begin()

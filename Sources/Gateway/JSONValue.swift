@@ -258,7 +258,6 @@ struct JSONFields {
         return level
     }
 
-    /// A nested object's fields.
     /// An array member, or nil when absent.
     func array(_ name: String) throws(APIError) -> [JSONValue]? {
         switch members[name] {
@@ -268,6 +267,7 @@ struct JSONFields {
         }
     }
 
+    /// A nested object's fields.
     func object(_ name: String) throws(APIError) -> JSONFields {
         guard case .object? = members[name], let value = members[name] else { throw APIError.invalidJSON("Missing object '\(name)'.") }
         return try JSONFields(value)

@@ -4,7 +4,7 @@ import HTTPServer
 import TransferEngine
 
 /// `/v1/jobs`: server-side transfers (PRODUCT.md §4 "Server-side jobs"): `copy`, `import` and
-/// `download` run here; `upload` answers 501 `not_implemented` until its engine lands.
+/// `download` run on the worker; `upload` jobs take their bytes at `/v1/jobs/{id}/data`.
 struct JobRoutes: Sendable {
     let authenticator: Authenticator
     let policy: AccessPolicy
@@ -196,7 +196,9 @@ struct JobRoutes: Sendable {
         let updated: Job?
         switch action {
         case "pause": updated = try await store.transition(id: visible.id, from: [.pending, .queued, .running], to: .paused)
-        case "resume": updated = try await store.transition(id: visible.id, from: [.paused], to: .queued)
+        case "resume":
+            // An upload waits for its bytes again (`pending`); the worker claims only the others.
+            updated = try await store.transition(id: visible.id, from: [.paused], to: visible.kind == .upload ? .pending : .queued)
         default:
             updated = try await store.transition(id: visible.id, from: [.pending, .queued, .running, .paused], to: .canceled)
             // A running job aborts its own upload; one that was waiting has nobody else to do it.

@@ -181,10 +181,9 @@ public struct PostgresJobStore: UploadStore {
         try await pool.withTransaction { connection in
             _ = try Self.upsertPart(part, under: lease, on: connection)
             try connection.query("""
-                UPDATE jobs SET upload_tail = NULL,
-                       bytes_committed = (SELECT COALESCE(sum(size), 0) FROM job_parts WHERE job_id = \(lease.jobID)::uuid),
-                       bytes_transferred = (SELECT COALESCE(sum(size), 0) FROM job_parts WHERE job_id = \(lease.jobID)::uuid),
+                UPDATE jobs SET upload_tail = NULL, bytes_committed = recorded.bytes, bytes_transferred = recorded.bytes,
                        version = version + 1, updated_at = now()
+                FROM (SELECT COALESCE(sum(size), 0) AS bytes FROM job_parts WHERE job_id = \(lease.jobID)::uuid) AS recorded
                 WHERE id = \(lease.jobID)::uuid
                 """)
         }

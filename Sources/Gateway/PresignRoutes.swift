@@ -139,7 +139,7 @@ struct PresignRoutes: Sendable {
         var json = JSONText()
         json.begin()
         json.field("url", .string(url))
-        json.rawField("fields", JSONText.object(policy.fields.map { ($0.0, LogValue.string($0.1)) }))
+        json.stringsField("fields", policy.fields)
         json.field("expiresAt", .string(SigningTime.iso8601(issued + expires)))
         json.field("objectKey", .string(objectKey))
         json.end()

@@ -232,8 +232,10 @@ struct TusRoutes: Sendable {
         guard job.state != .completed else {
             return refuse(409, "job_not_pending", "The upload is complete; delete the object instead.")
         }
-        let after = try await store.transition(id: job.id, from: [.pending, .running], to: .canceled)
-        if after?.state == .canceled, let uploadID = job.uploadID, let key = job.objectKey {
+        // As the jobs API cancels: a paused upload too, and the request streaming a running one
+        // aborts its own multipart upload when it sees the cancel.
+        let after = try await store.transition(id: job.id, from: [.pending, .running, .paused], to: .canceled)
+        if job.state != .running, after?.state == .canceled, let uploadID = job.uploadID, let key = job.objectKey {
             try? await objects.abortMultipartUpload(key: key, uploadID: uploadID)
         }
         return answer(204)

@@ -61,6 +61,23 @@ extension JobTableTests {
         await gateway.stop()
     }
 
+    /// A paused upload refuses bytes; resumed, it waits for them again (`pending`, not `queued`,
+    /// which no worker claims for an upload) and takes them.
+    @Test func aResumedUploadTakesItsBytesAgain() async throws {
+        let gateway = try LiveGateway()
+        let token = gateway.token("alice")
+        let created = try await gateway.request("POST", "/v1/jobs", token: token, json: [
+            "type": "upload", "accessLevel": "private", "key": "resume-\(UUID().uuidString).txt", "size": 5])
+        let id = try #require(created.json["id"] as? String)
+        #expect(try await gateway.request("POST", "/v1/jobs/\(id)/pause", token: token).json["state"] as? String == "paused")
+        let refused = try await gateway.request("PUT", "/v1/jobs/\(id)/data", token: token, rawBody: Data("hello".utf8))
+        #expect(refused.status == 409, "\(refused.json)")
+        #expect(try await gateway.request("POST", "/v1/jobs/\(id)/resume", token: token).json["state"] as? String == "pending")
+        let taken = try await gateway.request("PUT", "/v1/jobs/\(id)/data", token: token, rawBody: Data("hello".utf8))
+        #expect(taken.status == 200 && taken.json["state"] as? String == "completed", "\(taken.json)")
+        await gateway.stop()
+    }
+
     @Test func jobsAreCheckedAtCreation() async throws {
         let gateway = try LiveGateway()
         let bob = gateway.token("bob")
