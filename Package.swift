@@ -53,5 +53,5 @@ let package = Package(
 
 // Release builds optimise across modules: the request path runs through five of them.
 for target in package.targets where target.type == .regular || target.type == .executable {
-    target.swiftSettings = [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]
+    target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]
 }

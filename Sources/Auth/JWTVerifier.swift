@@ -120,7 +120,7 @@ public struct JWTVerifier: Sendable {
     public func verify(_ token: Substring, now: Int) throws(Failure) -> Identity {
         guard Self.isCompactJWS(token) else { throw .malformed }
         if let identity = try cached(token, now: now) { return identity }
-        return try verify(String(token), now: now)
+        return try verifyUncached(String(token), now: now)
     }
 
     /// The identity a valid token names.
@@ -128,6 +128,11 @@ public struct JWTVerifier: Sendable {
         // Only the JWS compact alphabet is ever looked at, cached or not.
         guard Self.isCompactJWS(token) else { throw .malformed }
         if let identity = try cached(token, now: now) { return identity }
+        return try verifyUncached(token, now: now)
+    }
+
+    /// Signature, then claims, of a compact-alphabet token not in the cache; remembered once good.
+    private func verifyUncached(_ token: String, now: Int) throws(Failure) -> Identity {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, token.utf8.count <= 16 * 1024,
               let headerBytes = Base64URL.decode(parts[0]), let payloadBytes = Base64URL.decode(parts[1]),

@@ -202,8 +202,7 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
             body = RequestBody(expectedLength: nil, highWater: context.configuration.bodyHighWater,
                                onDemand: demandHandler())
         }
-        let exchange = Exchange(head: head, body: body, limits: context.configuration.limits)
-        if bodyArrivedWithHead { exchange.bodyDone = true }
+        let exchange = Exchange(head: head, body: body, limits: context.configuration.limits, bodyArrived: bodyArrivedWithHead)
         self.exchange = exchange
         let request = HTTPRequest(head: head, body: body, remoteAddress: remoteAddress, server: context)
         let responder = context.responder
@@ -608,12 +607,16 @@ final class Exchange: @unchecked Sendable {
     private var lengthRemaining: Int
     private var chunked: ChunkedDecoder
 
-    init(head: HTTPRequestHead, body: RequestBody, limits: HTTPLimits) {
+    /// `bodyArrived`: the whole body came with the head and is in `body` already.
+    init(head: HTTPRequestHead, body: RequestBody, limits: HTTPLimits, bodyArrived: Bool = false) {
         self.head = head
         self.body = body
         self.chunked = ChunkedDecoder(limits: limits)
         switch head.framing {
         case .none:
+            bodyDone = true
+            lengthRemaining = 0
+        case .length where bodyArrived:
             bodyDone = true
             lengthRemaining = 0
         case .length(let n):

@@ -93,12 +93,7 @@ public final class RequestBody: Sendable {
     }
 
     /// A body made of the given bytes (tests, internal calls).
-    public static func bytes(_ bytes: [UInt8]) -> RequestBody {
-        let body = RequestBody(expectedLength: bytes.count, highWater: Int.max, onDemand: nil)
-        if !bytes.isEmpty { _ = body.deliver(bytes[...]) }
-        body.finish()
-        return body
-    }
+    public static func bytes(_ bytes: [UInt8]) -> RequestBody { whole(bytes) }
 
     /// The next piece of the body, or nil at its end.
     public func read() async throws -> ArraySlice<UInt8>? {

@@ -107,8 +107,9 @@ public struct JobRunner: Sendable {
                 var resumable = job.uploadID
                 if let existing = resumable {
                     do {
+                        // A part number sent twice is the later upload in S3's eyes, as in listParts.
                         let held = Dictionary(try await objects.listParts(key: key, uploadID: existing).map { ($0.number, $0) },
-                                              uniquingKeysWith: { a, _ in a })
+                                              uniquingKeysWith: { _, later in later })
                         uploadID = existing
                         for part in try await store.parts(of: job.id)
                         where held[part.number]?.etag == part.etag && part.size == plan.size(ofPart: part.number)

@@ -100,8 +100,18 @@ public struct UploadReceiver: Sendable {
         var received = job.bytesCommitted
         var ending = Ending.clean
         var failedCode: String?
-        var lastRenewal = clock.now()
         let objects = self.objects, clock = self.clock, backoff = settings.backoff, random = settings.random
+
+        // The lease is renewed on a timer for the whole request: the reader may wait on a slow
+        // client, or on S3, for longer than the lease lasts.
+        let leaseMilliseconds = settings.leaseMilliseconds, tick = settings.tickMilliseconds
+        let renewal = Task {
+            while !Task.isCancelled {
+                try await clock.sleep(milliseconds: tick)
+                _ = try await store.renew(lease, leaseMilliseconds: leaseMilliseconds)
+            }
+        }
+        defer { renewal.cancel() }
 
         try await withThrowingTaskGroup(of: PartResult.self) { group in
             var inFlight = 0
@@ -131,20 +141,17 @@ public struct UploadReceiver: Sendable {
                 inFlight += 1
                 let upload = uploadID ?? ""
                 group.addTask {
-                    var attempt = 1
                     let etag: String
-                    while true {
-                        do {
-                            etag = try await objects.uploadPart(key: key, uploadID: upload, part: number, data: .bytes(bytes))
-                            break
-                        } catch let error as TransferError {
-                            guard error.retryable && attempt <= retryLimit else {
-                                turns.stop()  // the job fails: nothing after this part counts
-                                return PartResult(part: number, size: Int64(bytes.count), outcome: .failure(error))
-                            }
-                            try await clock.sleep(milliseconds: backoff.delay(retry: attempt, unit: random()))
-                            attempt += 1
+                    do {
+                        etag = try await clock.retrying(limit: retryLimit, backoff: backoff, random: random) {
+                            try await objects.uploadPart(key: key, uploadID: upload, part: number, data: .bytes(bytes))
                         }
+                    } catch let error as TransferError {
+                        turns.stop()  // the job fails: nothing after this part counts
+                        return PartResult(part: number, size: Int64(bytes.count), outcome: .failure(error))
+                    } catch {
+                        turns.stop()
+                        throw error
                     }
                     var result = PartResult(part: number, size: Int64(bytes.count), outcome: .success(etag))
                     guard await turns.wait(for: number) else { return result }
@@ -192,10 +199,6 @@ public struct UploadReceiver: Sendable {
                             break reading
                         }
                     }
-                }
-                if clock.now() - lastRenewal >= settings.tickMilliseconds {
-                    _ = try await store.renew(lease, leaseMilliseconds: settings.leaseMilliseconds)
-                    lastRenewal = clock.now()
                 }
             }
             do {
