@@ -118,16 +118,18 @@ public struct JWTVerifier: Sendable {
     /// The same, for a token still inside its header value: a cached token is checked
     /// without copying it out.
     public func verify(_ token: Substring, now: Int) throws(Failure) -> Identity {
-        guard Self.isCompactJWS(token) else { throw .malformed }
         if let identity = try cached(token, now: now) { return identity }
+        guard Self.isCompactJWS(token) else { throw .malformed }
         return try verifyUncached(String(token), now: now)
     }
 
     /// The identity a valid token names.
+    ///
+    /// A hit in the cache is a token equal byte for byte to one that verified, so it is known
+    /// to be in the JWS compact alphabet; anything else is checked for it before it is parsed.
     public func verify(_ token: String, now: Int) throws(Failure) -> Identity {
-        // Only the JWS compact alphabet is ever looked at, cached or not.
-        guard Self.isCompactJWS(token) else { throw .malformed }
         if let identity = try cached(token, now: now) { return identity }
+        guard Self.isCompactJWS(token) else { throw .malformed }
         return try verifyUncached(token, now: now)
     }
 

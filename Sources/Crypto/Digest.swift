@@ -81,13 +81,17 @@ public enum Digest {
     }
 
     /// Lower-case hexadecimal, appended to `out`.
+    /// Written into a scratch buffer and appended once: a byte-by-byte append pays a capacity
+    /// and uniqueness check per byte.
     public static func appendHex(_ bytes: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
         let digits: StaticString = "0123456789abcdef"
-        digits.withUTF8Buffer { d in
-            for byte in bytes {
-                out.append(d[Int(byte >> 4)])
-                out.append(d[Int(byte & 0x0F)])
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: bytes.count * 2) { text in
+            let d = digits.utf8Start
+            for (i, byte) in bytes.enumerated() {
+                text[2 * i] = d[Int(byte >> 4)]
+                text[2 * i + 1] = d[Int(byte & 0x0F)]
             }
+            out.append(contentsOf: text)
         }
     }
 

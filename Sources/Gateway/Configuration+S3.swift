@@ -6,6 +6,11 @@ extension Configuration {
     /// The bucket's endpoint from the `GATEWAY_S3_*` settings.
     public func s3EndpointValue() throws(Invalid) -> S3Endpoint {
         do {
+            try S3Endpoint.checkBucket(s3Bucket ?? "")
+        } catch {
+            throw Invalid(variable: "GATEWAY_S3_BUCKET", reason: "\(error)")
+        }
+        do {
             return try S3Endpoint.parse(url: s3Endpoint, bucket: s3Bucket ?? "", region: s3Region,
                                         pathStyle: s3PathStyle, accelerate: s3Accelerate)
         } catch {

@@ -43,8 +43,9 @@ public final class GatewayResponder: HTTPResponder {
         }
         // X-HTTP-Method-Override (tus): clients and proxies that can send only GET and POST.
         var method = request.method
-        if method == "POST", let override = request.headers["x-http-method-override"]?.uppercased(),
-           ["PATCH", "DELETE", "HEAD"].contains(override), request.path.hasPrefix("/v1/tus/") {
+        if method == "POST", request.path.hasPrefix("/v1/tus/"),
+           let override = request.headers["x-http-method-override"]?.uppercased(),
+           ["PATCH", "DELETE", "HEAD"].contains(override) {
             method = override
         }
         switch router.route(method: method, path: request.path) {

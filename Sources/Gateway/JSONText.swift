@@ -74,6 +74,20 @@ struct JSONText {
             || hasZeroByte(word ^ (ones &* 0x22)) || hasZeroByte(word ^ (ones &* 0x5C)) || hasZeroByte(word ^ (ones &* 0x7F))
     }
 
+    /// A string field whose value `write` appends itself, for values built from bytes that
+    /// never need escaping (URLs, timestamps): they go straight into the answer.
+    mutating func plainStringField(_ key: String, _ write: (inout [UInt8]) -> Void) {
+        if !first { bytes.append(UInt8(ascii: ",")) }
+        first = false
+        appendString(key)
+        bytes.append(contentsOf: #":""#.utf8)
+        let start = bytes.count
+        write(&bytes)
+        assert(bytes[start...].allSatisfy { $0 >= 0x20 && $0 < 0x7F && $0 != 0x22 && $0 != 0x5C },
+               "a plain string field needs escaping")
+        bytes.append(UInt8(ascii: "\""))
+    }
+
     /// A field whose value is already JSON.
     mutating func rawField(_ key: String, _ json: [UInt8]) {
         if !first { bytes.append(UInt8(ascii: ",")) }

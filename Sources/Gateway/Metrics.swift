@@ -10,6 +10,12 @@ public final class Metrics: Sendable {
         var counts = [Int](repeating: 0, count: Metrics.latencyBuckets.count)
         var sum = 0.0
         var total = 0
+
+        mutating func record(_ seconds: Double, bucket: Int?) {
+            if let bucket { counts[bucket] += 1 }
+            sum += seconds
+            total += 1
+        }
     }
     private struct State {
         var requests: [RequestKey: Int] = [:]
@@ -27,11 +33,8 @@ public final class Metrics: Sendable {
         let bucket = Metrics.latencyBuckets.firstIndex { seconds <= $0 }
         state.withLocalLock { s in
             s.requests[RequestKey(route: route, method: method, status: status), default: 0] += 1
-            var histogram = s.latency[route] ?? Histogram()
-            if let bucket { histogram.counts[bucket] += 1 }
-            histogram.sum += seconds
-            histogram.total += 1
-            s.latency[route] = histogram
+            // In place: a copy taken out and put back would copy its counts on every request.
+            s.latency[route, default: Histogram()].record(seconds, bucket: bucket)
         }
     }
 

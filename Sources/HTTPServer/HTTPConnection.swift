@@ -471,7 +471,8 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
                 var bytes: [UInt8] = []
                 if case .bytes(let b) = response.body { bytes = b }
                 let framing: ResponseHead.Framing = HTTPStatus.forbidsBody(response.status) ? .none : .length(bytes.count)
-                var out = self.startResponse(response, for: exchange, framing: framing)
+                var out = self.startResponse(response, for: exchange, framing: framing,
+                                             bodyCapacity: isHead ? 0 : bytes.count)
                 if !isHead && framing != .none { out.append(contentsOf: bytes) }
                 self.enqueue(out[...])
                 self.responseFinished(exchange)
@@ -552,7 +553,7 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
 
     /// Decides whether the connection survives this exchange and encodes the response head.
     private func startResponse(_ response: HTTPResponse, for exchange: Exchange,
-                               framing: ResponseHead.Framing) -> [UInt8] {
+                               framing: ResponseHead.Framing, bodyCapacity: Int = 0) -> [UInt8] {
         exchange.responseStarted = true
         var close = !exchange.head.keepAlive || shuttingDown || peerClosed || exchange.closeAfter
             || response.headers.listElements("connection").contains { $0.equalsIgnoringASCIICase("close") }
@@ -572,7 +573,7 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
         exchange.closeAfter = close
         return ResponseHead.encode(status: response.status, headers: response.headers,
                                    version: exchange.head.version, framing: framing,
-                                   close: close, date: date.now())
+                                   close: close, date: date.now(), bodyCapacity: bodyCapacity)
     }
 
     private func responseFinished(_ exchange: Exchange) {

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Finds and parses one request head (request line and header section, RFC 9112 §2–§5) at the
 /// start of the caller's buffer.
 ///
@@ -38,36 +42,48 @@ public struct HTTPHeadParser: Sendable {
     public mutating func parse(_ bytes: UnsafeRawBufferPointer) -> Outcome {
         let count = bytes.count
         var i = scanned
-        while i < count {
-            let byte = bytes[i]
+        // Line by line with memchr rather than byte by byte. Each line's faults are found by
+        // where a byte-by-byte scan would meet them, and the first is reported, so the answer
+        // does not depend on how the bytes arrived.
+        while i < count, let base = bytes.baseAddress {
+            let lf = memchr(base + i, Int32(ByteClass.lf), count - i).map { UnsafeRawPointer($0) - base }
+            // Where each fault would be met: past a limit, a CR not followed by LF, a bare LF.
+            var fault: (at: Int, error: HTTPParseError)?
+            func meet(_ at: Int, _ error: HTTPParseError) {
+                if at < count && at < (fault?.at ?? Int.max) { fault = (at, error) }
+            }
             if let requestLineEnd {
-                // Bytes of the header section so far, this one included.
-                if i - requestLineEnd - 1 > limits.maxHeaderBytes { return .invalid(.headersTooLarge) }
-            } else if i - requestLineStart > limits.maxRequestLineBytes && byte != ByteClass.lf {
-                return .invalid(.requestLineTooLong)
+                meet(requestLineEnd + limits.maxHeaderBytes + 2, .headersTooLarge)
+            } else {
+                let over = requestLineStart + limits.maxRequestLineBytes + 1
+                if over != lf { meet(max(over, i), .requestLineTooLong) }
             }
-            if byte == ByteClass.lf {
-                guard i > lineStart, bytes[i - 1] == ByteClass.cr else { return .invalid(.bareLineFeed) }
-                let lineEnd = i - 1
-                if let requestLineEnd {
-                    if lineEnd == lineStart {
-                        scanned = i + 1
-                        return build(bytes, requestLineEnd: requestLineEnd, headEnd: i + 1)
-                    }
-                    headerCount += 1
-                    if headerCount > limits.maxHeaderCount { return .invalid(.tooManyHeaders) }
-                } else if lineEnd == lineStart {
-                    // An empty line before the request line is ignored (RFC 9112 §2.2).
-                    requestLineStart = i + 1
-                    if requestLineStart > limits.maxRequestLineBytes { return .invalid(.badRequestLine) }
-                } else {
-                    requestLineEnd = lineEnd
+            // A CR left at the end of the last call is looked at again, now that more came.
+            let crFrom = i > lineStart && bytes[i - 1] == ByteClass.cr ? i - 1 : i
+            let crTo = (lf ?? count) - 1
+            if crFrom < crTo, let cr = memchr(base + crFrom, Int32(ByteClass.cr), crTo - crFrom) {
+                meet(UnsafeRawPointer(cr) - base + 1, .bareCarriageReturn)
+            }
+            if let lf, lf == lineStart || bytes[lf - 1] != ByteClass.cr { meet(lf, .bareLineFeed) }
+            if let fault, fault.at <= (lf ?? count) { return .invalid(fault.error) }
+            guard let lf else { break }
+            let lineEnd = lf - 1
+            if let requestLineEnd {
+                if lineEnd == lineStart {
+                    scanned = lf + 1
+                    return build(bytes, requestLineEnd: requestLineEnd, headEnd: lf + 1)
                 }
-                lineStart = i + 1
-            } else if i > lineStart && bytes[i - 1] == ByteClass.cr {
-                return .invalid(.bareCarriageReturn)
+                headerCount += 1
+                if headerCount > limits.maxHeaderCount { return .invalid(.tooManyHeaders) }
+            } else if lineEnd == lineStart {
+                // An empty line before the request line is ignored (RFC 9112 §2.2).
+                requestLineStart = lf + 1
+                if requestLineStart > limits.maxRequestLineBytes { return .invalid(.badRequestLine) }
+            } else {
+                requestLineEnd = lineEnd
             }
-            i += 1
+            lineStart = lf + 1
+            i = lf + 1
         }
         scanned = count
         return .incomplete
@@ -85,8 +101,8 @@ public struct HTTPHeadParser: Sendable {
         var start = requestLineEnd + 2
         let end = headEnd - 2
         while start < end {
-            var stop = start
-            while bytes[stop] != ByteClass.cr { stop += 1 }
+            // Every CR of a complete head ends a line.
+            let stop = UnsafeRawPointer(memchr(bytes.baseAddress! + start, Int32(ByteClass.cr), end - start)!) - bytes.baseAddress!
             switch Self.parseField(UnsafeRawBufferPointer(rebasing: bytes[start..<stop])) {
             case .success(let field): fields.append(field)
             case .failure(let error): return .invalid(error)
@@ -151,7 +167,8 @@ public struct HTTPHeadParser: Sendable {
     static func parseField(_ line: UnsafeRawBufferPointer) -> Result<(name: String, value: String), HTTPParseError> {
         guard let first = line.first else { return .failure(.missingColon) }
         if ByteClass.isWhite(first) { return .failure(.obsFold) }
-        guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return .failure(.missingColon) }
+        guard let found = memchr(line.baseAddress!, Int32(UInt8(ascii: ":")), line.count) else { return .failure(.missingColon) }
+        let colon = UnsafeRawPointer(found) - line.baseAddress!
         guard colon > 0 else { return .failure(.badHeaderName) }
         if ByteClass.isWhite(line[colon - 1]) { return .failure(.spaceBeforeColon) }
         for byte in line[..<colon] where !ByteClass.isTchar(byte) { return .failure(.badHeaderName) }

@@ -53,33 +53,36 @@ extension HTTPRequestHead {
     /// whose syntax is already known good: Host, body framing, connection persistence, Expect.
     static func validated(method: String, target: String, version: HTTPVersion,
                           headers: HTTPHeaders) -> Result<HTTPRequestHead, HTTPParseError> {
-        // One pass over the fields picks out the few that frame the message.
-        var hosts: [String] = [], transferEncodings: [String] = [], contentLengths: [String] = []
+        // One pass over the fields picks out the few that frame the message. Most requests
+        // carry one Host and at most one Content-Length: those are kept without an array.
+        var hostCount = 0, host: String?
+        var transferEncodings: [String] = [], contentLength: String?, moreContentLengths: [String] = []
         var connections: [String] = [], expect: String?
         for field in headers.fields {
             let name = field.name
             switch name.utf8.count {
-            case 4 where name.equalsIgnoringASCIICase("host"): hosts.append(field.value)
+            case 4 where name.equalsIgnoringASCIICase("host"):
+                hostCount += 1
+                if host == nil { host = field.value }
             case 6 where name.equalsIgnoringASCIICase("expect"): if expect == nil { expect = field.value }
             case 10 where name.equalsIgnoringASCIICase("connection"): connections.append(field.value)
-            case 14 where name.equalsIgnoringASCIICase("content-length"): contentLengths.append(field.value)
+            case 14 where name.equalsIgnoringASCIICase("content-length"):
+                if contentLength == nil { contentLength = field.value } else { moreContentLengths.append(field.value) }
             case 17 where name.equalsIgnoringASCIICase("transfer-encoding"): transferEncodings.append(field.value)
             default: continue
             }
         }
 
         // Host: exactly one in HTTP/1.1 (RFC 9112 §3.2), at most one otherwise.
-        if hosts.count > 1 { return .failure(.duplicateHost) }
-        if version == .http11 && hosts.isEmpty { return .failure(.missingHost) }
-        if let host = hosts.first, !isValidHost(host) { return .failure(.badHost) }
+        if hostCount > 1 { return .failure(.duplicateHost) }
+        if version == .http11 && hostCount == 0 { return .failure(.missingHost) }
+        if let host, !isValidHost(host) { return .failure(.badHost) }
 
         // Body framing (RFC 9112 §6.1–6.3).
         let framing: BodyFraming
-        let hasTE = !transferEncodings.isEmpty
-        let hasCL = !contentLengths.isEmpty
-        if hasTE {
+        if !transferEncodings.isEmpty {
             let codings = HTTPHeaders.listElements(of: transferEncodings)
-            if hasCL { return .failure(.lengthAndChunked) }
+            if contentLength != nil { return .failure(.lengthAndChunked) }
             if version == .http10 { return .failure(.transferEncodingInHTTP10) }
             guard let last = codings.last, last.equalsIgnoringASCIICase("chunked") else {
                 return .failure(.chunkedNotFinal)
@@ -88,22 +91,11 @@ extension HTTPRequestHead {
             if chunkedCount > 1 { return .failure(.chunkedNotFinal) }
             if codings.count > 1 { return .failure(.unsupportedTransferCoding) }
             framing = .chunked
-        } else if hasCL {
+        } else if let contentLength {
             var length: Int?
-            for value in contentLengths {
-                // The usual single number, without splitting.
-                if !value.utf8.contains(UInt8(ascii: ",")) {
-                    guard let n = parseDecimal(value.trimmingOWS()) else { return .failure(.badContentLength) }
-                    if let previous = length, previous != n { return .failure(.conflictingContentLength) }
-                    length = n
-                    continue
-                }
-                // A list of identical values is allowed (RFC 9112 §6.3 item 5); anything else is not.
-                for element in value.split(separator: ",", omittingEmptySubsequences: false) {
-                    guard let n = parseDecimal(element.trimmingOWS()) else { return .failure(.badContentLength) }
-                    if let previous = length, previous != n { return .failure(.conflictingContentLength) }
-                    length = n
-                }
+            if let error = accumulateLength(contentLength, into: &length) { return .failure(error) }
+            for value in moreContentLengths {
+                if let error = accumulateLength(value, into: &length) { return .failure(error) }
             }
             guard let length else { return .failure(.badContentLength) }
             framing = length == 0 ? .none : .length(length)
@@ -134,6 +126,24 @@ extension HTTPRequestHead {
         return .success(HTTPRequestHead(method: method, target: target, version: version,
                                         headers: headers, framing: framing,
                                         keepAlive: keepAlive, expectContinue: expectContinue))
+    }
+
+    /// Adds one Content-Length field value to what the earlier ones said: a list of identical
+    /// values is allowed (RFC 9112 §6.3 item 5); anything else is not.
+    private static func accumulateLength(_ value: String, into length: inout Int?) -> HTTPParseError? {
+        // The usual single number, without splitting.
+        if !value.utf8.contains(UInt8(ascii: ",")) {
+            guard let n = parseDecimal(value.trimmingOWS()) else { return .badContentLength }
+            if let previous = length, previous != n { return .conflictingContentLength }
+            length = n
+            return nil
+        }
+        for element in value.split(separator: ",", omittingEmptySubsequences: false) {
+            guard let n = parseDecimal(element.trimmingOWS()) else { return .badContentLength }
+            if let previous = length, previous != n { return .conflictingContentLength }
+            length = n
+        }
+        return nil
     }
 
     /// 1*DIGIT, without overflow.

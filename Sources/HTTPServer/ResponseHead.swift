@@ -10,10 +10,11 @@ enum ResponseHead {
         case untilClose
     }
 
+    /// `bodyCapacity`: room kept after the head for a body the caller appends.
     static func encode(status: Int, headers: HTTPHeaders, version: HTTPVersion, framing: Framing,
-                       close: Bool, date: String) -> [UInt8] {
+                       close: Bool, date: String, bodyCapacity: Int = 0) -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(192 + headers.count * 48)
+        out.reserveCapacity(192 + headers.count * 48 + bodyCapacity)
         out.append(text: version.text)
         out.append(0x20)
         out.append(text: String(status))

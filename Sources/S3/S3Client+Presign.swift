@@ -7,22 +7,35 @@ extension S3Client {
     public func presignedURL(method: String, key: String, expires: Int, headers: [(String, String)] = [],
                              query: [(String, String)] = [], at time: Int? = nil,
                              endpointOverride: S3Endpoint? = nil) -> String {
+        var url: [UInt8] = []
+        appendPresignedURL(to: &url, method: method, key: key, expires: expires, headers: headers, query: query,
+                           at: time, endpointOverride: endpointOverride)
+        return String(decoding: url, as: UTF8.self)
+    }
+
+    /// The same URL, appended to `out` (an answer being written). Every byte of it is ASCII
+    /// and none needs escaping in a JSON string: the scheme and host were checked when the
+    /// endpoint was parsed, the bucket when it was configured, and the rest is URI-encoded.
+    public func appendPresignedURL(to out: inout [UInt8], method: String, key: String, expires: Int,
+                                   headers: [(String, String)] = [], query: [(String, String)] = [],
+                                   at time: Int? = nil, endpointOverride: S3Endpoint? = nil) {
         let target = endpointOverride ?? endpoint
-        let path = target.encodedPath(key: key)
         let signer = Signer(credentials: signingCredentials, region: target.region, keyCache: keyCache)
         let host = endpointOverride == nil ? ownHostHeader : target.hostHeader
         // One buffer for the whole URL: the query alone is some 400 bytes.
-        var url: [UInt8] = []
-        url.reserveCapacity(target.scheme.utf8.count + host.utf8.count + path.utf8.count + 512)
-        url.append(contentsOf: target.scheme.utf8)
-        url.append(contentsOf: "://".utf8)
-        url.append(contentsOf: host.utf8)
-        url.append(contentsOf: path.utf8)
-        url.append(UInt8(ascii: "?"))
-        var signed = [("Host", host)]
+        out.reserveCapacity(out.count + target.scheme.utf8.count + host.utf8.count + key.utf8.count * 3 + 600)
+        out.append(contentsOf: target.scheme.utf8)
+        out.append(contentsOf: "://".utf8)
+        out.append(contentsOf: host.utf8)
+        let pathStart = out.count
+        target.appendEncodedPath(key: key, to: &out)
+        let path = pathStart..<out.count
+        out.append(UInt8(ascii: "?"))
+        var signed: [(String, String)] = []
+        signed.reserveCapacity(headers.count + 1)
+        signed.append(("Host", host))
         signed.append(contentsOf: headers)
-        signer.appendPresignedQuery(to: &url, method: method, encodedPath: path, query: query, headers: signed,
+        signer.appendPresignedQuery(to: &out, method: method, encodedPathIn: path, query: query, headers: signed,
                                     expires: expires, time: SigningTime(secondsSince1970: time ?? currentTime()))
-        return String(decoding: url, as: UTF8.self)
     }
 }

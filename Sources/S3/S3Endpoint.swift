@@ -30,6 +30,7 @@ public struct S3Endpoint: Sendable, Equatable {
     /// From a URL like `http://127.0.0.1:8333`; nil `url` means AWS's regional endpoint.
     public static func parse(url: String?, bucket: String, region: String, pathStyle: Bool?,
                              accelerate: Bool) throws -> S3Endpoint {
+        try checkBucket(bucket)
         if accelerate {
             return S3Endpoint(scheme: "https", host: "s3-accelerate.amazonaws.com", port: nil,
                               bucket: bucket, region: region, style: .accelerate)
@@ -65,8 +66,23 @@ public struct S3Endpoint: Sendable, Equatable {
             host = host[..<colon]
         }
         guard !host.isEmpty else { throw ParseError(description: "has no host") }
+        // RFC 3986 reg-name, IPv4 and IPv6 literal characters only: URLs handed out are then
+        // safe to write into JSON and headers as they are.
+        guard host.utf8.allSatisfy({ URIEncoding.isUnreserved($0) || Self.hostPunctuation.utf8.contains($0) }) else {
+            throw ParseError(description: "has a character a host name cannot have")
+        }
         return S3Endpoint(scheme: scheme, host: String(host), port: port, bucket: bucket, region: region,
                           style: pathStyle == false ? .virtualHosted : .path)
+    }
+
+    private static let hostPunctuation = "%!$&'()*+,;=:"
+
+    /// S3's bucket-name characters (any case, and `_`, which some S3-compatible stores allow):
+    /// the name goes into paths and host names unencoded.
+    public static func checkBucket(_ bucket: String) throws(ParseError) {
+        guard bucket.utf8.allSatisfy({ URIEncoding.isUnreserved($0) && $0 != UInt8(ascii: "~") }) else {
+            throw ParseError(description: "has a character S3 does not allow in a bucket name")
+        }
     }
 
     /// The `Host` header value.
@@ -86,21 +102,25 @@ public struct S3Endpoint: Sendable, Equatable {
 
     /// The encoded request path for `key` (nil: the bucket itself).
     public func encodedPath(key: String?) -> String {
-        // S3 signs and serves the key encoded once, `/` kept (no double encoding). One buffer:
-        // this runs for every request and presigned URL.
         var path: [UInt8] = []
         path.reserveCapacity(bucket.utf8.count + (key?.utf8.count ?? 0) * 3 + 2)
+        appendEncodedPath(key: key, to: &path)
+        return String(decoding: path, as: UTF8.self)
+    }
+
+    /// The same, appended to `out`: S3 signs and serves the key encoded once, `/` kept (no
+    /// double encoding).
+    public func appendEncodedPath(key: String?, to out: inout [UInt8]) {
         if style == .path {
-            path.append(UInt8(ascii: "/"))
-            path.append(contentsOf: bucket.utf8)
+            out.append(UInt8(ascii: "/"))
+            out.append(contentsOf: bucket.utf8)
         }
         if let key {
-            path.append(UInt8(ascii: "/"))
-            URIEncoding.append(key, encodeSlash: false, to: &path)
+            out.append(UInt8(ascii: "/"))
+            URIEncoding.append(key, encodeSlash: false, to: &out)
         } else if style != .path {
-            path.append(UInt8(ascii: "/"))
+            out.append(UInt8(ascii: "/"))
         }
-        return String(decoding: path, as: UTF8.self)
     }
 
     /// `scheme://host` plus `path`.

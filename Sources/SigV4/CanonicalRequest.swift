@@ -32,7 +32,7 @@ public struct CanonicalRequest: Sendable {
         var merged: [(String, String)] = []
         merged.reserveCapacity(headers.count)
         for (name, value) in headers {
-            let lower = name.lowercased()
+            let lower = Self.lowercased(name)
             let clean = Self.trimAll(value)
             if let index = merged.firstIndex(where: { $0.0 == lower }) {
                 merged[index].1 += "," + clean
@@ -72,16 +72,33 @@ public struct CanonicalRequest: Sendable {
         return out
     }
 
+    /// ASCII names lower-cased byte by byte (unchanged when already lower case); others by
+    /// Unicode's rules.
+    static func lowercased(_ name: String) -> String {
+        var copy = name
+        let lowered = copy.withUTF8 { utf8 -> String? in
+            guard utf8.allSatisfy({ $0 < 0x80 }) else { return name.lowercased() }
+            guard utf8.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) else { return nil }
+            return String(unsafeUninitializedCapacity: utf8.count) { out in
+                for (i, byte) in utf8.enumerated() { out[i] = byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte }
+                return utf8.count
+            }
+        }
+        return lowered ?? name
+    }
+
     /// Trims spaces and tabs and folds inner runs of spaces to one (AWS's `Trimall`).
     static func trimAll(_ value: String) -> String {
-        let bytes = value.utf8
-        var needsWork = bytes.first == 0x20 || bytes.first == 0x09 || bytes.last == 0x20 || bytes.last == 0x09
-        if !needsWork {
+        var copy = value
+        let needsWork = copy.withUTF8 { bytes -> Bool in
+            guard let first = bytes.first, let last = bytes.last else { return false }
+            if first == 0x20 || first == 0x09 || last == 0x20 || last == 0x09 { return true }
             var previousSpace = false
             for byte in bytes {
-                if byte == 0x09 || (byte == 0x20 && previousSpace) { needsWork = true; break }
+                if byte == 0x09 || (byte == 0x20 && previousSpace) { return true }
                 previousSpace = byte == 0x20
             }
+            return false
         }
         guard needsWork else { return value }
         return value.split(whereSeparator: { $0 == " " || $0 == "\t" }).joined(separator: " ")

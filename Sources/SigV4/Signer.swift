@@ -26,7 +26,7 @@ public struct Signer: Sendable {
     }
 
     private func appendScope(_ time: SigningTime, to out: inout [UInt8]) {
-        out.append(contentsOf: time.date.utf8)
+        time.appendDate(to: &out)
         out.append(UInt8(ascii: "/"))
         out.append(contentsOf: region.utf8)
         out.append(UInt8(ascii: "/"))
@@ -107,23 +107,52 @@ public struct Signer: Sendable {
     public func appendPresignedQuery(to out: inout [UInt8], method: String, encodedPath: String,
                                      query: [(String, String)], headers: [(String, String)], expires: Int,
                                      time: SigningTime) {
+        appendPresignedQuery(to: &out, method: method, path: .text(encodedPath), query: query, headers: headers,
+                             expires: expires, time: time)
+    }
+
+    /// The same, for a URL whose encoded path is already in `out`, at `encodedPathIn`: the
+    /// path is then written once, not built apart and copied.
+    public func appendPresignedQuery(to out: inout [UInt8], method: String, encodedPathIn: Range<Int>,
+                                     query: [(String, String)], headers: [(String, String)], expires: Int,
+                                     time: SigningTime) {
+        appendPresignedQuery(to: &out, method: method, path: .inBuffer(encodedPathIn), query: query, headers: headers,
+                             expires: expires, time: time)
+    }
+
+    /// Where the encoded path of the request being signed is.
+    private enum PathText {
+        case text(String)
+        case inBuffer(Range<Int>)
+
+        func string(_ out: [UInt8]) -> String {
+            switch self {
+            case .text(let text): return text
+            case .inBuffer(let range): return String(decoding: out[range], as: UTF8.self)
+            }
+        }
+    }
+
+    private func appendPresignedQuery(to out: inout [UInt8], method: String, path: PathText,
+                                      query: [(String, String)], headers: [(String, String)], expires: Int,
+                                      time: SigningTime) {
         let queryStart = out.count
         let canonicalHeaders: [(String, String)]
         if query.isEmpty {
             // The common case: the `X-Amz-*` parameters are already in canonical order.
-            canonicalHeaders = CanonicalRequest(method: method, encodedPath: encodedPath, query: [], headers: headers,
+            canonicalHeaders = CanonicalRequest(method: method, encodedPath: "", query: [], headers: headers,
                                                 payloadHash: Self.unsignedPayload).canonicalHeaders
             out.reserveCapacity(out.count + 480)
             out.append(contentsOf: "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=".utf8)
             URIEncoding.append(credentials.accessKeyID, to: &out)
             out.append(contentsOf: "%2F".utf8)
-            out.append(contentsOf: time.date.utf8)
+            time.appendDate(to: &out)
             out.append(contentsOf: "%2F".utf8)
             URIEncoding.append(region, to: &out)
             out.append(contentsOf: "%2F".utf8)
             URIEncoding.append(service, to: &out)
             out.append(contentsOf: "%2Faws4_request&X-Amz-Date=".utf8)
-            out.append(contentsOf: time.dateTime.utf8)
+            time.appendDateTime(to: &out)
             out.append(contentsOf: "&X-Amz-Expires=".utf8)
             out.append(contentsOf: String(expires).utf8)
             if let token = credentials.sessionToken {
@@ -136,7 +165,7 @@ public struct Signer: Sendable {
                 URIEncoding.append(header.0, to: &out)
             }
         } else {
-            let request = presignRequest(method: method, encodedPath: encodedPath, query: query, headers: headers,
+            let request = presignRequest(method: method, encodedPath: path.string(out), query: query, headers: headers,
                                          expires: expires, time: time)
             canonicalHeaders = request.canonicalHeaders
             // Each side encoded, sorted by encoded name then value.
@@ -158,20 +187,24 @@ public struct Signer: Sendable {
                 out.append(contentsOf: pair.value)
             }
         }
-        appendSignature(to: &out, queryStart: queryStart, method: method, encodedPath: encodedPath,
+        appendSignature(to: &out, queryStart: queryStart, method: method, path: path,
                         canonicalHeaders: canonicalHeaders, time: time)
     }
 
     /// Stages 1 (the rest of the canonical request, around the canonical query already in
     /// `out` from `queryStart`) to 4; appends `&X-Amz-Signature=…` to `out`.
-    private func appendSignature(to out: inout [UInt8], queryStart: Int, method: String, encodedPath: String,
+    private func appendSignature(to out: inout [UInt8], queryStart: Int, method: String, path: PathText,
                                  canonicalHeaders: [(String, String)], time: SigningTime) {
         // One scratch buffer: the canonical request, then (once hashed) the string to sign.
         var scratch: [UInt8] = []
         scratch.reserveCapacity(out.count - queryStart + 320)
         scratch.append(contentsOf: method.utf8)
         scratch.append(0x0A)
-        scratch.append(contentsOf: (encodedPath.isEmpty ? "/" : encodedPath).utf8)
+        switch path {
+        case .text(let text): scratch.append(contentsOf: (text.isEmpty ? "/" : text).utf8)
+        case .inBuffer(let range) where range.isEmpty: scratch.append(UInt8(ascii: "/"))
+        case .inBuffer(let range): scratch.append(contentsOf: out[range])
+        }
         scratch.append(0x0A)
         scratch.append(contentsOf: out[queryStart...])
         scratch.append(0x0A)
@@ -191,7 +224,7 @@ public struct Signer: Sendable {
         // The string to sign goes after the canonical request in the same buffer.
         let canonicalEnd = scratch.count
         scratch.append(contentsOf: "AWS4-HMAC-SHA256\n".utf8)
-        scratch.append(contentsOf: time.dateTime.utf8)
+        time.appendDateTime(to: &scratch)
         scratch.append(0x0A)
         appendScope(time, to: &scratch)
         scratch.append(0x0A)

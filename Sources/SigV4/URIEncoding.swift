@@ -18,33 +18,30 @@ public enum URIEncoding {
         return String(decoding: out, as: UTF8.self)
     }
 
-    /// Appends the encoding of `text` to `out` (no intermediate string).
+    /// Appends the encoding of `text` to `out` (no intermediate string): runs of plain bytes
+    /// are copied whole, each escape written as three bytes at once.
     public static func append(_ text: String, encodeSlash: Bool = true, to out: inout [UInt8]) {
         let hex: StaticString = "0123456789ABCDEF"
         var text = text
         text.withUTF8 { utf8 in
-            for byte in utf8 {
-                if isUnreserved(byte) || (!encodeSlash && byte == UInt8(ascii: "/")) {
-                    out.append(byte)
-                } else {
-                    out.append(UInt8(ascii: "%"))
-                    out.append(hex.utf8Start[Int(byte >> 4)])
-                    out.append(hex.utf8Start[Int(byte & 0x0F)])
-                }
+            var runStart = 0
+            for (i, byte) in utf8.enumerated() where !(isUnreserved(byte) || (!encodeSlash && byte == UInt8(ascii: "/"))) {
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<i]))
+                let escape = (UInt8(ascii: "%"), hex.utf8Start[Int(byte >> 4)], hex.utf8Start[Int(byte & 0x0F)])
+                withUnsafeBytes(of: escape) { out.append(contentsOf: $0) }
+                runStart = i + 1
             }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
         }
     }
 
+    /// A–Z a–z 0–9 - . _ ~, as two 64-bit masks (bit n set for byte n, then for byte 64 + n).
     @inline(__always)
-    static func isUnreserved(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-             UInt8(ascii: "0")...UInt8(ascii: "9"),
-             UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
-            return true
-        default:
-            return false
-        }
+    public static func isUnreserved(_ byte: UInt8) -> Bool {
+        let low: UInt64 = 0x03FF_6000_0000_0000, high: UInt64 = 0x47FF_FFFE_87FF_FFFE
+        if byte < 64 { return (low >> UInt64(byte)) & 1 == 1 }
+        if byte < 128 { return (high >> UInt64(byte - 64)) & 1 == 1 }
+        return false
     }
 
     /// A query string from pairs, each side encoded, in the order given.

@@ -26,10 +26,23 @@ import Testing
     #expect(six.hostHeader == "[::1]:9000")
 }
 
-@Test(arguments: ["127.0.0.1:8333", "ftp://x", "http://host:99999", "http://host/path", "http://"])
+// A host or bucket a URL cannot hold is refused at start-up: presigned URLs are written into
+// JSON answers unescaped.
+@Test(arguments: ["127.0.0.1:8333", "ftp://x", "http://host:99999", "http://host/path", "http://",
+                  "http://ho\"st", "http://ho\\st:9000", "http://ho st", "http://h\u{7F}", "http://hé"])
 func badEndpointsAreRefused(url: String) {
     #expect(throws: S3Endpoint.ParseError.self) {
         _ = try S3Endpoint.parse(url: url, bucket: "b", region: "r", pathStyle: nil, accelerate: false)
+    }
+}
+
+@Test(arguments: ["my\"bucket", "back\\slash", "with space", "tilde~", "ünï", "a/b"])
+func badBucketNamesAreRefused(bucket: String) {
+    #expect(throws: S3Endpoint.ParseError.self) {
+        _ = try S3Endpoint.parse(url: "http://127.0.0.1:8333", bucket: bucket, region: "r", pathStyle: nil, accelerate: false)
+    }
+    #expect(throws: S3Endpoint.ParseError.self) {
+        _ = try S3Endpoint.parse(url: nil, bucket: bucket, region: "r", pathStyle: nil, accelerate: true)
     }
 }
 

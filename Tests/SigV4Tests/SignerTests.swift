@@ -56,6 +56,19 @@ private let signer = Signer(credentials: docCredentials, region: "us-east-1")
     #expect(URIEncoding.encode("*'()!") == "%2A%27%28%29%21")
 }
 
+@Test func unreservedBytesAreExactlyTheDocumentedOnes() {
+    let unreserved = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~".utf8)
+    for value in 0...255 {
+        let byte = UInt8(value)
+        #expect(URIEncoding.isUnreserved(byte) == unreserved.contains(byte), "byte \(value)")
+    }
+    // Every byte through the encoder: kept as is, or %XY in upper case.
+    let all = String(decoding: (0...127).map { UInt8($0) }, as: UTF8.self)
+    let encoded = URIEncoding.encode(all)
+    #expect(encoded.utf8.allSatisfy { URIEncoding.isUnreserved($0) || $0 == UInt8(ascii: "%") })
+    #expect(encoded.removingPercentEncodingForTest == all)
+}
+
 @Test func byteBuiltPresignEqualsTheStagedOne() {
     let keys = ["plain", "with space", "ünï/日本", "a+b%c~d", "*'()!;,=&@$#[]"]
     for key in keys {
@@ -77,4 +90,21 @@ private let signer = Signer(credentials: docCredentials, region: "us-east-1")
     #expect(CanonicalRequest.trimAll(" a\tb ") == "a b")
     #expect(CanonicalRequest.trimAll("a  b") == "a b")
     #expect(CanonicalRequest.trimAll("plain") == "plain")
+}
+
+extension String {
+    /// Percent-decoding, written out so the test does not lean on Foundation's.
+    var removingPercentEncodingForTest: String {
+        var out: [UInt8] = []
+        var bytes = Array(utf8)[...]
+        while let byte = bytes.popFirst() {
+            if byte == UInt8(ascii: "%"), bytes.count >= 2, let value = UInt8(String(decoding: bytes.prefix(2), as: UTF8.self), radix: 16) {
+                out.append(value)
+                bytes = bytes.dropFirst(2)
+            } else {
+                out.append(byte)
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
 }
