@@ -34,6 +34,6 @@ extension Configuration {
 
     /// The S3 client for these settings, on the wall clock.
     public func makeS3Client() throws(Invalid) -> S3Client {
-        S3Client(endpoint: try s3EndpointValue(), credentials: s3Credentials, now: { Int(Date().timeIntervalSince1970) })
+        S3Client(endpoint: try s3EndpointValue(), credentials: s3Credentials, now: GatewayApp.wallClock)
     }
 }

@@ -18,6 +18,9 @@ public struct GatewayApp: Sendable {
     /// Aborts abandoned multipart uploads (nil without a database).
     public let janitor: Janitor?
 
+    /// Whole seconds since 1970, read without building a `Date` (presigning asks twice a request).
+    static let wallClock: @Sendable () -> Int = { Int(time(nil)) }
+
     /// Fails with a `Configuration.Invalid` naming the variable when a setting cannot be used.
     public init(configuration: Configuration, logger: Logger) throws(Configuration.Invalid) {
         self.configuration = configuration
@@ -25,7 +28,7 @@ public struct GatewayApp: Sendable {
         let metrics = Metrics()
         self.metrics = metrics
 
-        let clock: @Sendable () -> Int = { Int(Date().timeIntervalSince1970) }
+        let clock = Self.wallClock
         let s3 = try configuration.makeS3Client()
         let publicEndpoint = try configuration.s3PublicEndpointValue()
         let authenticator = Authenticator(verifier: try Self.verifier(configuration),
@@ -73,7 +76,7 @@ public struct GatewayApp: Sendable {
                 .register(in: &router)
             TusRoutes(authenticator: authenticator, policy: AccessPolicy(allowGuestRead: configuration.allowGuestRead),
                       store: store, objects: objects, uploads: uploads, settings: settings,
-                      uploadTTLSeconds: configuration.uploadTTL, now: { Int(Date().timeIntervalSince1970) })
+                      uploadTTLSeconds: configuration.uploadTTL, now: Self.wallClock)
                 .register(in: &router)
             let jobWorker = JobWorker(store: store, objects: objects, fetcher: fetcher, spool: spool,
                                       observer: JobMetrics(metrics: metrics), settings: settings, instance: instance,

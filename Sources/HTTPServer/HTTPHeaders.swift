@@ -80,11 +80,19 @@ extension StringProtocol {
     }
 
     /// Drops optional white space (SP and HTAB) at both ends.
+    /// Works on the UTF-8 bytes: stepping by `Character` would pay for grapheme breaking.
     public func trimmingOWS() -> Substring {
-        var s = Substring(self)
-        while let first = s.first, first == " " || first == "\t" { s.removeFirst() }
-        while let last = s.last, last == " " || last == "\t" { s.removeLast() }
-        return s
+        let text = Substring(self)
+        let utf8 = text.utf8
+        var start = utf8.startIndex, end = utf8.endIndex
+        while start < end, utf8[start] == 0x20 || utf8[start] == 0x09 { utf8.formIndex(after: &start) }
+        while start < end {
+            let before = utf8.index(before: end)
+            guard utf8[before] == 0x20 || utf8[before] == 0x09 else { break }
+            end = before
+        }
+        if start == utf8.startIndex && end == utf8.endIndex { return text }
+        return Substring(utf8[start..<end])
     }
 }
 

@@ -19,9 +19,20 @@ extension S3Client {
     public func appendPresignedURL(to out: inout [UInt8], method: String, key: String, expires: Int,
                                    headers: [(String, String)] = [], query: [(String, String)] = [],
                                    at time: Int? = nil, endpointOverride: S3Endpoint? = nil) {
-        let target = endpointOverride ?? endpoint
-        let signer = Signer(credentials: signingCredentials, region: target.region, keyCache: keyCache)
-        let host = endpointOverride == nil ? ownHostHeader : target.hostHeader
+        let time = SigningTime(secondsSince1970: time ?? currentTime())
+        if let target = endpointOverride {
+            let signer = Signer(credentials: signingCredentials, region: target.region, keyCache: keyCache)
+            Self.appendPresignedURL(to: &out, method: method, key: key, expires: expires, headers: headers, query: query,
+                                    time: time, target: target, host: target.hostHeader, signer: signer)
+        } else {
+            Self.appendPresignedURL(to: &out, method: method, key: key, expires: expires, headers: headers, query: query,
+                                    time: time, target: endpoint, host: ownHostHeader, signer: ownSigner)
+        }
+    }
+
+    private static func appendPresignedURL(to out: inout [UInt8], method: String, key: String, expires: Int,
+                                           headers: [(String, String)], query: [(String, String)], time: SigningTime,
+                                           target: S3Endpoint, host: String, signer: Signer) {
         // One buffer for the whole URL: the query alone is some 400 bytes.
         out.reserveCapacity(out.count + target.scheme.utf8.count + host.utf8.count + key.utf8.count * 3 + 600)
         out.append(contentsOf: target.scheme.utf8)
@@ -36,6 +47,6 @@ extension S3Client {
         signed.append(("Host", host))
         signed.append(contentsOf: headers)
         signer.appendPresignedQuery(to: &out, method: method, encodedPathIn: path, query: query, headers: signed,
-                                    expires: expires, time: SigningTime(secondsSince1970: time ?? currentTime()))
+                                    expires: expires, time: time)
     }
 }

@@ -14,12 +14,15 @@ public final class S3Client: Sendable {
     let keyCache = SigningKeyCache()
     /// `endpoint.hostHeader`, worked out once.
     let ownHostHeader: String
+    /// The signer for `endpoint`, made once: presigning needs nothing else per URL.
+    let ownSigner: Signer
 
     public init(endpoint: S3Endpoint, credentials: Credentials, options: CurlOptions = CurlOptions(),
                 now: @escaping @Sendable () -> Int) {
         self.endpoint = endpoint
         self.ownHostHeader = endpoint.hostHeader
         self.credentials = credentials
+        self.ownSigner = Signer(credentials: credentials, region: endpoint.region, keyCache: keyCache)
         self.options = options
         self.engine = CurlEngine(options: options)
         self.now = now

@@ -11,6 +11,12 @@ public struct Signer: Sendable {
     public let region: String
     public let service: String
     private let keyCache: SigningKeyCache?
+    /// What a presigned query repeats for these credentials, encoded once: the text before
+    /// the date in `X-Amz-Credential`, and after it up to the `X-Amz-Date` value.
+    private let credentialPrefix: [UInt8]
+    private let credentialSuffix: [UInt8]
+    /// `/region/service/aws4_request`, the scope after its date.
+    private let scopeSuffix: [UInt8]
 
     /// `keyCache` spares the four chained HMACs of stage 3 while the date stays the same.
     public init(credentials: Credentials, region: String, service: String = "s3", keyCache: SigningKeyCache? = nil) {
@@ -18,6 +24,17 @@ public struct Signer: Sendable {
         self.region = region
         self.service = service
         self.keyCache = keyCache
+        var prefix = Array("X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=".utf8)
+        URIEncoding.append(credentials.accessKeyID, to: &prefix)
+        prefix.append(contentsOf: "%2F".utf8)
+        credentialPrefix = prefix
+        var suffix = Array("%2F".utf8)
+        URIEncoding.append(region, to: &suffix)
+        suffix.append(contentsOf: "%2F".utf8)
+        URIEncoding.append(service, to: &suffix)
+        suffix.append(contentsOf: "%2Faws4_request&X-Amz-Date=".utf8)
+        credentialSuffix = suffix
+        scopeSuffix = Array("/\(region)/\(service)/aws4_request".utf8)
     }
 
     /// `date/region/service/aws4_request`.
@@ -27,11 +44,7 @@ public struct Signer: Sendable {
 
     private func appendScope(_ time: SigningTime, to out: inout [UInt8]) {
         time.appendDate(to: &out)
-        out.append(UInt8(ascii: "/"))
-        out.append(contentsOf: region.utf8)
-        out.append(UInt8(ascii: "/"))
-        out.append(contentsOf: service.utf8)
-        out.append(contentsOf: "/aws4_request".utf8)
+        out.append(contentsOf: scopeSuffix)
     }
 
     /// Stage 2: the string to sign.
@@ -143,18 +156,12 @@ public struct Signer: Sendable {
             canonicalHeaders = CanonicalRequest(method: method, encodedPath: "", query: [], headers: headers,
                                                 payloadHash: Self.unsignedPayload).canonicalHeaders
             out.reserveCapacity(out.count + 480)
-            out.append(contentsOf: "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=".utf8)
-            URIEncoding.append(credentials.accessKeyID, to: &out)
-            out.append(contentsOf: "%2F".utf8)
+            out.append(contentsOf: credentialPrefix)
             time.appendDate(to: &out)
-            out.append(contentsOf: "%2F".utf8)
-            URIEncoding.append(region, to: &out)
-            out.append(contentsOf: "%2F".utf8)
-            URIEncoding.append(service, to: &out)
-            out.append(contentsOf: "%2Faws4_request&X-Amz-Date=".utf8)
+            out.append(contentsOf: credentialSuffix)
             time.appendDateTime(to: &out)
             out.append(contentsOf: "&X-Amz-Expires=".utf8)
-            out.append(contentsOf: String(expires).utf8)
+            Self.appendDecimal(expires, to: &out)
             if let token = credentials.sessionToken {
                 out.append(contentsOf: "&X-Amz-Security-Token=".utf8)
                 URIEncoding.append(token, to: &out)
@@ -189,6 +196,19 @@ public struct Signer: Sendable {
         }
         appendSignature(to: &out, queryStart: queryStart, method: method, path: path,
                         canonicalHeaders: canonicalHeaders, time: time)
+    }
+
+    /// `n` (not negative) in decimal digits.
+    static func appendDecimal(_ n: Int, to out: inout [UInt8]) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var v = max(0, n), start = 20
+            repeat {
+                start -= 1
+                digits[start] = UInt8(48 + v % 10)
+                v /= 10
+            } while v > 0
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: digits[start...]))
+        }
     }
 
     /// Stages 1 (the rest of the canonical request, around the canonical query already in
