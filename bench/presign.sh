@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # bench/presign.sh — POST /v1/presign (a real HS256 token, a put of a private key) beside GET
-# /healthz on the same gateway, alternating, wrk 2 threads × 64 keep-alive connections,
-# BENCH_ROUNDS rounds (7) of BENCH_DURATION (10s). Writes the section "## HTTP: /v1/presign vs
-# /healthz" of bench/RESULTS.md. Builds the release binary unless BENCH_SKIP_BUILD=1, starts the
-# local stack (scripts/stack.sh up) and the gateway on 127.0.0.1:18090 with its log on, and
-# stops what it started.
+# /healthz on the same gateway, alternating (in turn first and second), wrk 2 threads × 64
+# keep-alive connections, BENCH_ROUNDS rounds (15) of BENCH_DURATION (5s) each: many short
+# rounds, since this shared machine's speed drifts by tens of percent within seconds. Writes
+# the section "## HTTP: /v1/presign vs /healthz" of bench/RESULTS.md. Builds the release binary
+# unless BENCH_SKIP_BUILD=1, starts the local stack (scripts/stack.sh up) and the gateway on
+# 127.0.0.1:18090 with its log on, and stops what it started.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-DURATION="${BENCH_DURATION:-10s}"
-ROUNDS="${BENCH_ROUNDS:-7}"
+DURATION="${BENCH_DURATION:-5s}"
+ROUNDS="${BENCH_ROUNDS:-15}"
 PORT=18090
 BIN="$ROOT/.build/release/transfer-gateway"
 RESULTS="$ROOT/bench/RESULTS.md"
@@ -51,8 +52,15 @@ measure() {  # URL [script] -> "rps p99ms non2xx"
 
 rows=""; h_all=""; p_all=""; r_all=""
 for round in $(seq "$ROUNDS"); do
-  read -r hr hp _ < <(measure "http://127.0.0.1:$PORT/healthz")
-  read -r pr pp pe < <(measure "http://127.0.0.1:$PORT/v1/presign" "$TMP/presign.lua")
+  # Each round measures both, in turn, first one then the other, so a machine whose speed
+  # drifts does not always favour the same side.
+  if (( round % 2 )); then
+    read -r hr hp _ < <(measure "http://127.0.0.1:$PORT/healthz")
+    read -r pr pp pe < <(measure "http://127.0.0.1:$PORT/v1/presign" "$TMP/presign.lua")
+  else
+    read -r pr pp pe < <(measure "http://127.0.0.1:$PORT/v1/presign" "$TMP/presign.lua")
+    read -r hr hp _ < <(measure "http://127.0.0.1:$PORT/healthz")
+  fi
   echo "round $round: healthz $hr req/s (p99 $hp ms), presign $pr req/s (p99 $pp ms, non-2xx $pe)" >&2
   rows+="| $round | $hr | $hp | $pr | $pp | $pe |"$'\n'
   h_all+="$hr "; p_all+="$pr "
@@ -68,7 +76,7 @@ section="$(cat <<MD
 ## HTTP: /v1/presign vs /healthz
 
 <!-- bench:presign:begin -->
-$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores. Command: \`bench/presign.sh\` — \`wrk -t2 -c64 -d$DURATION --latency\`, same gateway (log on), alternating; presign is a put of a private key with a real HS256 token.
+$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores. Command: \`bench/presign.sh\` — \`wrk -t2 -c64 -d$DURATION --latency\`, same gateway (log on), alternating (each round's pair in the other order from the last); presign is a put of a private key with a real HS256 token.
 
 | round | /healthz req/s | p99 ms | /v1/presign req/s | p99 ms | non-2xx |
 |---:|---:|---:|---:|---:|---:|

@@ -50,12 +50,14 @@ public struct AccessPolicy: Sendable {
             if !Self.same(owner, id) { throw .forbidden("private files belong to their owner only") }
         }
         guard Identity.isValidID(owner) else { throw .invalidKey("targetIdentityId is not a valid identity id") }
-        return try ObjectKey.make(prefix: "\(level.rawValue)/\(owner)/", key: key)
+        return try ObjectKey.make(prefix: level.rawValue + "/" + owner + "/", key: key)
     }
 
     /// Identity ids are compared byte for byte (`"jos\u{E9}"` and `"jose\u{301}"` are
     /// different people, though Swift's `String ==` calls them equal).
     public static func same(_ a: String, _ b: String) -> Bool {
-        a.utf8.elementsEqual(b.utf8)
+        guard a.utf8.count == b.utf8.count else { return false }
+        var a = a, b = b
+        return a.withUTF8 { x in b.withUTF8 { y in x.elementsEqual(y) } }
     }
 }

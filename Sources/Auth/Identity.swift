@@ -17,9 +17,12 @@ public struct Identity: Sendable, Equatable {
     public static func isValidID(_ id: String) -> Bool {
         let bytes = id.utf8
         guard !bytes.isEmpty, bytes.count <= 128, id != ".", id != ".." else { return false }
-        for scalar in id.unicodeScalars {
-            if scalar == "/" || scalar == "\\" { return false }
-            if scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) { return false }
+        // Over the UTF-8 bytes: every character refused is ASCII, or a C1 control (C2 80–C2 9F).
+        var previous: UInt8 = 0
+        for byte in bytes {
+            if byte == UInt8(ascii: "/") || byte == UInt8(ascii: "\\") || byte < 0x20 || byte == 0x7F { return false }
+            if previous == 0xC2 && byte >= 0x80 && byte <= 0x9F { return false }
+            previous = byte
         }
         return true
     }

@@ -9,6 +9,10 @@ import Synchronization
 /// (random for any token that verified), a hit needs the stored token byte for byte, and a new
 /// token takes its slot's place. Tokens crafted to share a slot only evict each other, which
 /// costs a verification, never a wrong answer.
+///
+/// Striped by thread: each thread (an event loop, usually) looks in its own table under its own
+/// lock, so threads answering at once do not pass one lock between their cores. The stripes
+/// share `capacity` between them, so the memory bound is the same as one table's.
 public final class VerifiedTokenCache: Sendable {
     struct Entry: Sendable {
         let identity: Identity
@@ -23,12 +27,18 @@ public final class VerifiedTokenCache: Sendable {
         var entry: Entry
     }
 
-    private let slots: Mutex<[Slot?]>
+    private final class Stripe: Sendable {
+        let slots: Mutex<[Slot?]>
+        init(count: Int) { slots = Mutex(Array(repeating: nil, count: count)) }
+    }
+
+    private let stripes: [Stripe]
     private let slotCount: Int
 
-    public init(capacity: Int = 4096) {
-        slotCount = max(1, capacity)
-        slots = Mutex(Array(repeating: nil, count: slotCount))
+    public init(capacity: Int = 4096, stripes: Int = 4) {
+        let stripeCount = max(1, min(stripes, capacity))
+        slotCount = max(1, capacity / stripeCount)
+        self.stripes = (0..<stripeCount).map { _ in Stripe(count: max(1, capacity / stripeCount)) }
     }
 
     func lookup(_ token: some StringProtocol) -> Entry? {
@@ -36,7 +46,7 @@ public final class VerifiedTokenCache: Sendable {
         return token.withUTF8 { bytes in
             guard !bytes.isEmpty else { return nil }
             let index = slotIndex(bytes)
-            return slots.withLock { slots -> Entry? in
+            return localStripe.slots.withLock { slots -> Entry? in
                 guard let slot = slots[index], slot.token.count == bytes.count,
                       slot.token.withUnsafeBufferPointer({ memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 })
                 else { return nil }
@@ -50,8 +60,14 @@ public final class VerifiedTokenCache: Sendable {
         token.withUTF8 { bytes in
             let slot = Slot(token: Array(bytes), entry: entry)
             let index = slotIndex(bytes)
-            slots.withLock { $0[index] = slot }
+            localStripe.slots.withLock { $0[index] = slot }
         }
+    }
+
+    /// The stripe of the calling thread.
+    private var localStripe: Stripe {
+        let thread = UInt(bitPattern: Int(bitPattern: UInt(pthread_self())))
+        return stripes[Int((thread >> 8) ^ (thread >> 16)) % stripes.count]
     }
 
     /// The last eight bytes (the end of the signature), folded onto the slots.

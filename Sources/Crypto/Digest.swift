@@ -136,6 +136,10 @@ extension ArraySlice: ContiguousBytesLike where Element == UInt8 {
     public func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R { try withUnsafeBytes(body) }
 }
 
+extension UnsafeRawBufferPointer: ContiguousBytesLike {
+    public func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R { try body(self) }
+}
+
 extension String: ContiguousBytesLike {
     public func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         // Native strings lend their UTF-8 in place; only bridged ones are copied.

@@ -17,7 +17,8 @@ public struct HTTPHeaders: Sendable, Sequence {
 
     /// The first value of `name`, or nil.
     public subscript(name: String) -> String? {
-        for field in fields where field.name.equalsIgnoringASCIICase(name) { return field.value }
+        // By index: the names are compared where they are, not copied out with their values.
+        for i in fields.indices where fields[i].name.equalsIgnoringASCIICase(name) { return fields[i].value }
         return nil
     }
 

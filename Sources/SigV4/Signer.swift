@@ -13,6 +13,8 @@ public struct Signer: Sendable {
     private let keyCache: SigningKeyCache?
     /// What a presigned query repeats for these credentials, encoded once: the text before
     /// the date in `X-Amz-Credential`, and after it up to the `X-Amz-Date` value.
+    /// (Appended through `withUnsafeBufferPointer`: appending an array takes a reference to
+    /// it, and one signer's arrays are shared by every thread that signs.)
     private let credentialPrefix: [UInt8]
     private let credentialSuffix: [UInt8]
     /// `/region/service/aws4_request`, the scope after its date.
@@ -44,7 +46,7 @@ public struct Signer: Sendable {
 
     private func appendScope(_ time: SigningTime, to out: inout [UInt8]) {
         time.appendDate(to: &out)
-        out.append(contentsOf: scopeSuffix)
+        scopeSuffix.withUnsafeBufferPointer { out.append(contentsOf: $0) }
     }
 
     /// Stage 2: the string to sign.
@@ -59,12 +61,16 @@ public struct Signer: Sendable {
 
     /// Stage 3: the signing key, HMAC chained over date, region, service and `aws4_request`.
     public func signingKey(_ time: SigningTime) -> [UInt8] {
+        withSigningKey(time) { Array($0) }
+    }
+
+    /// Calls `body` with the signing key, from the cache when there is one (no copy made).
+    func withSigningKey<R>(_ time: SigningTime, _ body: (UnsafeRawBufferPointer) -> R) -> R {
         if let keyCache {
-            return keyCache.key(date: time.date, region: region, service: service, secret: credentials.secretAccessKey) {
-                deriveKey(time)
-            }
+            return keyCache.withKey(time, region: region, service: service, secret: credentials.secretAccessKey,
+                                    derive: { deriveKey(time) }, body)
         }
-        return deriveKey(time)
+        return deriveKey(time).withUnsafeBytes(body)
     }
 
     private func deriveKey(_ time: SigningTime) -> [UInt8] {
@@ -156,9 +162,9 @@ public struct Signer: Sendable {
             canonicalHeaders = CanonicalRequest(method: method, encodedPath: "", query: [], headers: headers,
                                                 payloadHash: Self.unsignedPayload).canonicalHeaders
             out.reserveCapacity(out.count + 480)
-            out.append(contentsOf: credentialPrefix)
+            credentialPrefix.withUnsafeBufferPointer { out.append(contentsOf: $0) }
             time.appendDate(to: &out)
-            out.append(contentsOf: credentialSuffix)
+            credentialSuffix.withUnsafeBufferPointer { out.append(contentsOf: $0) }
             time.appendDateTime(to: &out)
             out.append(contentsOf: "&X-Amz-Expires=".utf8)
             Self.appendDecimal(expires, to: &out)
@@ -253,7 +259,7 @@ public struct Signer: Sendable {
             Digest.appendHex(UnsafeBufferPointer(digest), to: &scratch)
         }
         out.append(contentsOf: "&X-Amz-Signature=".utf8)
-        Digest.appendHMACSHA256Hex(key: signingKey(time), scratch[canonicalEnd...], to: &out)
+        withSigningKey(time) { key in Digest.appendHMACSHA256Hex(key: key, scratch[canonicalEnd...], to: &out) }
     }
 
     private func presign(method: String, encodedPath: String, query: [(String, String)], headers: [(String, String)],

@@ -1,32 +1,54 @@
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The last signing key derived, by date, region, service and secret: the key changes once a
 /// day, and deriving it costs four HMACs on every request otherwise.
+///
+/// One slot per thread (by a hash of the thread), each its own lock and its own copy of the
+/// key's 32 bytes held inline: threads signing at once neither wait for each other nor bounce
+/// one lock or one array's reference count between their cores.
 public final class SigningKeyCache: Sendable {
     private struct Slot: Sendable {
-        var date = ""
+        var day = Int.min
         var region = ""
         var service = ""
         /// Part of the key's identity: rotated credentials must not reuse the old key. Held as
         /// the `Credentials` that hold it already are; never printed.
         var secret = ""
-        var key: [UInt8] = []
+        var key: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
 
-        func matches(date: String, region: String, service: String, secret: String) -> Bool {
-            self.date == date && self.region == region && self.service == service && self.secret == secret
+        func matches(day: Int, region: String, service: String, secret: String) -> Bool {
+            self.day == day && self.region == region && self.service == service && self.secret == secret
         }
     }
 
-    private let slot = Mutex(Slot())
+    private final class Stripe: Sendable {
+        let slot = Mutex(Slot())
+    }
+
+    private let stripes: [Stripe] = (0..<8).map { _ in Stripe() }
 
     public init() {}
 
-    func key(date: String, region: String, service: String, secret: String, derive: () -> [UInt8]) -> [UInt8] {
-        if let hit = slot.withLock({ $0.matches(date: date, region: region, service: service, secret: secret) ? $0.key : nil }) {
-            return hit
+    /// Calls `body` with the key for `time`'s day, derived with `derive` (32 bytes) on a miss.
+    func withKey<R>(_ time: SigningTime, region: String, service: String, secret: String, derive: () -> [UInt8],
+                    _ body: (UnsafeRawBufferPointer) -> R) -> R {
+        let day = time.day
+        let thread = UInt(bitPattern: Int(bitPattern: UInt(pthread_self())))
+        let stripe = stripes[Int((thread >> 8) ^ (thread >> 16)) % stripes.count]
+        var key = stripe.slot.withLock { slot -> (UInt64, UInt64, UInt64, UInt64)? in
+            slot.matches(day: day, region: region, service: service, secret: secret) ? slot.key : nil
         }
-        let key = derive()
-        slot.withLock { $0 = Slot(date: date, region: region, service: service, secret: secret, key: key) }
-        return key
+        if key == nil {
+            var derived: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+            let bytes = derive()
+            precondition(bytes.count == 32, "a SigV4 signing key is 32 bytes")
+            withUnsafeMutableBytes(of: &derived) { $0.copyBytes(from: bytes) }
+            stripe.slot.withLock { $0 = Slot(day: day, region: region, service: service, secret: secret, key: derived) }
+            key = derived
+        }
+        return withUnsafeBytes(of: key!) { body($0) }
     }
 }

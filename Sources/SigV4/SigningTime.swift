@@ -20,6 +20,9 @@ public struct SigningTime: Sendable, Equatable {
 
     public static func == (a: SigningTime, b: SigningTime) -> Bool { a.secondsSince1970 == b.secondsSince1970 }
 
+    /// Days since 1970-01-01 (UTC): what `date` spells.
+    public var day: Int { secondsSince1970 >= 0 ? secondsSince1970 / 86_400 : (secondsSince1970 - 86_399) / 86_400 }
+
     /// `2026-11-29T12:30:45Z` (RFC 3339).
     public var iso8601: String { Self.iso8601(secondsSince1970) }
 

@@ -118,10 +118,11 @@ func objectKeyRules(_ c: KeyCase) {
     #expect(throws: AccessDenial.self) { _ = try ObjectKey.make(prefix: prefix, key: wide + "k") }
 }
 
-@Test(arguments: ["alice", "user-1@example.com", "Ünïcode", String(repeating: "x", count: 128)])
+@Test(arguments: ["alice", "user-1@example.com", "Ünïcode", "nbsp\u{A0}", "\u{100}", String(repeating: "x", count: 128)])
 func validIdentityIDs(_ id: String) { #expect(Identity.isValidID(id)) }
 
-@Test(arguments: ["", ".", "..", "a/b", "a\\b", "tab\t", "nl\n", String(repeating: "x", count: 129)])
+@Test(arguments: ["", ".", "..", "a/b", "a\\b", "tab\t", "nl\n", "del\u{7F}", "c1\u{80}", "c1\u{85}", "c1\u{9F}",
+                  String(repeating: "x", count: 129)])
 func invalidIdentityIDs(_ id: String) { #expect(!Identity.isValidID(id)) }
 
 @Test func canonicallyEquivalentIdsAreDifferentOwners() {

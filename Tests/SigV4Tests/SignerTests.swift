@@ -108,3 +108,27 @@ extension String {
         return String(decoding: out, as: UTF8.self)
     }
 }
+
+@Test func cachedSigningKeysAreTheDerivedOnes() async {
+    // One cache across days, regions and rotated secrets, from many threads at once: every key
+    // it gives is the one derived from scratch.
+    let cache = SigningKeyCache()
+    await withTaskGroup(of: Bool.self) { group in
+        for task in 0..<16 {
+            group.addTask {
+                var allEqual = true
+                for round in 0..<50 {
+                    let secret = (task + round) % 3 == 0 ? "secret-a" : "secret-b"
+                    let region = round % 2 == 0 ? "us-east-1" : "eu-west-1"
+                    let time = SigningTime(secondsSince1970: 1_700_000_000 + (round % 3) * 86_400)
+                    let credentials = Credentials(accessKeyID: "AKID", secretAccessKey: secret, sessionToken: nil)
+                    let cached = Signer(credentials: credentials, region: region, keyCache: cache)
+                    let fresh = Signer(credentials: credentials, region: region)
+                    allEqual = allEqual && cached.signingKey(time) == fresh.signingKey(time)
+                }
+                return allEqual
+            }
+        }
+        for await allEqual in group { #expect(allEqual) }
+    }
+}
