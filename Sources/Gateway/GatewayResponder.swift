@@ -43,7 +43,7 @@ public final class GatewayResponder: HTTPResponder {
         }
         // X-HTTP-Method-Override (tus): clients and proxies that can send only GET and POST.
         var method = request.method
-        if method == "POST", request.path.hasPrefix("/v1/tus/"),
+        if method == "POST", request.path.utf8.starts(with: "/v1/tus/".utf8),
            let override = request.headers["x-http-method-override"]?.uppercased(),
            ["PATCH", "DELETE", "HEAD"].contains(override) {
             method = override

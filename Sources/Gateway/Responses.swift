@@ -47,10 +47,17 @@ public enum Responses {
         return try JSONFields(value)
     }
 
+    /// Whether a Content-Type names JSON (`application/json`, any case, parameters allowed):
+    /// compared over UTF-8 bytes, not Characters.
+    static func isJSON(_ contentType: String) -> Bool {
+        let utf8 = contentType.utf8
+        guard let end = utf8.index(utf8.startIndex, offsetBy: 16, limitedBy: utf8.endIndex) else { return false }
+        return Substring(utf8[..<end]).equalsIgnoringASCIICase("application/json")
+    }
+
     /// The body of a JSON request: 415 for another media type, 413 past `limit`.
     private static func jsonBody(of request: HTTPRequest, limit: Int) async throws -> [UInt8] {
-        if let contentType = request.headers["content-type"],
-           !contentType.prefix(16).equalsIgnoringASCIICase("application/json") {
+        if let contentType = request.headers["content-type"], !isJSON(contentType) {
             throw APIError.unsupportedMediaType
         }
         do {

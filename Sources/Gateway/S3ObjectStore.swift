@@ -1,3 +1,4 @@
+import Foundation
 import S3
 import TransferEngine
 
@@ -41,8 +42,13 @@ public struct S3ObjectStore: ObjectStore {
         try await mapped { try await client.abortMultipartUpload(key: key, uploadId: uploadID) }
     }
 
-    public func openUploads(key: String) async throws -> [String] {
-        try await mapped { try await client.listMultipartUploads(prefix: key).filter { $0.key == key }.map(\.uploadId) }
+    public func openUploads(key: String, olderThan age: Double) async throws -> [String] {
+        let cutoff = Date().addingTimeInterval(-age)
+        return try await mapped {
+            try await client.listMultipartUploads(prefix: key)
+                .filter { $0.key == key && (Janitor.parse($0.initiated).map { $0 <= cutoff } ?? true) }
+                .map(\.uploadId)
+        }
     }
 
     public func copyObject(from sourceKey: String, to key: String, attributes: ObjectAttributesSpec) async throws -> String {

@@ -130,9 +130,13 @@ public struct JobRunner: Sendable {
                 if resumable == nil {
                     // A previous owner may have died between creating an upload and recording
                     // its id: such an upload belongs to no one, so it is aborted, not leaked.
+                    // Only one begun half a lease ago or more: a dead owner's is at least a lease
+                    // old by now, while one that another writer of this key has just begun and
+                    // not yet recorded is younger (the janitor sweeps whatever this leaves).
                     if job.attempts > 1 {
                         let inUse = try await store.uploadIDsInUse(key: key)
-                        for orphan in try await objects.openUploads(key: key) where !inUse.contains(orphan) {
+                        let orphanAge = Double(settings.leaseMilliseconds) / 2000
+                        for orphan in try await objects.openUploads(key: key, olderThan: orphanAge) where !inUse.contains(orphan) {
                             try? await objects.abortMultipartUpload(key: key, uploadID: orphan)
                         }
                     }

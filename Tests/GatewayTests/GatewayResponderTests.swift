@@ -181,3 +181,20 @@ struct FixedCheck: DependencyCheck {
     #expect(try JSONValue.parse(Array(#"{"a":1,"b":[true,null]}"#.utf8)) == JSONValue.parse(Array(#"{"b":[true,null],"a":1}"#.utf8)))
     #expect(try JSONValue.parse(Array(#"{"a":1}"#.utf8)) != JSONValue.parse(Array(#"{"a":2}"#.utf8)))
 }
+
+@Test func jsonBodiesAreKnownByTheirMediaType() async throws {
+    for json in ["application/json", "Application/JSON", "application/json; charset=utf-8", "APPLICATION/JSON;charset=UTF-8"] {
+        #expect(Responses.isJSON(json), "\(json)")
+    }
+    for other in ["", "application/jso", "text/plain", "application/xml", "applicatión/json", "multipart/form-data; boundary=x"] {
+        #expect(!Responses.isJSON(other), "\(other)")
+    }
+    // Through the reader: another media type is 415, before the body is looked at.
+    let plain = request("POST", "/v1/presign", headers: [("Content-Type", "text/plain")])
+    await #expect(throws: APIError.self) { _ = try await Responses.fields(from: plain) }
+    do {
+        _ = try await Responses.fields(from: plain)
+    } catch let error as APIError {
+        #expect(error.status == 415)
+    }
+}

@@ -26,9 +26,9 @@ private struct Rig {
     var settings = EngineSettings()
     let spoolDirectory: String
 
-    init(objects: InMemoryObjectStore = InMemoryObjectStore()) {
+    init(objects: InMemoryObjectStore? = nil) {
         store = InMemoryJobStore(clock: clock)
-        self.objects = objects
+        self.objects = objects ?? InMemoryObjectStore(clock: clock)
         settings.concurrency = 2
         settings.tickMilliseconds = 500
         settings.leaseMilliseconds = 30_000
@@ -75,6 +75,24 @@ private func copySource(_ key: String) -> String { ObjectSource(key: key).json }
         #expect(etag.hasSuffix("-5\""))
         #expect(rig.objects.openUploads == 0)
         #expect(rig.objects.count(.create) == 1)
+    }
+
+    @Test func aDeadOwnersUnrecordedUploadIsAbortedButAFreshOneOfTheSameKeyIsNot() async throws {
+        let rig = Rig()
+        rig.objects.put("src", pattern(12 * MiB))
+        try await rig.insert(.copy, source: copySource("src"), key: "dst")
+        // The first owner claims the job, begins an upload it never records, and dies.
+        _ = try await rig.store.claim(owner: "dead", leaseMilliseconds: rig.settings.leaseMilliseconds)
+        let orphan = rig.objects.addUpload(key: "dst", age: 0)
+        rig.clock.advance(by: Int(rig.settings.leaseMilliseconds) + 1)
+        // Meanwhile another writer of the same key has just begun its own upload.
+        let fresh = rig.objects.addUpload(key: "dst", age: 1)
+        let (outcome, finished) = try await rig.claimAndRun("b")
+        guard case .completed = outcome else { Issue.record("\(outcome)"); return }
+        #expect(finished.attempts == 2 && rig.objects.object("dst") == pattern(12 * MiB))
+        let open = try await rig.objects.openUploads(key: "dst", olderThan: 0)
+        #expect(!open.contains(orphan))
+        #expect(open == [fresh])
     }
 
     @Test func aOnePartObjectIsOneCopyObject() async throws {

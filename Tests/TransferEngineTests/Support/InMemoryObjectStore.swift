@@ -15,6 +15,8 @@ final class InMemoryObjectStore: ObjectStore {
     struct Upload {
         let key: String
         var parts: [Int: [UInt8]] = [:]
+        /// When it began, in the clock's milliseconds.
+        var startedAt = 0
     }
     private struct State {
         var objects: [String: [UInt8]] = [:]
@@ -27,13 +29,18 @@ final class InMemoryObjectStore: ObjectStore {
     private let state = Mutex(State())
     let fault: @Sendable (Call, Int) -> TransferError?
     let beforePart: (@Sendable (Int) async throws -> Void)?
+    /// What uploads' ages are read by (without one, time stands still).
+    let clock: ManualClock?
 
     /// `fault(call, n)`: n counts earlier calls equal to this one.
     init(fault: @escaping @Sendable (Call, Int) -> TransferError? = { _, _ in nil },
-         beforePart: (@Sendable (Int) async throws -> Void)? = nil) {
+         beforePart: (@Sendable (Int) async throws -> Void)? = nil, clock: ManualClock? = nil) {
         self.fault = fault
         self.beforePart = beforePart
+        self.clock = clock
     }
+
+    private var now: Int { clock?.now() ?? 0 }
 
     static func etag(_ bytes: [UInt8]) -> String { "\"\(Digest.hex(Digest.md5(bytes)))\"" }
 
@@ -70,7 +77,7 @@ final class InMemoryObjectStore: ObjectStore {
         return state.withLock { s in
             s.nextUpload += 1
             let id = "upload-\(s.nextUpload)"
-            s.uploads[id] = Upload(key: key)
+            s.uploads[id] = Upload(key: key, startedAt: now)
             return id
         }
     }
@@ -129,8 +136,20 @@ final class InMemoryObjectStore: ObjectStore {
         state.withLock { _ = $0.uploads.removeValue(forKey: uploadID) }
     }
 
-    func openUploads(key: String) async throws -> [String] {
-        state.withLock { s in s.uploads.filter { $0.value.key == key }.map(\.key).sorted() }
+    func openUploads(key: String, olderThan age: Double) async throws -> [String] {
+        let startedBy = now - Int(age * 1000)
+        return state.withLock { s in s.uploads.filter { $0.value.key == key && $0.value.startedAt <= startedBy }.map(\.key).sorted() }
+    }
+
+    /// An upload begun `age` seconds ago by someone else (a dead owner, another writer).
+    func addUpload(key: String, age: Double) -> String {
+        let startedAt = now - Int(age * 1000)
+        return state.withLock { s in
+            s.nextUpload += 1
+            let id = "upload-\(s.nextUpload)"
+            s.uploads[id] = Upload(key: key, startedAt: startedAt)
+            return id
+        }
     }
 
     func copyObject(from sourceKey: String, to key: String, attributes: ObjectAttributesSpec) async throws -> String {
