@@ -23,27 +23,29 @@ let package = Package(
         .systemLibrary(name: "CSystem"),
         // HTTP/1.1 server on POSIX sockets, epoll loops and Dispatch. Knows nothing of S3, jobs or JSON.
         .target(name: "HTTPServer", dependencies: ["CSystem"]),
+        // Per-thread stripes of a locked value, for bookkeeping every request touches.
+        .target(name: "Striped"),
         // SHA-256 and HMAC over libcrypto; the only target that imports CCrypto.
         .target(name: "Crypto", dependencies: ["CCrypto"]),
         // AWS Signature Version 4: pure, no I/O.
-        .target(name: "SigV4", dependencies: ["Crypto"]),
+        .target(name: "SigV4", dependencies: ["Crypto", "Striped"]),
         // The S3 operations the gateway uses, over libcurl.
         .target(name: "S3", dependencies: ["CCurl", "SigV4", "Crypto"]),
         // PostgreSQL over libpq.
         .target(name: "Postgres", dependencies: ["CPostgres"]),
         // JWT verification, identities, access levels and object-key rules.
-        .target(name: "Auth", dependencies: ["Crypto"]),
+        .target(name: "Auth", dependencies: ["Crypto", "Striped"]),
         // Transfer jobs: part planning, scheduling, retries, leases — pure logic behind ports.
         .target(name: "TransferEngine", dependencies: ["Crypto"]),
         // REST endpoints, configuration, logging, metrics: the composition of everything above.
-        .target(name: "Gateway", dependencies: ["HTTPServer", "S3", "Postgres", "SigV4", "Crypto", "Auth", "TransferEngine"]),
+        .target(name: "Gateway", dependencies: ["HTTPServer", "S3", "Postgres", "SigV4", "Crypto", "Auth", "TransferEngine", "Striped"]),
         .executableTarget(name: "TransferGateway", dependencies: ["Gateway", "Auth", "S3", "SigV4"]),
 
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "SigV4Tests", dependencies: ["SigV4", "Crypto"], exclude: ["Fixtures"]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "HTTPServer", "S3", "Postgres", "Auth", "SigV4", "Crypto", "TransferEngine"],
                     exclude: ["Scripts"]),
-        .testTarget(name: "AuthTests", dependencies: ["Auth", "Crypto"], exclude: ["Fixtures"]),
+        .testTarget(name: "AuthTests", dependencies: ["Auth", "Crypto", "Striped"], exclude: ["Fixtures"]),
         .testTarget(name: "TransferEngineTests", dependencies: ["TransferEngine", "Crypto"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
         .testTarget(name: "S3Tests", dependencies: ["S3", "SigV4", "Crypto"], exclude: ["Fixtures"]),

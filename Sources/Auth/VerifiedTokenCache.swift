@@ -1,4 +1,5 @@
 import Foundation
+import Striped
 import Synchronization
 
 /// Remembers tokens that verified, so a client polling with the same token does not pay for
@@ -27,18 +28,14 @@ public final class VerifiedTokenCache: Sendable {
         var entry: Entry
     }
 
-    private final class Stripe: Sendable {
-        let slots: Mutex<[Slot?]>
-        init(count: Int) { slots = Mutex(Array(repeating: nil, count: count)) }
-    }
-
-    private let stripes: [Stripe]
+    private let stripes: Striped<[Slot?]>
     private let slotCount: Int
 
     public init(capacity: Int = 4096, stripes: Int = 4) {
         let stripeCount = max(1, min(stripes, capacity))
-        slotCount = max(1, capacity / stripeCount)
-        self.stripes = (0..<stripeCount).map { _ in Stripe(count: max(1, capacity / stripeCount)) }
+        let slotCount = max(1, capacity / stripeCount)
+        self.slotCount = slotCount
+        self.stripes = Striped(count: stripeCount) { Array(repeating: nil, count: slotCount) }
     }
 
     func lookup(_ token: some StringProtocol) -> Entry? {
@@ -46,7 +43,7 @@ public final class VerifiedTokenCache: Sendable {
         return token.withUTF8 { bytes in
             guard !bytes.isEmpty else { return nil }
             let index = slotIndex(bytes)
-            return localStripe.slots.withLock { slots -> Entry? in
+            return stripes.withLocalLock { slots -> Entry? in
                 guard let slot = slots[index], slot.token.count == bytes.count,
                       slot.token.withUnsafeBufferPointer({ memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 })
                 else { return nil }
@@ -60,14 +57,8 @@ public final class VerifiedTokenCache: Sendable {
         token.withUTF8 { bytes in
             let slot = Slot(token: Array(bytes), entry: entry)
             let index = slotIndex(bytes)
-            localStripe.slots.withLock { $0[index] = slot }
+            stripes.withLocalLock { $0[index] = slot }
         }
-    }
-
-    /// The stripe of the calling thread.
-    private var localStripe: Stripe {
-        let thread = UInt(bitPattern: Int(bitPattern: UInt(pthread_self())))
-        return stripes[Int((thread >> 8) ^ (thread >> 16)) % stripes.count]
     }
 
     /// The last eight bytes (the end of the signature), folded onto the slots.

@@ -305,10 +305,10 @@ struct JSONObject: Equatable, Sendable {
 
     subscript(key: String) -> JSONValue? {
         if let index { return index[key].map { members[$0].value } }
-        // Lengths first: most keys tried are not the one asked for, and a length differs at
-        // once where a string comparison takes a call.
-        let length = key.utf8.count
-        for member in members where member.key.utf8.count == length && member.key == key { return member.value }
+        // Swift's `==`, as the index past 16 keys compares: a shortcut on UTF-8 lengths would
+        // tell "K" from a KELVIN SIGN here and not there, and the index would then trap on
+        // keys it was told were distinct.
+        for member in members where member.key == key { return member.value }
         return nil
     }
 

@@ -2,6 +2,7 @@ import Dispatch
 import Synchronization
 #if canImport(Glibc)
 import Glibc
+import Striped
 #endif
 
 /// A value in a log line.

@@ -1,4 +1,5 @@
 import Synchronization
+import Striped
 
 /// Prometheus metrics kept in memory and rendered in the text exposition format (0.0.4).
 /// Labels are route patterns, never raw paths, so the number of series stays bounded.

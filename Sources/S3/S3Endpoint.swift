@@ -31,6 +31,10 @@ public struct S3Endpoint: Sendable, Equatable {
     public static func parse(url: String?, bucket: String, region: String, pathStyle: Bool?,
                              accelerate: Bool) throws -> S3Endpoint {
         try checkBucket(bucket)
+        // The region is spelled into AWS host names and signed scopes.
+        guard !region.isEmpty, region.utf8.allSatisfy(URIEncoding.isUnreserved) else {
+            throw ParseError(description: "has a region that is not made of letters, digits, -, ., _ or ~")
+        }
         if accelerate {
             return S3Endpoint(scheme: "https", host: "s3-accelerate.amazonaws.com", port: nil,
                               bucket: bucket, region: region, style: .accelerate)

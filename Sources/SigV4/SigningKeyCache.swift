@@ -1,7 +1,5 @@
+import Striped
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The last signing key derived, by date, region, service and secret: the key changes once a
 /// day, and deriving it costs four HMACs on every request otherwise.
@@ -24,11 +22,7 @@ public final class SigningKeyCache: Sendable {
         }
     }
 
-    private final class Stripe: Sendable {
-        let slot = Mutex(Slot())
-    }
-
-    private let stripes: [Stripe] = (0..<8).map { _ in Stripe() }
+    private let slots = Striped(count: 8) { Slot() }
 
     public init() {}
 
@@ -36,9 +30,7 @@ public final class SigningKeyCache: Sendable {
     func withKey<R>(_ time: SigningTime, region: String, service: String, secret: String, derive: () -> [UInt8],
                     _ body: (UnsafeRawBufferPointer) -> R) -> R {
         let day = time.day
-        let thread = UInt(bitPattern: Int(bitPattern: UInt(pthread_self())))
-        let stripe = stripes[Int((thread >> 8) ^ (thread >> 16)) % stripes.count]
-        var key = stripe.slot.withLock { slot -> (UInt64, UInt64, UInt64, UInt64)? in
+        var key = slots.withLocalLock { slot -> (UInt64, UInt64, UInt64, UInt64)? in
             slot.matches(day: day, region: region, service: service, secret: secret) ? slot.key : nil
         }
         if key == nil {
@@ -46,7 +38,7 @@ public final class SigningKeyCache: Sendable {
             let bytes = derive()
             precondition(bytes.count == 32, "a SigV4 signing key is 32 bytes")
             withUnsafeMutableBytes(of: &derived) { $0.copyBytes(from: bytes) }
-            stripe.slot.withLock { $0 = Slot(day: day, region: region, service: service, secret: secret, key: derived) }
+            slots.withLocalLock { $0 = Slot(day: day, region: region, service: service, secret: secret, key: derived) }
             key = derived
         }
         return withUnsafeBytes(of: key!) { body($0) }

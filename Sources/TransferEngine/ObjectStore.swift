@@ -8,7 +8,9 @@ public protocol ObjectStore: Sendable {
     func completeMultipartUpload(key: String, uploadID: String, parts: [RecordedPart]) async throws -> String
     func abortMultipartUpload(key: String, uploadID: String) async throws
     /// The ids of unfinished multipart uploads of exactly `key` begun at least `age` seconds
-    /// ago (by the store's own clock; an upload whose start is unknown counts as old).
+    /// ago: the store's record of when each began, against this process's clock (so a store
+    /// whose clock runs more than `age` behind makes new uploads look old); an upload whose
+    /// start is unknown counts as old.
     func openUploads(key: String, olderThan age: Double) async throws -> [String]
     func copyObject(from sourceKey: String, to key: String, attributes: ObjectAttributesSpec) async throws -> String
     func uploadPart(key: String, uploadID: String, part: Int, data: PartData) async throws -> String

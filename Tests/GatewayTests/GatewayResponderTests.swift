@@ -178,6 +178,14 @@ struct FixedCheck: DependencyCheck {
         #expect(members.count == count && members["k\(count - 1)"] == .number(Double(count - 1)) && members["nope"] == nil)
         #expect(throws: JSONValue.SyntaxError.self) { try JSONValue.parse(object(count, duplicate: true)) }
     }
+    // Keys Swift calls equal though their bytes differ ("K" and KELVIN SIGN) are one key, on
+    // both sides of the index built past 16 keys (this once trapped the process).
+    for count in [2, 16, 17, 40] {
+        let keys = ["\"K\":0", "\"\u{212A}\":1"] + (0..<count).map { "\"k\($0)\":\($0)" }
+        #expect(throws: JSONValue.SyntaxError.self) { try JSONValue.parse(Array(("{" + keys.joined(separator: ",") + "}").utf8)) }
+        let reversed = (0..<count).map { "\"k\($0)\":\($0)" } + ["\"K\":0", "\"\u{212A}\":1"]
+        #expect(throws: JSONValue.SyntaxError.self) { try JSONValue.parse(Array(("{" + reversed.joined(separator: ",") + "}").utf8)) }
+    }
     #expect(try JSONValue.parse(Array(#"{"a":1,"b":[true,null]}"#.utf8)) == JSONValue.parse(Array(#"{"b":[true,null],"a":1}"#.utf8)))
     #expect(try JSONValue.parse(Array(#"{"a":1}"#.utf8)) != JSONValue.parse(Array(#"{"a":2}"#.utf8)))
 }

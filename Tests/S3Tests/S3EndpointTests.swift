@@ -46,6 +46,15 @@ func badBucketNamesAreRefused(bucket: String) {
     }
 }
 
+@Test(arguments: ["", "eu-west-1\"", "us east", "r/1"])
+func badRegionsAreRefused(region: String) {
+    for url in [nil, "http://127.0.0.1:8333"] {
+        #expect(throws: S3Endpoint.ParseError.self) {
+            _ = try S3Endpoint.parse(url: url, bucket: "b", region: region, pathStyle: nil, accelerate: false)
+        }
+    }
+}
+
 @Test func errorVerdicts() {
     let xml = Array("<?xml version=\"1.0\"?><Error><Code>SlowDown</Code><Message>Reduce your rate</Message></Error>".utf8)
     let slow = S3Error.fromResponse(status: 503, body: xml)
