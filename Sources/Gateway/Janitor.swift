@@ -4,7 +4,11 @@ import S3
 import TransferEngine
 
 /// Aborts multipart uploads under the gateway's prefixes that are older than
-/// `GATEWAY_UPLOAD_TTL` and that no unfinished job owns, so nothing abandoned stays billed;
+/// `GATEWAY_UPLOAD_TTL` and that no unfinished job owns, so nothing abandoned stays billed.
+/// Client-driven uploads (`/v1/uploads`) follow the same rule: one still open past the TTL is
+/// marked aborted and its S3 upload aborted with it, so its record never claims an upload S3
+/// no longer has; so do upload jobs still waiting for their bytes past the TTL (what tus
+/// advertises as `Upload-Expires`): they fail with `upload_expired` and their S3 upload goes;
 /// removes spool files untouched for `GATEWAY_DOWNLOAD_TTL` (prepared downloads) whose job is
 /// not running.
 public struct Janitor: Sendable {
@@ -46,13 +50,48 @@ public struct Janitor: Sendable {
     /// One pass; returns the uploads aborted.
     @discardableResult
     public func sweep(prefixes: [String] = ["public/", "protected/", "private/"], now: Date = Date()) async throws -> [String] {
+        // Client-driven uploads past the TTL: the record first, so no client completes one
+        // whose S3 upload is going.
+        let expired = try await pool.withConnection { connection in
+            try prefixes.flatMap { prefix in
+                try connection.query("""
+                    UPDATE uploads SET state = 'aborted', completed_at = now()
+                    WHERE state = 'open' AND starts_with(object_key, \(prefix))
+                      AND created_at <= to_timestamp(\(now.timeIntervalSince1970 - Double(ttlSeconds)))
+                    RETURNING object_key, s3_upload_id
+                    """).map { (key: try $0.string("object_key"), id: try $0.string("s3_upload_id")) }
+            }
+        }
+        // Upload jobs still waiting for bytes past the TTL (tus answers them 410 from then on).
+        let expiredJobs = try await pool.withConnection { connection in
+            try prefixes.flatMap { prefix in
+                try connection.query("""
+                    UPDATE jobs SET state = 'failed', error = '{"code":"upload_expired"}'::jsonb, version = version + 1,
+                                    updated_at = now(), completed_at = now()
+                    WHERE type = 'upload' AND state = 'pending' AND starts_with(object_key, \(prefix))
+                      AND created_at <= to_timestamp(\(now.timeIntervalSince1970 - Double(ttlSeconds)))
+                    RETURNING object_key, upload_id
+                    """).compactMap { row in
+                        try row.optionalString("upload_id").map { (key: try row.string("object_key"), id: $0) }
+                    }
+            }
+        }
+        var aborted: [String] = []
+        for upload in expired + expiredJobs {
+            do {
+                try await client.abortMultipartUpload(key: upload.key, uploadId: upload.id)
+            } catch let error as S3Error where error.code == "NoSuchUpload" {
+                // Gone already (aborted or completed outside the gateway).
+            }
+            aborted.append(upload.id)
+        }
         let owned = Set(try await pool.withConnection { connection in
             try connection.query("SELECT upload_id FROM jobs WHERE upload_id IS NOT NULL AND state IN ('pending', 'queued', 'running', 'paused')")
                 .map { try $0.string("upload_id") }
         })
-        var aborted: [String] = []
         for prefix in prefixes {
-            for upload in try await client.listMultipartUploads(prefix: prefix) where !owned.contains(upload.uploadId) {
+            for upload in try await client.listMultipartUploads(prefix: prefix)
+            where !owned.contains(upload.uploadId) && !aborted.contains(upload.uploadId) {
                 guard let initiated = Self.parse(upload.initiated), now.timeIntervalSince(initiated) >= Double(ttlSeconds) else { continue }
                 try await client.abortMultipartUpload(key: upload.key, uploadId: upload.uploadId)
                 aborted.append(upload.uploadId)

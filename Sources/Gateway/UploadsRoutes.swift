@@ -142,6 +142,19 @@ struct UploadsRoutes: Sendable {
                       etag: try row.optionalString("etag"))
     }
 
+    /// What S3 holds of an open upload. S3 no longer having it (the janitor aborted it past
+    /// `GATEWAY_UPLOAD_TTL` between our read of the record and this call, or someone aborted it
+    /// outside the gateway) is the answer for a gone upload, not a server error.
+    private func heldParts(_ upload: Upload) async throws -> [UploadedPart] {
+        do {
+            return try await client.listParts(key: upload.objectKey, uploadId: upload.s3UploadID)
+        } catch let error as S3Error where error.code == "NoSuchUpload" {
+            throw Self.gone
+        }
+    }
+
+    static let gone = APIError(status: 404, code: "not_found", detail: "The upload has expired or was aborted.")
+
     private func requireOpen(_ upload: Upload) throws(APIError) {
         guard upload.state == "open" else {
             throw APIError(status: 409, code: "upload_not_open", detail: "The upload is \(upload.state).")
@@ -176,7 +189,7 @@ struct UploadsRoutes: Sendable {
 
     private func show(_ http: HTTPRequest, id: String) async throws -> HTTPResponse {
         let upload = try await upload(http, id: id)
-        let held = upload.state == "open" ? try await client.listParts(key: upload.objectKey, uploadId: upload.s3UploadID) : []
+        let held = upload.state == "open" ? try await heldParts(upload) : []
         let bytes = upload.state == "completed" ? upload.size : held.reduce(0) { $0 + $1.size }
         var text = JSONText()
         text.begin()
@@ -212,7 +225,7 @@ struct UploadsRoutes: Sendable {
         let upload = try await upload(http, id: id)
         try requireOpen(upload)
         // The parts S3 holds are the truth; a client's list, when sent, must agree with it.
-        let held = try await client.listParts(key: upload.objectKey, uploadId: upload.s3UploadID)
+        let held = try await heldParts(upload)
         let byNumber = Dictionary(held.map { ($0.partNumber, $0) }, uniquingKeysWith: { a, _ in a })
         if let sent = try fields.array("parts") {
             for value in sent {
@@ -235,7 +248,12 @@ struct UploadsRoutes: Sendable {
             }
             parts.append((number, part.etag))
         }
-        let etag = try await client.completeMultipartUpload(key: upload.objectKey, uploadId: upload.s3UploadID, parts: parts)
+        let etag: String
+        do {
+            etag = try await client.completeMultipartUpload(key: upload.objectKey, uploadId: upload.s3UploadID, parts: parts)
+        } catch let error as S3Error where error.code == "NoSuchUpload" {
+            throw Self.gone
+        }
         let head = try await client.headObject(key: upload.objectKey)
         guard head.size == upload.size else {
             throw APIError(status: 409, code: "size_mismatch", detail: "The object is \(head.size) bytes, not \(upload.size).")
@@ -260,7 +278,11 @@ struct UploadsRoutes: Sendable {
             throw APIError(status: 409, code: "upload_not_open", detail: "The upload is completed; delete the object instead.")
         }
         if upload.state == "open" {
-            try await client.abortMultipartUpload(key: upload.objectKey, uploadId: upload.s3UploadID)
+            do {
+                try await client.abortMultipartUpload(key: upload.objectKey, uploadId: upload.s3UploadID)
+            } catch let error as S3Error where error.code == "NoSuchUpload" {
+                // Gone from S3 already: the record follows.
+            }
             try await pool.withConnection { connection in
                 try connection.query("UPDATE uploads SET state = 'aborted', completed_at = now() WHERE id = \(upload.id)::uuid")
             }

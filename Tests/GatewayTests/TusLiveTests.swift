@@ -116,6 +116,40 @@ extension JobTableTests {
         await gateway.stop()
     }
 
+    /// Past GATEWAY_UPLOAD_TTL (its Upload-Expires) a tus upload is refused with 410, and the
+    /// janitor fails its job and aborts its S3 upload: an expired upload no longer keeps one
+    /// (it used to keep it for ever, owned by a job that could never finish).
+    @Test func anExpiredUploadLeavesNoS3UploadBehind() async throws {
+        let gateway = try LiveGateway()
+        let token = gateway.token("alice")
+        let auth = ["Authorization": "Bearer \(token)", "Tus-Resumable": "1.0.0"]
+        let key = "tus-ttl-\(UUID().uuidString).bin"
+        var create = auth
+        create["Upload-Length"] = String(6 << 20)
+        create["Upload-Metadata"] = Self.metadata([("key", key)])
+        let created = try await Self.send("POST", port: gateway.port, path: "/v1/tus/", headers: create)
+        let location = try #require(created.headers["location"])
+        var patch = auth
+        patch["Content-Type"] = "application/offset+octet-stream"
+        patch["Upload-Offset"] = "0"
+        let first = try await Self.send("PATCH", port: gateway.port, path: location, headers: patch, body: Data(count: 5 << 20))
+        #expect(first.status == 204)
+        let client = try gateway.configuration.makeS3Client()
+        let prefix = "private/alice/\(key)"
+        #expect(try await client.listMultipartUploads(prefix: prefix).count == 1, "the first part is in S3")
+        let janitor = Janitor(client: client, pool: try PostgresPoolFor.live(), ttlSeconds: 3600)
+        #expect(try await janitor.sweep(prefixes: [prefix]).isEmpty, "not expired yet: kept")
+        #expect(try await janitor.sweep(prefixes: [prefix], now: Date().addingTimeInterval(7200)).count == 1)
+        #expect(try await client.listMultipartUploads(prefix: prefix).isEmpty)
+        let id = String(location.split(separator: "/").last ?? "")
+        let job = try await gateway.request("GET", "/v1/jobs/\(id)", token: token)
+        #expect(job.json["state"] as? String == "failed")
+        #expect((job.json["error"] as? [String: Any])?["code"] as? String == "upload_expired")
+        // (The gateway's own clock has not moved: its tus answers turn 410 at Upload-Expires,
+        // the same created-at plus TTL the janitor goes by.)
+        await gateway.stop()
+    }
+
     @Test func aGatewayKilledBetweenTwoPatchesTakesTheNextOne() async throws {
         let environment = ProcessInfo.processInfo.environment
         let configuration = try Configuration.fromEnvironment(environment)
