@@ -29,7 +29,8 @@ extension Configuration {
     }
 
     public var s3Credentials: Credentials {
-        Credentials(accessKeyID: s3AccessKeyID ?? "", secretAccessKey: s3SecretAccessKey ?? "", sessionToken: s3SessionToken)
+        Credentials(accessKeyID: s3AccessKeyID ?? "", secretAccessKey: s3SecretAccessKey ?? "", sessionToken: s3SessionToken,
+                    expiration: s3CredentialExpiration)
     }
 
     /// The S3 client for these settings, on the wall clock.

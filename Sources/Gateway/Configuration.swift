@@ -16,6 +16,8 @@ public struct Configuration: Sendable {
     public var s3AccessKeyID: String?
     public var s3SecretAccessKey: String?
     public var s3SessionToken: String?
+    /// When the S3 credentials stop working, in seconds since 1970 (temporary credentials).
+    public var s3CredentialExpiration: Int?
     public var s3PathStyle: Bool?
     public var s3Accelerate = false
     public var jwtSecret: String?
@@ -73,6 +75,10 @@ public struct Configuration: Sendable {
         c.s3AccessKeyID = try reader.string("GATEWAY_S3_ACCESS_KEY_ID") ?? awsKey
         c.s3SecretAccessKey = try reader.string("GATEWAY_S3_SECRET_ACCESS_KEY", secret: true) ?? awsSecret
         c.s3SessionToken = try reader.string("GATEWAY_S3_SESSION_TOKEN", secret: true) ?? awsToken
+        // Temporary credentials' end (the AWS SDKs' AWS_CREDENTIAL_EXPIRATION): no presigned
+        // URL outlives it, and presigning stops at it.
+        let awsExpiration = try reader.timestamp("AWS_CREDENTIAL_EXPIRATION")
+        c.s3CredentialExpiration = try reader.timestamp("GATEWAY_S3_CREDENTIAL_EXPIRATION") ?? awsExpiration
         c.s3PathStyle = try reader.bool("GATEWAY_S3_PATH_STYLE")
         c.s3Accelerate = try reader.bool("GATEWAY_S3_ACCELERATE") ?? false
         c.jwtSecret = try reader.string("GATEWAY_JWT_SECRET", secret: true)

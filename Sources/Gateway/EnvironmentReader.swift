@@ -1,3 +1,5 @@
+import Foundation
+
 /// Typed reads of environment variables, each failing with the variable's name. Empty values
 /// count as unset. Secret values are never echoed back in an error.
 struct EnvironmentReader {
@@ -18,6 +20,20 @@ struct EnvironmentReader {
                                         reason: "must be a whole number from \(range.lowerBound) to \(range.upperBound), got '\(text)'")
         }
         return value
+    }
+
+    /// An RFC 3339 moment (`2026-11-30T12:00:00Z`, an offset or fractional seconds allowed),
+    /// as whole seconds since 1970.
+    func timestamp(_ name: String) throws(Configuration.Invalid) -> Int? {
+        guard let text = try string(name) else { return nil }
+        let trimmed = text.trimmingCharacters()
+        let plain = ISO8601DateFormatter()
+        let fractional = ISO8601DateFormatter()
+        fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        guard let date = plain.date(from: trimmed) ?? fractional.date(from: trimmed) else {
+            throw Configuration.Invalid(variable: name, reason: "must be an RFC 3339 time like 2026-11-30T12:00:00Z, got '\(text)'")
+        }
+        return Int(date.timeIntervalSince1970.rounded(.down))
     }
 
     func bool(_ name: String) throws(Configuration.Invalid) -> Bool? {

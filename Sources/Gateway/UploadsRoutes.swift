@@ -87,16 +87,19 @@ struct UploadsRoutes: Sendable {
         text.field("objectKey", .string(objectKey))
         text.field("partSize", .int(Int(plan.partSize)))
         text.field("partCount", .int(plan.partCount))
-        appendParts(&text, upload, numbers)
+        try appendParts(&text, upload, numbers)
         text.end()
         var response = Responses.json(201, bytes: text.bytes)
         response.headers.add("Location", "/v1/uploads/\(id)")
         return response
     }
 
-    /// `parts: [{partNumber, url}]` and `expiresAt`. Each URL signs the part's exact length.
-    private func appendParts(_ text: inout JSONText, _ upload: Upload, _ numbers: [Int]) {
+    /// `parts: [{partNumber, url}]` and `expiresAt`. Each URL signs the part's exact length,
+    /// and lives no longer than temporary S3 credentials do.
+    private func appendParts(_ text: inout JSONText, _ upload: Upload, _ numbers: [Int]) throws(APIError) {
         let issued = now()
+        let expiry = min(self.expiry, (client.signingCredentials.expiration ?? Int.max) - issued)
+        guard expiry > 0 else { throw APIError.unavailable("The gateway's S3 credentials have expired.") }
         let target = publicEndpoint
         var parts: [UInt8] = [UInt8(ascii: "[")]
         for (index, number) in numbers.enumerated() {
@@ -182,7 +185,7 @@ struct UploadsRoutes: Sendable {
         }
         var text = JSONText()
         text.begin(capacity: 512 * numbers.count + 128)
-        appendParts(&text, upload, numbers)
+        try appendParts(&text, upload, numbers)
         text.end()
         return Responses.json(200, bytes: text.bytes)
     }

@@ -21,6 +21,18 @@ import Testing
     #expect(c.s3AccessKeyID == "gw-key")
     #expect(c.s3SecretAccessKey == "aws-secret")
     #expect(c.s3SessionToken == "tok")
+    #expect(c.s3CredentialExpiration == nil)
+}
+
+@Test func temporaryCredentialsCarryTheirExpiry() throws {
+    let aws = try Configuration.fromEnvironment(["AWS_CREDENTIAL_EXPIRATION": "2026-11-30T12:00:00Z"])
+    #expect(aws.s3CredentialExpiration == 1_796_040_000)
+    #expect(aws.s3Credentials.expiration == 1_796_040_000)
+    let offset = try Configuration.fromEnvironment(["AWS_CREDENTIAL_EXPIRATION": "2026-11-30T13:00:00.250+01:00"])
+    #expect(offset.s3CredentialExpiration == 1_796_040_000)
+    let own = try Configuration.fromEnvironment(["AWS_CREDENTIAL_EXPIRATION": "2026-11-30T12:00:00Z",
+                                                 "GATEWAY_S3_CREDENTIAL_EXPIRATION": "2026-11-30T12:00:10Z"])
+    #expect(own.s3CredentialExpiration == 1_796_040_010)
 }
 
 struct BadSetting: Sendable, CustomTestStringConvertible {
@@ -46,6 +58,8 @@ struct BadSetting: Sendable, CustomTestStringConvertible {
     BadSetting(variable: "GATEWAY_IMPORT_ALLOW_HOSTS", value: "a b"),
     BadSetting(variable: "GATEWAY_MAX_OBJECT_SIZE", value: "5497558138881"),
     BadSetting(variable: "GATEWAY_WORKERS", value: "0"),
+    BadSetting(variable: "GATEWAY_S3_CREDENTIAL_EXPIRATION", value: "tomorrow"),
+    BadSetting(variable: "AWS_CREDENTIAL_EXPIRATION", value: "1796040000"),
 ])
 func malformedSettingNamesItsVariable(_ bad: BadSetting) {
     do {

@@ -131,6 +131,38 @@ struct PresignLiveTests {
         await guests.stop()
     }
 
+    /// Temporary credentials (AWS_CREDENTIAL_EXPIRATION): no URL outlives them, and once they
+    /// are gone presigning answers 503 rather than hand out URLs S3 will refuse.
+    @Test func urlsNeverOutliveTheCredentials() async throws {
+        let now = Int(Date().timeIntervalSince1970)
+        let gateway = try LiveGateway { $0.s3CredentialExpiration = now + 100 }
+        let token = gateway.token("alice")
+        let put = try await gateway.request("POST", "/v1/presign", token: token,
+                                            json: ["operation": "put", "accessLevel": "private", "key": "short.bin"])
+        let url = try #require(put.json["url"] as? String)
+        let expires = try #require(URLComponents(string: url)?.queryItems?.first { $0.name == "X-Amz-Expires" }?.value)
+        #expect((95...100).contains(Int(expires) ?? 0), "X-Amz-Expires=\(expires)")
+        let form = try await gateway.request("POST", "/v1/presign/post", token: token,
+                                             json: ["accessLevel": "private", "key": "short.bin"])
+        #expect(form.status == 200)
+        let upload = try await gateway.request("POST", "/v1/uploads", token: token,
+                                               json: ["accessLevel": "private", "key": "short-\(UUID().uuidString).bin", "size": 10])
+        let parts = try #require(upload.json["parts"] as? [[String: Any]])
+        let partURL = try #require(parts.first?["url"] as? String)
+        let partExpires = URLComponents(string: partURL)?.queryItems?.first { $0.name == "X-Amz-Expires" }?.value
+        #expect((95...100).contains(Int(partExpires ?? "") ?? 0), "part X-Amz-Expires=\(partExpires ?? "-")")
+        if let id = upload.json["uploadId"] as? String {
+            _ = try await gateway.request("DELETE", "/v1/uploads/\(id)", token: token)
+        }
+        await gateway.stop()
+
+        let expired = try LiveGateway { $0.s3CredentialExpiration = now - 10 }
+        let refused = try await expired.request("POST", "/v1/presign", token: expired.token("alice"),
+                                                json: ["operation": "get", "accessLevel": "private", "key": "short.bin"])
+        #expect(refused.status == 503)
+        await expired.stop()
+    }
+
     @Test func publicEndpointIsWrittenIntoURLs() async throws {
         let gateway = try LiveGateway { $0.s3PublicEndpoint = "https://files.example.com" }
         let answer = try await gateway.request("POST", "/v1/presign", token: gateway.token("alice"),
