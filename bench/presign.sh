@@ -73,8 +73,6 @@ hm="$(median "$h_all")"; pm="$(median "$p_all")"
 ratio="$(awk -v p="$pm" -v h="$hm" 'BEGIN { printf "%.2f", p / h }')"
 rm_ratio="$(median "$r_all")"
 section="$(cat <<MD
-## HTTP: /v1/presign vs /healthz
-
 <!-- bench:presign:begin -->
 $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores. Command: \`bench/presign.sh\` — \`wrk -t2 -c64 -d$DURATION --latency\`, same gateway (log on), alternating (each round's pair in the other order from the last); presign is a put of a private key with a real HS256 token.
 
@@ -90,8 +88,12 @@ python3 - "$RESULTS" "$section" <<'PY'
 import re, sys
 path, section = sys.argv[1], sys.argv[2]
 text = open(path).read() if __import__("os").path.exists(path) else "# Benchmark results\n"
-pattern = re.compile(r"## HTTP: /v1/presign vs /healthz\n\n<!-- bench:presign:begin -->.*?<!-- bench:presign:end -->", re.S)
-text = pattern.sub(lambda _: section, text) if pattern.search(text) else text.rstrip() + "\n\n" + section + "\n"
+# Only what lies between the markers is replaced: prose above them stays.
+pattern = re.compile(r"<!-- bench:presign:begin -->.*?<!-- bench:presign:end -->", re.S)
+if pattern.search(text):
+    text = pattern.sub(lambda _: section, text)
+else:
+    text = text.rstrip() + "\n\n## HTTP: /v1/presign vs /healthz\n\n" + section + "\n"
 open(path, "w").write(text)
 PY
 echo "presign/healthz: ratio of medians $ratio ($pm / $hm), median of round ratios $rm_ratio ($r_all); written to bench/RESULTS.md" >&2
