@@ -4,8 +4,11 @@ enum HeaderRules {
     static func checkValue(_ value: String, field: String) throws(APIError) {
         // Printable ASCII only: S3 servers fold other white space before checking signatures, and
         // browsers send bytes 0x80–0xFF as Latin-1, not the UTF-8 that was signed.
-        if value.isEmpty || value.utf8.count > 1024 || !value.utf8.allSatisfy({ $0 >= 0x20 && $0 <= 0x7E }) {
-            throw APIError.validation("\(field) must be 1–1024 printable ASCII characters.")
+        // Not only spaces either: the signature covers the trimmed value, empty then, and an
+        // HTTP client may drop a header with no value (curl does), so S3 would see it unsigned.
+        if value.isEmpty || value.utf8.count > 1024 || !value.utf8.allSatisfy({ $0 >= 0x20 && $0 <= 0x7E })
+            || value.utf8.allSatisfy({ $0 == 0x20 }) {
+            throw APIError.validation("\(field) must be 1–1024 printable ASCII characters, not only spaces.")
         }
     }
 
