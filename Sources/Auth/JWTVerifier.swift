@@ -115,22 +115,20 @@ public struct JWTVerifier: Sendable {
         return token.utf8.allSatisfy(allowed)
     }
 
-    /// The same, for a token still inside its header value: a cached token is checked
+    /// The identity a valid token names; a token still inside its header value is looked up
     /// without copying it out.
+    ///
+    /// A hit in the cache is a token equal byte for byte to one that verified, so it is known
+    /// to be in the JWS compact alphabet; anything else is checked for it before it is parsed.
     public func verify(_ token: Substring, now: Int) throws(Failure) -> Identity {
         if let identity = try cached(token, now: now) { return identity }
         guard Self.isCompactJWS(token) else { throw .malformed }
         return try verifyUncached(String(token), now: now)
     }
 
-    /// The identity a valid token names.
-    ///
-    /// A hit in the cache is a token equal byte for byte to one that verified, so it is known
-    /// to be in the JWS compact alphabet; anything else is checked for it before it is parsed.
+    /// The same, for a token on its own.
     public func verify(_ token: String, now: Int) throws(Failure) -> Identity {
-        if let identity = try cached(token, now: now) { return identity }
-        guard Self.isCompactJWS(token) else { throw .malformed }
-        return try verifyUncached(token, now: now)
+        try verify(token[...], now: now)
     }
 
     /// Signature, then claims, of a compact-alphabet token not in the cache; remembered once good.

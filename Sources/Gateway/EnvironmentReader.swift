@@ -26,11 +26,7 @@ struct EnvironmentReader {
     /// as whole seconds since 1970.
     func timestamp(_ name: String) throws(Configuration.Invalid) -> Int? {
         guard let text = try string(name) else { return nil }
-        let trimmed = text.trimmingCharacters()
-        let plain = ISO8601DateFormatter()
-        let fractional = ISO8601DateFormatter()
-        fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        guard let date = plain.date(from: trimmed) ?? fractional.date(from: trimmed) else {
+        guard let date = RFC3339.date(from: text.trimmingCharacters()) else {
             throw Configuration.Invalid(variable: name, reason: "must be an RFC 3339 time like 2026-11-30T12:00:00Z, got '\(text)'")
         }
         return Int(date.timeIntervalSince1970.rounded(.down))

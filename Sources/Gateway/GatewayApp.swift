@@ -90,7 +90,7 @@ public struct GatewayApp: Sendable {
         PresignRoutes(authenticator: authenticator, policy: AccessPolicy(allowGuestRead: configuration.allowGuestRead),
                       client: s3, publicEndpoint: publicEndpoint, defaultExpiry: configuration.presignExpiry,
                       maxExpiry: configuration.presignMaxExpiry, maxObjectSize: Int64(configuration.maxObjectSize),
-                      credentialExpiration: configuration.s3CredentialExpiration, now: clock)
+                      now: clock)
             .register(in: &router)
 
         let prefix = Digest.hex(Digest.randomBytes(3)) + "-"

@@ -50,39 +50,29 @@ public struct Janitor: Sendable {
     /// One pass; returns the uploads aborted.
     @discardableResult
     public func sweep(prefixes: [String] = ["public/", "protected/", "private/"], now: Date = Date()) async throws -> [String] {
-        // Client-driven uploads past the TTL: the record first, so no client completes one
-        // whose S3 upload is going.
+        // The records first, so no client completes an upload whose S3 upload is going:
+        // client-driven uploads still open, and upload jobs still waiting for bytes (tus answers
+        // those 410 from then on).
+        let cutoff = now.timeIntervalSince1970 - Double(ttlSeconds)
         let expired = try await pool.withConnection { connection in
             try prefixes.flatMap { prefix in
                 try connection.query("""
                     UPDATE uploads SET state = 'aborted', completed_at = now()
-                    WHERE state = 'open' AND starts_with(object_key, \(prefix))
-                      AND created_at <= to_timestamp(\(now.timeIntervalSince1970 - Double(ttlSeconds)))
-                    RETURNING object_key, s3_upload_id
-                    """).map { (key: try $0.string("object_key"), id: try $0.string("s3_upload_id")) }
-            }
-        }
-        // Upload jobs still waiting for bytes past the TTL (tus answers them 410 from then on).
-        let expiredJobs = try await pool.withConnection { connection in
-            try prefixes.flatMap { prefix in
-                try connection.query("""
+                    WHERE state = 'open' AND starts_with(object_key, \(prefix)) AND created_at <= to_timestamp(\(cutoff))
+                    RETURNING object_key, s3_upload_id AS upload_id
+                    """)
+                + connection.query("""
                     UPDATE jobs SET state = 'failed', error = '{"code":"upload_expired"}'::jsonb, version = version + 1,
                                     updated_at = now(), completed_at = now()
                     WHERE type = 'upload' AND state = 'pending' AND starts_with(object_key, \(prefix))
-                      AND created_at <= to_timestamp(\(now.timeIntervalSince1970 - Double(ttlSeconds)))
+                      AND created_at <= to_timestamp(\(cutoff))
                     RETURNING object_key, upload_id
-                    """).compactMap { row in
-                        try row.optionalString("upload_id").map { (key: try row.string("object_key"), id: $0) }
-                    }
-            }
+                    """)
+            }.compactMap { row in try row.optionalString("upload_id").map { (key: try row.string("object_key"), id: $0) } }
         }
         var aborted: [String] = []
-        for upload in expired + expiredJobs {
-            do {
-                try await client.abortMultipartUpload(key: upload.key, uploadId: upload.id)
-            } catch let error as S3Error where error.code == "NoSuchUpload" {
-                // Gone already (aborted or completed outside the gateway).
-            }
+        for upload in expired {
+            try await client.abortIfOpen(key: upload.key, uploadId: upload.id)
             aborted.append(upload.id)
         }
         let owned = Set(try await pool.withConnection { connection in
@@ -92,7 +82,7 @@ public struct Janitor: Sendable {
         for prefix in prefixes {
             for upload in try await client.listMultipartUploads(prefix: prefix)
             where !owned.contains(upload.uploadId) && !aborted.contains(upload.uploadId) {
-                guard let initiated = Self.parse(upload.initiated), now.timeIntervalSince(initiated) >= Double(ttlSeconds) else { continue }
+                guard let initiated = RFC3339.date(from: upload.initiated), now.timeIntervalSince(initiated) >= Double(ttlSeconds) else { continue }
                 try await client.abortMultipartUpload(key: upload.key, uploadId: upload.uploadId)
                 aborted.append(upload.uploadId)
             }
@@ -113,14 +103,5 @@ public struct Janitor: Sendable {
             }
             try? await Task.sleep(for: .milliseconds(Int(interval * 1000)))
         }
-    }
-
-    /// S3's `Initiated` (ISO 8601, with or without fractional seconds).
-    static func parse(_ text: String) -> Date? {
-        let plain = ISO8601DateFormatter()
-        if let date = plain.date(from: text) { return date }
-        let fractional = ISO8601DateFormatter()
-        fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return fractional.date(from: text)
     }
 }

@@ -200,12 +200,9 @@ struct JobRoutes: Sendable {
             // An upload waits for its bytes again (`pending`); the worker claims only the others.
             updated = try await store.transition(id: visible.id, from: [.paused], to: visible.kind == .upload ? .pending : .queued)
         default:
-            updated = try await store.transition(id: visible.id, from: [.pending, .queued, .running, .paused], to: .canceled)
-            // A running job aborts its own upload; one that was waiting has nobody else to do it.
+            updated = try await store.cancel(visible, from: [.pending, .queued, .running, .paused], objects: objects)
+            // A running job's worker cleans up after itself; a waiting one has nobody else to.
             if visible.state != .running, updated?.state == .canceled {
-                if let upload = visible.uploadID, let key = visible.objectKey {
-                    try? await objects.abortMultipartUpload(key: key, uploadID: upload)
-                }
                 spool.remove(jobID: visible.id, name: .download)
                 spool.remove(jobID: visible.id, name: .importBody)
             }

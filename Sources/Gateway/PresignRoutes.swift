@@ -15,7 +15,6 @@ struct PresignRoutes: Sendable {
     let defaultExpiry: Int
     let maxExpiry: Int
     let maxObjectSize: Int64
-    let credentialExpiration: Int?
     let now: @Sendable () -> Int
 
     struct PresignRequest {
@@ -155,11 +154,16 @@ struct PresignRoutes: Sendable {
         guard (1...maxExpiry).contains(expires) else {
             throw APIError.validation("expiresIn must be from 1 to \(maxExpiry) seconds.")
         }
-        if let credentialExpiration {
-            let left = credentialExpiration - now()
-            guard left > 0 else { throw APIError.unavailable("The gateway's S3 credentials have expired.") }
-            return min(expires, left)
-        }
-        return expires
+        return try client.lifetime(atMost: expires, now: now())
+    }
+}
+
+extension S3Client {
+    /// `seconds`, cut to what is left of temporary credentials (`AWS_CREDENTIAL_EXPIRATION`):
+    /// no presigned URL outlives them. 503 once they have ended.
+    func lifetime(atMost seconds: Int, now: Int) throws(APIError) -> Int {
+        guard let end = signingCredentials.expiration else { return seconds }
+        guard end > now else { throw APIError.unavailable("The gateway's S3 credentials have expired.") }
+        return min(seconds, end - now)
     }
 }

@@ -46,7 +46,7 @@ public struct S3ObjectStore: ObjectStore {
         let cutoff = Date().addingTimeInterval(-age)
         return try await mapped {
             try await client.listMultipartUploads(prefix: key)
-                .filter { $0.key == key && (Janitor.parse($0.initiated).map { $0 <= cutoff } ?? true) }
+                .filter { $0.key == key && (RFC3339.date(from: $0.initiated).map { $0 <= cutoff } ?? true) }
                 .map(\.uploadId)
         }
     }

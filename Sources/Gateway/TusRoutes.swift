@@ -232,12 +232,8 @@ struct TusRoutes: Sendable {
         guard job.state != .completed else {
             return refuse(409, "job_not_pending", "The upload is complete; delete the object instead.")
         }
-        // As the jobs API cancels: a paused upload too, and the request streaming a running one
-        // aborts its own multipart upload when it sees the cancel.
-        let after = try await store.transition(id: job.id, from: [.pending, .running, .paused], to: .canceled)
-        if job.state != .running, after?.state == .canceled, let uploadID = job.uploadID, let key = job.objectKey {
-            try? await objects.abortMultipartUpload(key: key, uploadID: uploadID)
-        }
+        // As the jobs API cancels: a paused upload too.
+        _ = try await store.cancel(job, from: [.pending, .running, .paused], objects: objects)
         return answer(204)
     }
 }

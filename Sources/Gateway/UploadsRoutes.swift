@@ -98,8 +98,7 @@ struct UploadsRoutes: Sendable {
     /// and lives no longer than temporary S3 credentials do.
     private func appendParts(_ text: inout JSONText, _ upload: Upload, _ numbers: [Int]) throws(APIError) {
         let issued = now()
-        let expiry = min(self.expiry, (client.signingCredentials.expiration ?? Int.max) - issued)
-        guard expiry > 0 else { throw APIError.unavailable("The gateway's S3 credentials have expired.") }
+        let expiry = try client.lifetime(atMost: self.expiry, now: issued)
         let target = publicEndpoint
         var parts: [UInt8] = [UInt8(ascii: "[")]
         for (index, number) in numbers.enumerated() {
@@ -158,6 +157,13 @@ struct UploadsRoutes: Sendable {
 
     static let gone = APIError(status: 404, code: "not_found", detail: "The upload has expired or was aborted.")
 
+    /// An S3 part number (a whole number from 1 to 10,000), checked before it becomes an Int:
+    /// a Double out of Int's range would trap the whole process.
+    private static func partNumber(_ value: JSONValue?) -> Int? {
+        guard case .number(let n)? = value, n == n.rounded(), n >= 1, n <= Double(PartPlan.maximumPartCount) else { return nil }
+        return Int(n)
+    }
+
     private func requireOpen(_ upload: Upload) throws(APIError) {
         guard upload.state == "open" else {
             throw APIError(status: 409, code: "upload_not_open", detail: "The upload is \(upload.state).")
@@ -173,15 +179,15 @@ struct UploadsRoutes: Sendable {
         }
         var numbers: [Int] = []
         for value in values {
-            guard case .number(let n) = value, n == n.rounded(), n >= 1, n <= 10_000 else {
+            guard let n = Self.partNumber(value) else {
                 throw APIError.validation("part numbers must be whole numbers from 1 to 10000.")
             }
             // A valid part number, but past this upload's last part: the upload's state says no.
-            guard n <= Double(upload.plan.partCount) else {
+            guard n <= upload.plan.partCount else {
                 throw APIError(status: 409, code: "part_out_of_range",
-                               detail: "This upload has \(upload.plan.partCount) parts; part \(Int(n)) is not one of them.")
+                               detail: "This upload has \(upload.plan.partCount) parts; part \(n) is not one of them.")
             }
-            numbers.append(Int(n))
+            numbers.append(n)
         }
         var text = JSONText()
         text.begin(capacity: 512 * numbers.count + 128)
@@ -232,14 +238,12 @@ struct UploadsRoutes: Sendable {
         let byNumber = Dictionary(held.map { ($0.partNumber, $0) }, uniquingKeysWith: { a, _ in a })
         if let sent = try fields.array("parts") {
             for value in sent {
-                // The number is checked before it becomes an Int: a Double out of Int's range
-                // would trap the whole process.
-                guard case .object(let members) = value, case .number(let n)? = members["partNumber"],
-                      n == n.rounded(), n >= 1, n <= 10_000, case .string(let etag)? = members["etag"] else {
+                guard case .object(let members) = value, let n = Self.partNumber(members["partNumber"]),
+                      case .string(let etag)? = members["etag"] else {
                     throw APIError.validation("parts must be [{partNumber, etag}], part numbers whole from 1 to 10000.")
                 }
-                guard let part = byNumber[Int(n)], MultipartETag.same(part.etag, etag) else {
-                    throw APIError(status: 409, code: "part_mismatch", detail: "Part \(Int(n)) is not the one S3 holds.")
+                guard let part = byNumber[n], MultipartETag.same(part.etag, etag) else {
+                    throw APIError(status: 409, code: "part_mismatch", detail: "Part \(n) is not the one S3 holds.")
                 }
             }
         }
@@ -281,11 +285,7 @@ struct UploadsRoutes: Sendable {
             throw APIError(status: 409, code: "upload_not_open", detail: "The upload is completed; delete the object instead.")
         }
         if upload.state == "open" {
-            do {
-                try await client.abortMultipartUpload(key: upload.objectKey, uploadId: upload.s3UploadID)
-            } catch let error as S3Error where error.code == "NoSuchUpload" {
-                // Gone from S3 already: the record follows.
-            }
+            try await client.abortIfOpen(key: upload.objectKey, uploadId: upload.s3UploadID)
             try await pool.withConnection { connection in
                 try connection.query("UPDATE uploads SET state = 'aborted', completed_at = now() WHERE id = \(upload.id)::uuid")
             }

@@ -131,17 +131,16 @@ extension HTTPRequestHead {
     /// Adds one Content-Length field value to what the earlier ones said: a list of identical
     /// values is allowed (RFC 9112 §6.3 item 5); anything else is not.
     private static func accumulateLength(_ value: String, into length: inout Int?) -> HTTPParseError? {
-        // The usual single number, without splitting.
-        if !value.utf8.contains(UInt8(ascii: ",")) {
-            guard let n = parseDecimal(value.trimmingOWS()) else { return .badContentLength }
+        func take(_ text: Substring) -> HTTPParseError? {
+            guard let n = parseDecimal(text.trimmingOWS()) else { return .badContentLength }
             if let previous = length, previous != n { return .conflictingContentLength }
             length = n
             return nil
         }
+        // The usual single number, without splitting.
+        guard value.utf8.contains(UInt8(ascii: ",")) else { return take(value[...]) }
         for element in value.split(separator: ",", omittingEmptySubsequences: false) {
-            guard let n = parseDecimal(element.trimmingOWS()) else { return .badContentLength }
-            if let previous = length, previous != n { return .conflictingContentLength }
-            length = n
+            if let error = take(element) { return error }
         }
         return nil
     }

@@ -193,6 +193,16 @@ public final class S3Client: Sendable {
         _ = try await send("DELETE", key: key, query: [("uploadId", uploadId)])
     }
 
+    /// Aborts, taking an upload S3 no longer has (aborted or completed by someone else) as
+    /// already done.
+    public func abortIfOpen(key: String, uploadId: String) async throws {
+        do {
+            try await abortMultipartUpload(key: key, uploadId: uploadId)
+        } catch let error as S3Error where error.code == "NoSuchUpload" {
+            return
+        }
+    }
+
     // MARK: plumbing
 
     /// The credentials requests are signed with (for POST policies signed elsewhere).

@@ -28,12 +28,15 @@ public struct CanonicalRequest: Sendable {
 
     /// Lower-case names, sorted; repeated names joined with commas in order; values trimmed
     /// with inner runs of spaces folded to one.
-    public var canonicalHeaders: [(String, String)] {
+    public var canonicalHeaders: [(String, String)] { Self.canonicalHeaders(headers) }
+
+    /// The same for any header list (what a presigned query names before any request exists).
+    public static func canonicalHeaders(_ headers: [(String, String)]) -> [(String, String)] {
         var merged: [(String, String)] = []
         merged.reserveCapacity(headers.count)
         for (name, value) in headers {
-            let lower = Self.lowercased(name)
-            let clean = Self.trimAll(value)
+            let lower = lowercased(name)
+            let clean = trimAll(value)
             if let index = merged.firstIndex(where: { $0.0 == lower }) {
                 merged[index].1 += "," + clean
             } else {

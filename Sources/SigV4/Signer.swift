@@ -159,8 +159,7 @@ public struct Signer: Sendable {
         let canonicalHeaders: [(String, String)]
         if query.isEmpty {
             // The common case: the `X-Amz-*` parameters are already in canonical order.
-            canonicalHeaders = CanonicalRequest(method: method, encodedPath: "", query: [], headers: headers,
-                                                payloadHash: Self.unsignedPayload).canonicalHeaders
+            canonicalHeaders = CanonicalRequest.canonicalHeaders(headers)
             out.reserveCapacity(out.count + 480)
             credentialPrefix.withUnsafeBufferPointer { out.append(contentsOf: $0) }
             time.appendDate(to: &out)
@@ -277,11 +276,7 @@ public struct Signer: Sendable {
         items.append(("X-Amz-Date", time.dateTime))
         items.append(("X-Amz-Expires", String(expires)))
         if let token = credentials.sessionToken { items.append(("X-Amz-Security-Token", token)) }
-        let names = headers.count == 1 && headers[0].0.lowercased() == "host"
-            ? "host"
-            : CanonicalRequest(method: method, encodedPath: encodedPath, query: [], headers: headers,
-                               payloadHash: Self.unsignedPayload).signedHeaders
-        items.append(("X-Amz-SignedHeaders", names))
+        items.append(("X-Amz-SignedHeaders", CanonicalRequest.canonicalHeaders(headers).map(\.0).joined(separator: ";")))
         return CanonicalRequest(method: method, encodedPath: encodedPath, query: items,
                                 headers: headers, payloadHash: Self.unsignedPayload)
     }

@@ -31,6 +31,20 @@ public protocol JobStore: Sendable {
     func uploadIDsInUse(key: String) async throws -> Set<String>
 }
 
+extension JobStore {
+    /// Cancels `job` (as it was read) if it is in one of `from`, for the jobs API and tus alike.
+    /// A running job aborts its own multipart upload when its worker or streaming request sees
+    /// the cancel; one that was waiting has nobody else to do it, so it is aborted here.
+    /// Returns the job afterwards, as `transition` does.
+    public func cancel(_ job: Job, from: Set<Job.State>, objects: any ObjectStore) async throws -> Job? {
+        let after = try await transition(id: job.id, from: from, to: .canceled)
+        if job.state != .running, after?.state == .canceled, let uploadID = job.uploadID, let key = job.objectKey {
+            try? await objects.abortMultipartUpload(key: key, uploadID: uploadID)
+        }
+        return after
+    }
+}
+
 /// A write under a lease that is no longer the job's.
 public struct LeaseLost: Error, Equatable, Sendable {
     public let jobID: String

@@ -61,8 +61,8 @@ public struct UploadReceiver: Sendable {
     public func receive(jobID: String, offset: Int64, body: any ByteSource) async throws -> Outcome {
         guard streaming.begin(jobID) else { return .busy }
         defer { streaming.end(jobID) }
-        guard let claim = try await store.claimUpload(id: jobID, owner: instance, leaseMilliseconds: settings.leaseMilliseconds,
-                                                      reclaimingOwn: true) else {
+        // Streaming nothing else of this job here (just checked): a lease of our own on it is stale.
+        guard let claim = try await store.claimUpload(id: jobID, owner: instance, leaseMilliseconds: settings.leaseMilliseconds) else {
             return .busy
         }
         let job = claim.job

@@ -4,11 +4,11 @@
 /// on any instance, continues exactly where the last one stopped.
 public protocol UploadStore: JobStore {
     /// Takes the lease of upload job `id` if it waits for bytes (`pending`), or if the request
-    /// that held it died with its instance (lease lapsed), or, with `reclaimingOwn`, if `owner`
-    /// holds it already (the caller knows no request of its own streams it). Returns the job,
-    /// the lease and the stored tail; nil when another request holds it or it is not waiting
-    /// for bytes.
-    func claimUpload(id: String, owner: String, leaseMilliseconds: Int64, reclaimingOwn: Bool) async throws -> UploadClaim?
+    /// that held it died with its instance (lease lapsed), or if `owner` holds it already: the
+    /// caller must know that no request of its own streams it (an instance's own stale lease,
+    /// left by a request a database outage cut). Returns the job, the lease and the stored tail;
+    /// nil when another instance holds it or it is not waiting for bytes.
+    func claimUpload(id: String, owner: String, leaseMilliseconds: Int64) async throws -> UploadClaim?
     /// Records part `part` (parts are recorded in order) and empties the tail: the committed
     /// bytes are then exactly the recorded parts'.
     func recordUploadPart(_ part: RecordedPart, under lease: Lease) async throws

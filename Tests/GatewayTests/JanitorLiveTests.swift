@@ -58,9 +58,9 @@ extension JobTableTests {
     }
 
     @Test func initiatedTimesParse() {
-        #expect(Janitor.parse("2026-11-30T00:11:56Z") != nil)
-        #expect(Janitor.parse("2026-11-30T00:11:56.123Z") != nil)
-        #expect(Janitor.parse("yesterday") == nil)
+        #expect(RFC3339.date(from: "2026-11-30T00:11:56Z") != nil)
+        #expect(RFC3339.date(from: "2026-11-30T00:11:56.123Z") != nil)
+        #expect(RFC3339.date(from: "yesterday") == nil)
     }
 }
 }
