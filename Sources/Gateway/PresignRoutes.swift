@@ -162,7 +162,7 @@ extension S3Client {
     /// `seconds`, cut to what is left of temporary credentials (`AWS_CREDENTIAL_EXPIRATION`):
     /// no presigned URL outlives them. 503 once they have ended.
     func lifetime(atMost seconds: Int, now: Int) throws(APIError) -> Int {
-        guard let end = signingCredentials.expiration else { return seconds }
+        guard let end = credentialsExpiration else { return seconds }
         guard end > now else { throw APIError.unavailable("The gateway's S3 credentials have expired.") }
         return min(seconds, end - now)
     }

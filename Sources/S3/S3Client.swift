@@ -207,6 +207,10 @@ public final class S3Client: Sendable {
 
     /// The credentials requests are signed with (for POST policies signed elsewhere).
     public var signingCredentials: Credentials { credentials }
+
+    /// When temporary credentials end (seconds since 1970), read without copying the rest of
+    /// them: presigning asks on every request.
+    public var credentialsExpiration: Int? { credentials.expiration }
     func currentTime() -> Int { now() }
 
     /// Signs and sends one request; a status outside 2xx (or `expecting`) becomes an `S3Error`.
