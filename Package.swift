@@ -40,13 +40,16 @@ let package = Package(
         // REST endpoints, configuration, logging, metrics: the composition of everything above.
         .target(name: "Gateway", dependencies: ["HTTPServer", "S3", "Postgres", "SigV4", "Crypto", "Auth", "TransferEngine", "Striped"]),
         .executableTarget(name: "TransferGateway", dependencies: ["Gateway", "Auth", "S3", "SigV4"]),
+        // In-memory twins of the engine's ports and a manual clock, for tests of every target.
+        .target(name: "TestSupport", dependencies: ["TransferEngine", "Crypto"]),
 
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "SigV4Tests", dependencies: ["SigV4", "Crypto"], exclude: ["Fixtures"]),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "HTTPServer", "S3", "Postgres", "Auth", "SigV4", "Crypto", "TransferEngine"],
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "HTTPServer", "S3", "Postgres", "Auth", "SigV4", "Crypto", "TransferEngine",
+                                                   "TestSupport"],
                     exclude: ["Scripts"]),
         .testTarget(name: "AuthTests", dependencies: ["Auth", "Crypto", "Striped"], exclude: ["Fixtures"]),
-        .testTarget(name: "TransferEngineTests", dependencies: ["TransferEngine", "Crypto"]),
+        .testTarget(name: "TransferEngineTests", dependencies: ["TransferEngine", "Crypto", "TestSupport"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
         .testTarget(name: "S3Tests", dependencies: ["S3", "SigV4", "Crypto"], exclude: ["Fixtures"]),
     ],

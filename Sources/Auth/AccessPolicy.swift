@@ -37,7 +37,13 @@ public struct AccessPolicy: Sendable {
         switch level {
         case .public:
             if identity.id == nil && !(mode == .read && allowGuestRead) { throw .signInRequired }
-            if targetIdentityID != nil { throw .invalidKey("targetIdentityId is only for protected files") }
+            if let target = targetIdentityID {
+                // Naming someone else on a write is refused as a write for them would be.
+                if mode == .write && !(identity.id.map { Self.same(target, $0) } ?? false) {
+                    throw .forbidden("targetIdentityId may name only the caller on a write")
+                }
+                throw .invalidKey("targetIdentityId is only for protected files")
+            }
             return try ObjectKey.make(prefix: "public/", key: key)
         case .protected:
             guard let id = identity.id else { throw .signInRequired }

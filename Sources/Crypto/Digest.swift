@@ -151,14 +151,26 @@ extension String: ContiguousBytesLike {
 }
 
 extension Digest {
-    /// Incremental SHA-256 (EVP) for data that arrives in pieces.
-    public final class SHA256Context {
+    /// Which digest an incremental `Context` computes.
+    public enum Algorithm: Sendable {
+        case sha256, md5, sha1
+    }
+
+    /// An incremental digest (EVP) for data that arrives in pieces: hashing a part as it is
+    /// spooled, or a file range read back in small blocks, never the whole of it in memory.
+    public final class Context {
         private let context: OpaquePointer
 
-        public init() {
+        public init(_ algorithm: Algorithm = .sha256) {
             guard let context = EVP_MD_CTX_new() else { preconditionFailure("libcrypto is out of memory") }
             self.context = context
-            EVP_DigestInit_ex2(context, Digest.algorithms.sha256, nil)
+            let md: OpaquePointer
+            switch algorithm {
+            case .sha256: md = Digest.algorithms.sha256
+            case .md5: md = Digest.algorithms.md5
+            case .sha1: md = Digest.algorithms.sha1
+            }
+            EVP_DigestInit_ex2(context, md, nil)
         }
 
         deinit { EVP_MD_CTX_free(context) }
@@ -171,11 +183,15 @@ extension Digest {
             _ = EVP_DigestUpdate(context, bytes.baseAddress, bytes.count)
         }
 
+        /// The digest; the context is spent afterwards.
         public func finish() -> [UInt8] {
-            var out = [UInt8](repeating: 0, count: 32)
+            var out = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
             var length: UInt32 = 0
             _ = out.withUnsafeMutableBufferPointer { EVP_DigestFinal_ex(context, $0.baseAddress, &length) }
-            return out
+            return Array(out.prefix(Int(length)))
         }
     }
+
+    /// Incremental SHA-256.
+    public typealias SHA256Context = Context
 }

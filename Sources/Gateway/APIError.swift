@@ -5,11 +5,14 @@ public struct APIError: Error, Sendable, Equatable {
     public let status: Int
     public let code: String
     public let detail: String
+    /// Seconds after which trying again may succeed (`Retry-After`), for 429 and 503.
+    public var retryAfter: Int?
 
-    public init(status: Int, code: String, detail: String) {
+    public init(status: Int, code: String, detail: String, retryAfter: Int? = nil) {
         self.status = status
         self.code = code
         self.detail = detail
+        self.retryAfter = retryAfter
     }
 
     public static func badRequest(_ detail: String) -> APIError { APIError(status: 400, code: "bad_request", detail: detail) }
@@ -29,6 +32,18 @@ public struct APIError: Error, Sendable, Equatable {
                                                       detail: "The body must be application/json.")
     public static let internalError = APIError(status: 500, code: "internal_error", detail: "The gateway failed; the error was logged.")
     public static func unavailable(_ detail: String) -> APIError { APIError(status: 503, code: "service_unavailable", detail: detail) }
+    /// A per-identity limit (`GATEWAY_USER_*`) is reached.
+    public static func quotaExceeded(_ detail: String, retryAfter: Int) -> APIError {
+        APIError(status: 429, code: "quota_exceeded", detail: detail, retryAfter: retryAfter)
+    }
+    /// No room (memory or spool) for more bytes now.
+    public static func noRoom(retryAfter: Int = 5) -> APIError {
+        APIError(status: 503, code: "insufficient_storage",
+                 detail: "The gateway has no room for more bytes right now; send them again shortly.", retryAfter: retryAfter)
+    }
+    public static let jobPaused = APIError(status: 409, code: "job_paused", detail: "The job was paused; resume it, then send the rest.")
+    /// The client went away before the answer (logged, never seen by it).
+    public static let clientClosedRequest = APIError(status: 499, code: "client_closed_request", detail: "The client closed the request.")
 
     /// The whole table, for the OpenAPI document and tests.
     public static let catalogue: [(code: String, status: Int)] = [
@@ -40,5 +55,7 @@ public struct APIError: Error, Sendable, Equatable {
         ("job_not_pending", 409), ("storage_error", 502), ("tus_version_unsupported", 412), ("gone", 410),
         ("checksum_mismatch", 460), ("checksum_algorithm_unsupported", 400), ("upload_not_open", 409), ("part_mismatch", 409),
         ("parts_missing", 409), ("size_mismatch", 409), ("part_out_of_range", 409),
+        ("quota_exceeded", 429), ("insufficient_storage", 503), ("job_paused", 409), ("client_closed_request", 499),
+        ("duplicate_authorization", 400), ("request_timeout", 408),
     ]
 }

@@ -11,7 +11,7 @@ public struct Authenticator: Sendable {
     /// The caller's identity. Without a token: a guest where `guestAllowed` (reads of `public/`
     /// with `GATEWAY_ALLOW_GUEST_READ`), else 401. A bad token is always 401, never a guest.
     func identity(of request: HTTPRequest, guestAllowed: Bool = false) throws(APIError) -> Identity {
-        guard let authorization = request.headers["authorization"] else {
+        guard let authorization = try Self.authorization(request) else {
             if guestAllowed && allowGuestRead { return .guest }
             throw APIError.unauthorized
         }
@@ -25,6 +25,25 @@ public struct Authenticator: Sendable {
             throw APIError.invalidToken(error)
         }
     }
+}
+
+extension Authenticator {
+    /// The one `Authorization` field; two of them are refused (400): which one a proxy or a
+    /// cache would honour is anybody's guess.
+    static func authorization(_ request: HTTPRequest) throws(APIError) -> String? {
+        var found: String?
+        for field in request.headers.fields where field.name.equalsIgnoringASCIICase("authorization") {
+            if found != nil {
+                throw APIError(status: 400, code: "duplicate_authorization", detail: "Send one Authorization header, not several.")
+            }
+            found = field.value
+        }
+        return found
+    }
+
+    /// Whether the request carries credentials at all (to decide, before reading a body,
+    /// whether a guest could be answered).
+    func hasToken(_ request: HTTPRequest) -> Bool { request.headers["authorization"] != nil }
 }
 
 extension APIError {

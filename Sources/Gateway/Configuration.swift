@@ -48,6 +48,22 @@ public struct Configuration: Sendable {
     public var shutdownGrace = 10.0
     /// Where `/openapi.yaml` is read from; found next to the binary or in the working folder when unset.
     public var openAPIPath: String?
+    /// Bytes all in-memory transfer buffers of this instance may hold together.
+    public var memoryBudget = 256 << 20
+    /// Bytes the spool may hold on disk.
+    public var spoolBudget = 10 << 30
+    /// Open connections from one remote address (the forwarded client behind a trusted proxy).
+    public var maxConnectionsPerClient = 256
+    /// Load balancers whose `X-Forwarded-For` names the client: addresses or CIDRs.
+    public var trustedProxies: [String] = []
+    /// Jobs one identity may have pending, queued, running or paused.
+    public var userMaxActiveJobs = 16
+    /// Open client-driven and tus uploads per identity.
+    public var userMaxOpenUploads = 64
+    /// Creations (jobs, uploads) per second per identity; bursts of five times as many.
+    public var userRate = 10.0
+    /// Long polls and event streams one identity may hold open at once.
+    public var userMaxWaits = 32
 
     public init() {}
 
@@ -108,6 +124,14 @@ public struct Configuration: Sendable {
         let grace = try reader.integer("GATEWAY_SHUTDOWN_GRACE", in: 0...3600)
         c.shutdownGrace = Double(grace ?? 10)
         c.openAPIPath = try reader.string("GATEWAY_OPENAPI_PATH")
+        c.memoryBudget = try reader.integer("GATEWAY_MEMORY_BUDGET", in: (16 << 20)...(1 << 50)) ?? c.memoryBudget
+        c.spoolBudget = try reader.integer("GATEWAY_SPOOL_BUDGET", in: (16 << 20)...(1 << 60)) ?? c.spoolBudget
+        c.maxConnectionsPerClient = try reader.integer("GATEWAY_MAX_CONNECTIONS_PER_CLIENT", in: 1...1_000_000) ?? c.maxConnectionsPerClient
+        c.trustedProxies = try reader.cidrList("GATEWAY_TRUSTED_PROXIES")
+        c.userMaxActiveJobs = try reader.integer("GATEWAY_USER_MAX_ACTIVE_JOBS", in: 1...1_000_000) ?? c.userMaxActiveJobs
+        c.userMaxOpenUploads = try reader.integer("GATEWAY_USER_MAX_OPEN_UPLOADS", in: 1...1_000_000) ?? c.userMaxOpenUploads
+        c.userRate = Double(try reader.integer("GATEWAY_USER_RATE", in: 1...1_000_000) ?? Int(c.userRate))
+        c.userMaxWaits = try reader.integer("GATEWAY_USER_MAX_WAITS", in: 1...1_000_000) ?? c.userMaxWaits
         return c
     }
 

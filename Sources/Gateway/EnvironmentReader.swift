@@ -1,3 +1,4 @@
+import HTTPServer
 import Foundation
 
 /// Typed reads of environment variables, each failing with the variable's name. Empty values
@@ -73,6 +74,21 @@ struct EnvironmentReader {
             hosts.append(host)
         }
         return hosts
+    }
+
+    /// Addresses or CIDR blocks (`10.0.0.0/8`, `::1`, `fd00::/8`), comma separated.
+    func cidrList(_ name: String) throws(Configuration.Invalid) -> [String] {
+        guard let text = try string(name) else { return [] }
+        var blocks: [String] = []
+        for item in text.split(separator: ",") {
+            let block = String(item).trimmingCharacters()
+            if block.isEmpty { continue }
+            guard AddressBlock(block) != nil else {
+                throw Configuration.Invalid(variable: name, reason: "'\(block)' is not an IP address or CIDR block like 10.0.0.0/8")
+            }
+            blocks.append(block)
+        }
+        return blocks
     }
 
     /// `*` or `scheme://host[:port]` items, comma separated.

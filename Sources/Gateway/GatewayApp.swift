@@ -17,6 +17,10 @@ public struct GatewayApp: Sendable {
     public let worker: JobWorker?
     /// Aborts abandoned multipart uploads (nil without a database).
     public let janitor: Janitor?
+    /// Wakes long polls when their job changes.
+    public let changes: JobChanges
+    /// Hears every job change from PostgreSQL (nil without a database).
+    public let listener: PostgresListener?
 
     /// Whole seconds since 1970, read without building a `Date` (presigning asks twice a request).
     static let wallClock: @Sendable () -> Int = { Int(time(nil)) }
@@ -50,33 +54,46 @@ public struct GatewayApp: Sendable {
         settings.leaseMilliseconds = Int64(configuration.leaseSeconds) * 1000
         settings.tickMilliseconds = min(500, max(100, configuration.leaseSeconds * 1000 / 6))
         settings.timeoutSeconds = configuration.jobTimeout
+        settings.memory = ByteBudget(capacity: Int64(configuration.memoryBudget))
         let objects = S3ObjectStore(client: s3)
         let spool: DirectorySpool
         do {
-            spool = try DirectorySpool(directory: configuration.spoolDirectory)
+            spool = try DirectorySpool(directory: configuration.spoolDirectory, budget: Int64(configuration.spoolBudget))
         } catch {
             throw Configuration.Invalid(variable: "GATEWAY_SPOOL_DIR", reason: "\(error)")
         }
+        let memory = settings.memory
+        metrics.registerGauge(name: "gateway_memory_budget_used_bytes", help: "Bytes of the memory budget held now.") { Int(memory.used) }
+        metrics.registerGauge(name: "gateway_spool_used_bytes", help: "Bytes of the spool budget held now.") { Int(spool.usage.used) }
+        let limits = RequestLimits(rate: CreationRate(perSecond: configuration.userRate, now: { Self.monotonicSeconds() }),
+                                   quota: OwnerQuota(maxActiveJobs: configuration.userMaxActiveJobs,
+                                                     maxOpenUploads: configuration.userMaxOpenUploads),
+                                   waits: PerIdentityCount(limit: configuration.userMaxWaits))
+        let changes = JobChanges()
+        self.changes = changes
         let fetcher = HTTPSourceFetcher(fetcher: s3.urlFetcher(allowedHosts: configuration.importAllowHosts))
         if let url = configuration.databaseURL {
             let pool = PostgresPool(url: url, size: configuration.workers + 4)
             let store = PostgresJobStore(pool: pool)
             janitor = Janitor(client: s3, pool: pool, ttlSeconds: configuration.uploadTTL, spool: spool,
-                              downloadTTLSeconds: configuration.downloadTTL)
+                              downloadTTLSeconds: configuration.downloadTTL, stagingPrefix: settings.stagingPrefix)
+            listener = PostgresListener(url: url, channel: "gateway_jobs", onNotify: { changes.notify($0) },
+                                        onReconnect: { changes.setLive(true); changes.notifyAll() })
             let instance = "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)-\(Digest.hex(Digest.randomBytes(3)))"
-            let uploads = UploadReceiver(store: store, objects: objects, settings: settings, instance: instance,
+            let uploads = UploadReceiver(store: store, objects: objects, spool: spool, settings: settings, instance: instance,
                                          observer: JobMetrics(metrics: metrics))
             JobRoutes(authenticator: authenticator, policy: AccessPolicy(allowGuestRead: configuration.allowGuestRead),
                       store: store, objects: objects, spool: spool, uploads: uploads, settings: settings,
-                      maxPartConcurrency: configuration.maxPartConcurrency)
+                      maxPartConcurrency: configuration.maxPartConcurrency, changes: changes, limits: limits)
                 .register(in: &router)
             UploadsRoutes(authenticator: authenticator, policy: AccessPolicy(allowGuestRead: configuration.allowGuestRead),
                           client: s3, pool: pool, publicEndpoint: publicEndpoint, partSize: Int64(configuration.partSize),
-                          maxObjectSize: Int64(configuration.maxObjectSize), expiry: configuration.presignExpiry, now: clock)
+                          maxObjectSize: Int64(configuration.maxObjectSize), expiry: configuration.presignExpiry, now: clock,
+                          limits: limits)
                 .register(in: &router)
             TusRoutes(authenticator: authenticator, policy: AccessPolicy(allowGuestRead: configuration.allowGuestRead),
                       store: store, objects: objects, uploads: uploads, settings: settings,
-                      uploadTTLSeconds: configuration.uploadTTL, now: Self.wallClock)
+                      uploadTTLSeconds: configuration.uploadTTL, now: Self.wallClock, limits: limits)
                 .register(in: &router)
             let jobWorker = JobWorker(store: store, objects: objects, fetcher: fetcher, spool: spool,
                                       observer: JobMetrics(metrics: metrics), settings: settings, instance: instance,
@@ -86,6 +103,7 @@ public struct GatewayApp: Sendable {
         } else {
             worker = nil
             janitor = nil
+            listener = nil
         }
         PresignRoutes(authenticator: authenticator, policy: AccessPolicy(allowGuestRead: configuration.allowGuestRead),
                       client: s3, publicEndpoint: publicEndpoint, defaultExpiry: configuration.presignExpiry,
@@ -100,6 +118,8 @@ public struct GatewayApp: Sendable {
         http.host = configuration.host
         http.port = configuration.port
         http.maxConnections = configuration.maxConnections
+        http.maxConnectionsPerClient = configuration.maxConnectionsPerClient
+        http.trustedProxies = configuration.trustedProxies.compactMap(AddressBlock.init)
         let server: HTTPServer
         do {
             server = try HTTPServer(configuration: http, responder: responder)
@@ -110,6 +130,27 @@ public struct GatewayApp: Sendable {
         metrics.registerGauge(name: "gateway_http_open_connections", help: "Open HTTP connections.") {
             server.openConnections
         }
+    }
+
+    /// Starts the background parts (the job worker, the change listener).
+    public func startBackground() {
+        listener?.start()
+        worker?.start()
+    }
+
+    /// SIGTERM: jobs handed back first (another instance takes them at once), then waiting
+    /// requests answered and requests in flight finished for up to `grace` seconds.
+    public func shutdown(grace: Double) async {
+        await worker?.stop()
+        await server.shutdown(grace: grace) { [changes] in changes.close() }
+        listener?.stop()
+    }
+
+    /// Seconds on the monotonic clock (for rates).
+    static func monotonicSeconds() -> Double {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
     }
 
     /// Applies the missing schema migrations; returns the versions applied now.

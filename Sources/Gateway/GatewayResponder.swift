@@ -1,3 +1,4 @@
+import TransferEngine
 import HTTPServer
 import Postgres
 import Synchronization
@@ -30,9 +31,10 @@ public final class GatewayResponder: HTTPResponder {
         response.headers.add("X-Request-Id", requestID)
         let elapsed = ContinuousClock.now - started
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        metrics.recordRequest(route: pattern, method: request.method, status: response.status, seconds: seconds)
+        metrics.recordRequest(route: pattern, method: Metrics.methodLabel(request.method), status: response.status, seconds: seconds)
         logger.request(id: requestID, method: request.method, route: pattern, path: request.path,
-                       status: response.status, microseconds: Int(seconds * 1_000_000), remote: request.remoteAddress)
+                       status: response.status, microseconds: Int(seconds * 1_000_000),
+                       remote: request.clientAddress == request.remoteAddress ? request.remoteAddress : request.clientAddress)
         return response
     }
 
@@ -57,6 +59,12 @@ public final class GatewayResponder: HTTPResponder {
                 var response = Responses.problem(error)
                 if error.status == 401 { response.headers.add("WWW-Authenticate", "Bearer") }
                 return (response, match.pattern)
+            } catch let quota as QuotaExceeded {
+                return (Responses.problem(.quotaExceeded("This identity has \(quota.maximum) \(quota.limit.rawValue), the most allowed.",
+                                                         retryAfter: 5)), match.pattern)
+            } catch is CancellationError {
+                // The client hung up (its connection cancelled the request's task).
+                return (Responses.problem(.clientClosedRequest), match.pattern)
             } catch let error as RequestBodyError {
                 switch error {
                 case .tooLarge(let limit): return (Responses.problem(.tooLarge(limit)), match.pattern)

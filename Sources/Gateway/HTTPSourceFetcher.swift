@@ -30,32 +30,28 @@ public struct HTTPSourceFetcher: SourceFetcher {
             return SourceProbe(size: nil, etag: nil, acceptsRanges: false)   // an empty body: read it whole
         default:
             try Self.check(response.status, expected: 200...299)
-            return SourceProbe(size: nil, etag: nil, acceptsRanges: false)
+            return SourceProbe(size: nil, etag: etag, acceptsRanges: false)
         }
     }
 
-    public func fetch(_ url: String, range: ClosedRange<Int64>, ifMatch: String?) async throws -> [UInt8] {
+    public func fetch(_ url: String, range: ClosedRange<Int64>, ifMatch: String?, into file: SpoolFile) async throws {
+        defer { withExtendedLifetime(file) {} }
         var headers = [("Range", "bytes=\(range.lowerBound)-\(range.upperBound)")]
         if let ifMatch { headers.append(("If-Match", ifMatch)) }
-        let count = Int(range.upperBound - range.lowerBound + 1)
-        let response = try await mapped { try await fetcher.send("GET", url: url, headers: headers, sink: .memory(limit: count)) }
-        if response.status == 412 { throw TransferError(code: "SourceChanged", retryable: false) }
+        let response = try await mapped { try await fetcher.send("GET", url: url, headers: headers, sink: .file(fd: file.fd, offset: 0)) }
+        if response.status == 412 { throw TransferError.sourceChanged }
         if response.status == 200 { throw TransferError(code: "RangeIgnored", retryable: false) }
         try Self.check(response.status, expected: 206...206)
         guard let contentRange = response.header("content-range"),
               contentRange.hasPrefix("bytes \(range.lowerBound)-\(range.upperBound)/") else {
-            throw TransferError(code: "SourceChanged", retryable: false)
+            throw TransferError.sourceChanged
         }
-        return response.body
     }
 
-    public func fetchAll(_ url: String, into file: SpoolFile, limit: Int64) async throws -> Int64 {
-        defer { withExtendedLifetime(file) {} }
-        let response = try await mapped { try await fetcher.send("GET", url: url, sink: .file(fd: file.fd, offset: 0)) }
+    public func stream(_ url: String, limit: Int64) async throws -> any ByteSource {
+        let response = try await mapped { try await fetcher.stream(url, limit: limit) }
         try Self.check(response.status, expected: 200...299)
-        let size = file.size
-        guard size <= limit else { throw TransferError(code: "EntityTooLarge", retryable: false) }
-        return size
+        return StreamedBody(body: response.body)
     }
 
     static func check(_ status: Int, expected: ClosedRange<Int>) throws {
@@ -76,6 +72,24 @@ public struct HTTPSourceFetcher: SourceFetcher {
             }
         } catch let error as S3Error {
             if error.code == "ResponseTooLarge" { throw TransferError(code: error.code, retryable: false) }
+            throw TransferError(code: "SourceUnreachable", retryable: error.retryable)
+        } catch is BodyStream.TooLarge {
+            throw TransferError(code: FailureCode.entityTooLarge, retryable: false)
+        }
+    }
+}
+
+/// A source's body as the engine reads it: transport failures become `TransferError`s.
+struct StreamedBody: ByteSource {
+    let body: BodyStream
+
+    func next() async throws -> ArraySlice<UInt8>? {
+        do {
+            return try await body.next()
+        } catch is BodyStream.TooLarge {
+            throw TransferError(code: FailureCode.entityTooLarge, retryable: false)
+        } catch let error as S3Error {
+            if error.kind == .cancelled { throw CancellationError() }
             throw TransferError(code: "SourceUnreachable", retryable: error.retryable)
         }
     }

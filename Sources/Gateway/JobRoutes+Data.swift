@@ -38,10 +38,16 @@ extension JobRoutes {
         let start = range?.lowerBound ?? 0
         let length = range.map { $0.upperBound - $0.lowerBound + 1 } ?? size
         if let range { headers.add("Content-Range", "bytes \(range.lowerBound)-\(range.upperBound)/\(size)") }
+        // The read buffer comes out of the memory budget; with no room soon, 503.
+        let blockSize = 256 * 1024
+        guard let held = try await settings.memory.reserve(Int64(blockSize), waitingAtMost: settings.roomWaitMilliseconds) else {
+            throw APIError.noRoom()
+        }
         return HTTPResponse(status: range == nil ? 200 : 206, headers: headers, body: .stream(length: Int(length)) { writer in
+            defer { held.release() }
             var offset = start
             let end = start + length
-            var buffer = [UInt8](repeating: 0, count: 256 * 1024)
+            var buffer = [UInt8](repeating: 0, count: blockSize)
             while offset < end {
                 let want = Int(min(Int64(buffer.count), end - offset))
                 let got = buffer.withUnsafeMutableBytes { pread(file.fd, $0.baseAddress, want, off_t(offset)) }

@@ -27,7 +27,11 @@ extension JobRoutes {
         guard !job.state.isFinal else {
             throw APIError(status: 409, code: "job_not_pending", detail: "The upload is \(job.state.rawValue).")
         }
-        let outcome = try await uploads.receive(jobID: job.id, offset: offset, body: RequestBodyBytes(body: http.body))
+        guard job.state != .paused else { throw APIError.jobPaused }
+        // The receiver's bookkeeping (parts recorded, the tail staged, the lease handed back) runs
+        // to its end even when the client hangs up mid-body.
+        let uploads = self.uploads, body = RequestBodyBytes(body: http.body)
+        let outcome = try await Shield.run { try await uploads.receive(jobID: job.id, offset: offset, body: body) }
         func withOffset(_ response: HTTPResponse, _ committed: Int64) -> HTTPResponse {
             var response = response
             response.headers.add("Upload-Offset", String(committed))
@@ -53,6 +57,13 @@ extension JobRoutes {
                 detail: "S3 refused a part (\(code.filter { $0.isLetter || $0.isNumber })) past the retry limit; the job failed.")), committed)
         case .canceled:
             throw APIError(status: 409, code: "job_not_pending", detail: "The upload was canceled.")
+        case .paused(let committed):
+            return withOffset(Responses.problem(.jobPaused), committed)
+        case .noRoom(let committed):
+            return withOffset(Responses.problem(.noRoom()), committed)
+        case .checksumMismatch(let committed):
+            return withOffset(Responses.problem(APIError(status: 460, code: "checksum_mismatch",
+                detail: "The body does not match its checksum; nothing of it was kept.")), committed)
         }
     }
 }

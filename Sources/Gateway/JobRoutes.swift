@@ -14,6 +14,8 @@ struct JobRoutes: Sendable {
     let uploads: UploadReceiver
     let settings: EngineSettings
     let maxPartConcurrency: Int
+    let changes: JobChanges
+    let limits: RequestLimits
 
     func register(in router: inout Router<RouteHandler>) {
         router.add("POST", "/v1/jobs") { try await create($0.http) }
@@ -30,9 +32,11 @@ struct JobRoutes: Sendable {
     // MARK: create
 
     private func create(_ http: HTTPRequest) async throws -> HTTPResponse {
-        let fields = try await Responses.fields(from: http)
+        // The token first, then the rate: nothing of the body is read for a caller refused anyway.
         let identity = try authenticator.identity(of: http)
         guard let owner = identity.id else { throw APIError.unauthorized }
+        try limits.admitCreation(owner)
+        let fields = try await Responses.fields(from: http)
         let type = try fields.requiredString("type")
         guard let kind = Job.Kind(rawValue: type) else { throw APIError.validation("type must be upload, import, copy or download.") }
         let options = try Self.options(fields, maxConcurrency: maxPartConcurrency)
@@ -67,9 +71,10 @@ struct JobRoutes: Sendable {
                                      partSize: options.partSize ?? settings.partSize))
     }
 
-    /// Stores `job` and answers 201 with it.
+    /// Stores `job` (within the owner's quota) and answers 201 with it.
     private func created(_ job: Job) async throws -> HTTPResponse {
-        let created = try await store.insert(job)
+        let store = self.store, quota = limits.quota
+        let created = try await Shield.run { try await store.insert(job, quota: quota) }
         var response = Responses.json(201, bytes: Self.json(created))
         response.headers.add("Location", "/v1/jobs/\(job.id)")
         response.headers.add("ETag", Self.etag(created))
@@ -81,10 +86,11 @@ struct JobRoutes: Sendable {
         try key(try fields.object(name), mode: mode, identity: identity)
     }
 
-    /// `accessLevel`, `key` (and `targetIdentityId` for reads) of `inner` → the object key, access checked.
+    /// `accessLevel`, `key` and `targetIdentityId` of `inner` → the object key, access checked
+    /// (on a write, `targetIdentityId` may name only the caller: anyone else is 403).
     private func key(_ inner: JSONFields, mode: AccessMode, identity: Identity) throws(APIError) -> String {
         let level = try inner.accessLevel("accessLevel")
-        let target = mode == .read ? try inner.string("targetIdentityId") : nil
+        let target = try inner.string("targetIdentityId")
         return try policy.granted(mode, level: level, key: try inner.requiredString("key"), identity: identity, target: target)
     }
 
@@ -142,16 +148,16 @@ struct JobRoutes: Sendable {
     }
 
     private func show(_ http: HTTPRequest, id: String) async throws -> HTTPResponse {
-        var (job, _) = try await visibleJob(http, id: id)
+        var (job, identity) = try await visibleJob(http, id: id)
         let known = http.headers["if-none-match"]
-        // ?wait=N (N ≤ 60): hold the answer until the job changes from what the client has (or the server shuts down).
+        // ?wait=N (N ≤ 60): hold the answer until the job changes from what the client has.
         if let wait = PercentDecoding.query(http.query).first(where: { $0.0 == "wait" })?.1 {
             guard let seconds = Int(wait), (0...60).contains(seconds) else { throw APIError.validation("wait must be from 0 to 60 seconds.") }
             let baseline = known ?? Self.etag(job)
-            let deadline = ContinuousClock.now + .seconds(seconds)
-            while Self.etag(job) == baseline && !job.state.isFinal && ContinuousClock.now < deadline && !http.serverIsShuttingDown {
-                try await Task.sleep(for: .milliseconds(200))
-                job = try await store.job(id: job.id) ?? job
+            if seconds > 0 && Self.etag(job) == baseline && !job.state.isFinal {
+                job = try await limits.holdingWait(identity.id ?? "") {
+                    try await waitForChange(of: job, from: baseline, until: ContinuousClock.now + .seconds(seconds), http: http)
+                }
             }
         }
         if let known, known == Self.etag(job) {
@@ -161,6 +167,27 @@ struct JobRoutes: Sendable {
         response.headers.add("ETag", Self.etag(job))
         response.headers.add("Cache-Control", "no-store")
         return response
+    }
+
+    /// The job once its ETag differs from `baseline` (or it ended), or as it is at `deadline` or
+    /// at shutdown. Woken by the change itself (`JobChanges`), on whichever instance it happened;
+    /// a client that hangs up cancels the wait at once.
+    func waitForChange(of job: Job, from baseline: String, until deadline: ContinuousClock.Instant,
+                       http: HTTPRequest) async throws -> Job {
+        var job = job
+        while Self.etag(job) == baseline && !job.state.isFinal && !http.serverIsShuttingDown {
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { break }
+            // The ticket first, then the read: a change in between has marked the ticket already.
+            let ticket = changes.ticket(for: job.id)
+            job = try await store.job(id: job.id) ?? job
+            if Self.etag(job) != baseline || job.state.isFinal { break }
+            // Without the listener (the database was away) changes may go unheard: look again soon.
+            _ = await changes.wait(ticket, for: job.id, timeout: changes.isLive ? left : min(left, .seconds(2)))
+            try Task.checkCancellation()
+            job = try await store.job(id: job.id) ?? job
+        }
+        return job
     }
 
     private func list(_ http: HTTPRequest) async throws -> HTTPResponse {
@@ -176,8 +203,12 @@ struct JobRoutes: Sendable {
         guard (1...100).contains(limit) else { throw APIError.validation("limit must be from 1 to 100.") }
         var cursor: String?
         if let raw = query["cursor"] {
-            guard UUID(uuidString: raw) != nil else { throw APIError.validation("cursor is not one this API gave.") }
-            cursor = raw.lowercased()
+            // A cursor is the last job of a page this identity was given: another's job is not one.
+            guard UUID(uuidString: raw) != nil, let mark = try await store.job(id: raw.lowercased()),
+                  AccessPolicy.same(mark.owner, owner) else {
+                throw APIError.validation("cursor is not one this API gave.")
+            }
+            cursor = mark.id
         }
         let jobs = try await store.list(owner: owner, state: state, limit: limit, after: cursor)
         var text = JSONText()
@@ -200,11 +231,12 @@ struct JobRoutes: Sendable {
             // An upload waits for its bytes again (`pending`); the worker claims only the others.
             updated = try await store.transition(id: visible.id, from: [.paused], to: visible.kind == .upload ? .pending : .queued)
         default:
-            updated = try await store.cancel(visible, from: [.pending, .queued, .running, .paused], objects: objects)
-            // A running job's worker cleans up after itself; a waiting one has nobody else to.
-            if visible.state != .running, updated?.state == .canceled {
-                spool.remove(jobID: visible.id, name: .download)
-                spool.remove(jobID: visible.id, name: .importBody)
+            let store = self.store, objects = self.objects, spool = self.spool
+            updated = try await Shield.run {
+                let after = try await store.cancel(visible, from: [.pending, .queued, .running, .paused], objects: objects)
+                // A running job's worker cleans up after itself; a waiting one has nobody else to.
+                if visible.state != .running, after?.state == .canceled { spool.removeAll(jobID: visible.id, keeping: []) }
+                return after
             }
         }
         guard let job = updated else { throw APIError.notFound }

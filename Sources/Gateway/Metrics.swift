@@ -30,6 +30,14 @@ public final class Metrics: Sendable {
 
     public init() {}
 
+    /// Methods get their own label; anything else is `OTHER`, so no request can add a series.
+    static func methodLabel(_ method: String) -> String {
+        switch method {
+        case "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS": return method
+        default: return "OTHER"
+        }
+    }
+
     public func recordRequest(route: String, method: String, status: Int, seconds: Double) {
         let bucket = Metrics.latencyBuckets.firstIndex { seconds <= $0 }
         state.withLocalLock { s in

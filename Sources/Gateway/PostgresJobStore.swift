@@ -4,7 +4,8 @@ import TransferEngine
 
 /// `JobStore` over PostgreSQL. Claims use `FOR UPDATE SKIP LOCKED`, so instances never take
 /// the same job; every write under a lease names its token in the `WHERE`, so a stale worker's
-/// write touches no row and becomes `LeaseLost`.
+/// write touches no row and becomes `LeaseLost`. Every change bumps `version`, and a trigger
+/// turns that into a `NOTIFY` (see `Schema`), which is what wakes long polls on every instance.
 public struct PostgresJobStore: UploadStore {
     let pool: PostgresPool
 
@@ -12,19 +13,21 @@ public struct PostgresJobStore: UploadStore {
         self.pool = pool
     }
 
-    private static let columns = SQLFragment("""
+    static let columns = SQLFragment("""
         id::text, owner, type, state, object_key, source::text, options::text, bytes_total, bytes_transferred,
-        bytes_committed, part_size, parts_total, upload_id, etag, error::text, attempts, version, lease_owner,
-        lease_token, (extract(epoch FROM lease_expires_at) * 1000)::bigint AS lease_expires_ms,
+        bytes_committed, part_size, parts_total, upload_id, etag, error::text, attempts, crashes, source_etag, version,
+        lease_owner, lease_token, (extract(epoch FROM lease_expires_at) * 1000)::bigint AS lease_expires_ms,
         (extract(epoch FROM created_at) * 1000)::bigint AS created_ms,
         (extract(epoch FROM updated_at) * 1000)::bigint AS updated_ms,
         (extract(epoch FROM completed_at) * 1000)::bigint AS completed_ms,
+        (extract(epoch FROM coalesce(bytes_at, created_at)) * 1000)::bigint AS bytes_ms,
         (SELECT count(*) FROM job_parts WHERE job_id = jobs.id) AS parts_completed
         """)
 
     @discardableResult
-    public func insert(_ job: Job) async throws -> Job {
-        try await pool.withConnection { connection in
+    public func insert(_ job: Job, quota: OwnerQuota?) async throws -> Job {
+        try await pool.withTransaction { connection in
+            if let quota { try OwnerLimits.check(quota, owner: job.owner, creating: .job(upload: job.kind == .upload), on: connection) }
             let rows = try connection.query("""
                 INSERT INTO jobs (id, owner, type, state, object_key, source, options, bytes_total, part_size)
                 VALUES (\(job.id)::uuid, \(job.owner), \(job.kind.rawValue), \(job.state.rawValue), \(job.objectKey),
@@ -41,23 +44,42 @@ public struct PostgresJobStore: UploadStore {
         }
     }
 
+    /// Of the identities with runnable jobs, the one running fewest jobs now goes first, then the
+    /// oldest job. A job taken from a holder that still names itself (it neither finished nor
+    /// released the job: it died, or hung past the lease) counts a crash.
     public func claim(owner: String, leaseMilliseconds: Int64) async throws -> (Job, Lease)? {
         try await pool.withConnection { connection in
             let rows = try connection.query("""
-                UPDATE jobs SET state = 'running', lease_owner = \(owner), lease_token = lease_token + 1,
+                WITH busy AS (SELECT owner, count(*) AS running FROM jobs
+                              WHERE type <> 'upload' AND state = 'running' AND lease_expires_at >= now()
+                              GROUP BY owner),
+                     pick AS (SELECT j.id FROM jobs j LEFT JOIN busy b ON b.owner = j.owner
+                              WHERE j.type <> 'upload'
+                                AND (j.state = 'queued' OR (j.state = 'running' AND j.lease_expires_at < now()))
+                              ORDER BY coalesce(b.running, 0), j.created_at, j.id
+                              FOR UPDATE OF j SKIP LOCKED
+                              LIMIT 1)
+                UPDATE jobs SET crashes = crashes + CASE WHEN state = 'running' AND lease_owner IS NOT NULL THEN 1 ELSE 0 END,
+                       state = 'running', lease_owner = \(owner), lease_token = lease_token + 1,
                        lease_expires_at = now() + \(leaseMilliseconds)::bigint * interval '1 millisecond',
                        attempts = attempts + 1, version = version + 1, updated_at = now()
-                WHERE id = (SELECT id FROM jobs
-                            WHERE type <> 'upload' AND (state = 'queued' OR (state = 'running' AND lease_expires_at < now()))
-                            ORDER BY created_at, id
-                            FOR UPDATE SKIP LOCKED
-                            LIMIT 1)
+                FROM pick WHERE jobs.id = pick.id
                 RETURNING \(Self.columns)
                 """)
             guard let row = rows.first else { return nil }
             let job = try Self.decode(row)
             return (job, Lease(jobID: job.id, owner: owner, token: Int64(try row.int("lease_token")),
                                expiresAt: Int64(try row.int("lease_expires_ms"))))
+        }
+    }
+
+    public func waitingOwners(limit: Int) async throws -> [String] {
+        try await pool.withConnection { connection in
+            try connection.query("""
+                SELECT DISTINCT owner FROM jobs
+                WHERE type <> 'upload' AND (state = 'queued' OR (state = 'running' AND lease_expires_at < now()))
+                LIMIT \(limit)
+                """).map { try $0.string("owner") }
         }
     }
 
@@ -85,8 +107,8 @@ public struct PostgresJobStore: UploadStore {
 
     public func recordPart(_ part: RecordedPart, under lease: Lease) async throws {
         try await pool.withTransaction { connection in
-            let previous = try Self.upsertPart(part, under: lease, on: connection)
-            let delta = part.size - previous
+            try Self.lock(lease, on: connection)
+            let delta = part.size - (try Self.upsertPart(part, jobID: lease.jobID, on: connection))
             try connection.query("""
                 UPDATE jobs SET bytes_committed = bytes_committed + \(delta), bytes_transferred = bytes_transferred + \(delta),
                        version = version + 1, updated_at = now()
@@ -102,19 +124,31 @@ public struct PostgresJobStore: UploadStore {
         }
     }
 
-    public func start(_ lease: Lease, uploadID: String?, partsTotal: Int, partSize: Int64, bytesTotal: Int64) async throws {
-        try await writeUnderLease(lease, """
-            UPDATE jobs SET upload_id = \(uploadID), parts_total = \(partsTotal), part_size = \(partSize), bytes_total = \(bytesTotal),
-                   version = version + 1, updated_at = now()
-            WHERE id = \(lease.jobID)::uuid AND lease_token = \(lease.token) AND state = 'running'
-            RETURNING 1 AS ok
-            """)
+    public func start(_ lease: Lease, uploadID: String?, partsTotal: Int, partSize: Int64, bytesTotal: Int64?,
+                      sourceETag: String?) async throws {
+        try await pool.withTransaction { connection in
+            try Self.lock(lease, on: connection)
+            // Parts of an earlier plan belonged to another upload: their bytes no longer count.
+            let dropped = Int64(try connection.query("""
+                WITH gone AS (DELETE FROM job_parts WHERE job_id = \(lease.jobID)::uuid RETURNING size)
+                SELECT coalesce(sum(size), 0)::bigint AS bytes FROM gone
+                """).first?.int("bytes") ?? 0)
+            try connection.query("""
+                UPDATE jobs SET upload_id = \(uploadID), parts_total = \(partsTotal), part_size = \(partSize),
+                       bytes_total = \(bytesTotal), source_etag = \(sourceETag),
+                       bytes_committed = bytes_committed - \(dropped), bytes_transferred = bytes_transferred - \(dropped),
+                       version = version + 1, updated_at = now()
+                WHERE id = \(lease.jobID)::uuid
+                """)
+        }
     }
 
     public func finish(_ lease: Lease, state: Job.State, etag: String?, error: String?) async throws {
         try await writeUnderLease(lease, """
             UPDATE jobs SET state = \(state.rawValue), etag = \(etag), error = \(error)::jsonb, lease_owner = NULL,
-                   lease_expires_at = NULL, completed_at = now(), version = version + 1, updated_at = now()
+                   lease_expires_at = NULL, completed_at = now(), version = version + 1, updated_at = now(),
+                   bytes_total = CASE WHEN \(state.rawValue) = 'completed' THEN coalesce(bytes_total, bytes_committed)
+                                      ELSE bytes_total END
             WHERE id = \(lease.jobID)::uuid AND lease_token = \(lease.token) AND state = 'running'
             RETURNING 1 AS ok
             """)
@@ -150,7 +184,7 @@ public struct PostgresJobStore: UploadStore {
             Set(try connection.query("""
                 SELECT upload_id AS id FROM jobs
                 WHERE object_key = \(key) AND upload_id IS NOT NULL AND state IN ('pending', 'queued', 'running', 'paused')
-                UNION SELECT s3_upload_id AS id FROM uploads WHERE object_key = \(key) AND state = 'open'
+                UNION SELECT s3_upload_id AS id FROM uploads WHERE object_key = \(key) AND state = 'open' AND s3_upload_id IS NOT NULL
                 """).map { try $0.string("id") })
         }
     }
@@ -160,46 +194,52 @@ public struct PostgresJobStore: UploadStore {
     public func claimUpload(id: String, owner: String, leaseMilliseconds: Int64) async throws -> UploadClaim? {
         try await pool.withConnection { connection in
             let rows = try connection.query("""
-                UPDATE jobs SET state = 'running', lease_owner = \(owner), lease_token = lease_token + 1,
+                UPDATE jobs SET crashes = crashes + CASE WHEN state = 'running' AND lease_owner IS NOT NULL
+                                                              AND lease_owner <> \(owner) THEN 1 ELSE 0 END,
+                       state = 'running', lease_owner = \(owner), lease_token = lease_token + 1,
                        lease_expires_at = now() + \(leaseMilliseconds)::bigint * interval '1 millisecond',
                        version = version + 1, updated_at = now()
                 WHERE id = \(id)::uuid AND type = 'upload'
                   AND (state = 'pending' OR (state = 'running'
                        AND (lease_expires_at < now() OR lease_owner = \(owner))))
-                RETURNING \(Self.columns), upload_tail
+                RETURNING \(Self.columns), upload_tail_segments::text AS tail
                 """)
             guard let row = rows.first else { return nil }
             let job = try Self.decode(row)
             return UploadClaim(job: job, lease: Lease(jobID: job.id, owner: owner, token: Int64(try row.int("lease_token")),
                                                       expiresAt: Int64(try row.int("lease_expires_ms"))),
-                               tail: try row.optionalBytes("upload_tail") ?? [])
+                               tail: try Self.segments(row.string("tail")))
         }
     }
 
-    public func recordUploadPart(_ part: RecordedPart, under lease: Lease) async throws {
+    public func recordUploadPart(_ part: RecordedPart, under lease: Lease) async throws -> [TailSegment] {
         try await pool.withTransaction { connection in
-            // By the part's own size, as recordPart does: summing every recorded part for each new
-            // one made a 10,000-part upload read some 50 M rows. bytes_transferred is only ever
-            // moved by these deltas, so it is the parts' sum, and with the tail emptied so is
+            let before = try Self.lock(lease, on: connection)
+            // By the part's own size, as recordPart does; bytes_transferred is only ever moved by
+            // these deltas, so it is the parts' sum, and with the tail forgotten so is
             // bytes_committed (the right-hand sides read the row as it was).
-            let delta = part.size - (try Self.upsertPart(part, under: lease, on: connection))
+            let delta = part.size - (try Self.upsertPart(part, jobID: lease.jobID, on: connection))
             try connection.query("""
-                UPDATE jobs SET upload_tail = NULL, bytes_transferred = bytes_transferred + \(delta),
-                       bytes_committed = bytes_transferred + \(delta), version = version + 1, updated_at = now()
+                UPDATE jobs SET upload_tail_segments = '[]', bytes_transferred = bytes_transferred + \(delta),
+                       bytes_committed = bytes_transferred + \(delta), bytes_at = now(), version = version + 1, updated_at = now()
                 WHERE id = \(lease.jobID)::uuid
                 """)
+            return before
         }
     }
 
-    public func saveUploadTail(_ tail: [UInt8], under lease: Lease) async throws {
-        let bytes: PostgresBytes? = tail.isEmpty ? nil : PostgresBytes(tail)
-        try await writeUnderLease(lease, """
-            UPDATE jobs SET upload_tail = \(bytes)::bytea,
-                   bytes_committed = bytes_transferred + \(tail.count),
-                   version = version + 1, updated_at = now()
-            WHERE id = \(lease.jobID)::uuid AND lease_token = \(lease.token) AND state = 'running'
-            RETURNING 1 AS ok
-            """)
+    public func saveUploadTail(_ segments: [TailSegment], under lease: Lease) async throws -> [TailSegment] {
+        let json = String(decoding: try JSONEncoder().encode(segments), as: UTF8.self)
+        let bytes = segments.reduce(Int64(0)) { $0 + $1.size }
+        return try await pool.withTransaction { connection in
+            let before = try Self.lock(lease, on: connection)
+            try connection.query("""
+                UPDATE jobs SET upload_tail_segments = \(json)::jsonb, bytes_committed = bytes_transferred + \(bytes),
+                       bytes_at = now(), version = version + 1, updated_at = now()
+                WHERE id = \(lease.jobID)::uuid
+                """)
+            return before.filter { !segments.contains($0) }
+        }
     }
 
     public func releaseUpload(_ lease: Lease) async throws {
@@ -211,23 +251,35 @@ public struct PostgresJobStore: UploadStore {
         }
     }
 
-    /// Inside a transaction: locks the job row under `lease`'s token first (if the job is not
-    /// ours any more, nothing is written: `LeaseLost`), then inserts or replaces the part.
-    /// Returns the size the part had before (0 when new).
-    private static func upsertPart(_ part: RecordedPart, under lease: Lease, on connection: PostgresConnection) throws -> Int64 {
+    // MARK: helpers
+
+    /// Inside a transaction: locks the job row under `lease`'s token (if the job is not ours any
+    /// more, nothing is written: `LeaseLost`). Returns the tail's pieces as they were.
+    @discardableResult
+    private static func lock(_ lease: Lease, on connection: PostgresConnection) throws -> [TailSegment] {
         let owned = try connection.query("""
-            SELECT 1 FROM jobs WHERE id = \(lease.jobID)::uuid AND lease_token = \(lease.token) AND state = 'running' FOR UPDATE
+            SELECT upload_tail_segments::text AS tail FROM jobs
+            WHERE id = \(lease.jobID)::uuid AND lease_token = \(lease.token) AND state = 'running' FOR UPDATE
             """)
-        guard !owned.isEmpty else { throw LeaseLost(jobID: lease.jobID) }
+        guard let row = owned.first else { throw LeaseLost(jobID: lease.jobID) }
+        return try segments(row.string("tail"))
+    }
+
+    /// Inserts or replaces the part; returns the size it had before (0 when new).
+    private static func upsertPart(_ part: RecordedPart, jobID: String, on connection: PostgresConnection) throws -> Int64 {
         let previous = try connection.query("""
-            SELECT size FROM job_parts WHERE job_id = \(lease.jobID)::uuid AND part_number = \(part.number)
+            SELECT size FROM job_parts WHERE job_id = \(jobID)::uuid AND part_number = \(part.number)
             """).first.map { Int64(try $0.int("size")) } ?? 0
         try connection.query("""
-            INSERT INTO job_parts (job_id, part_number, size, etag) VALUES (\(lease.jobID)::uuid, \(part.number), \(part.size), \(part.etag))
+            INSERT INTO job_parts (job_id, part_number, size, etag) VALUES (\(jobID)::uuid, \(part.number), \(part.size), \(part.etag))
             ON CONFLICT (job_id, part_number) DO UPDATE SET size = EXCLUDED.size, etag = EXCLUDED.etag,
                 attempts = job_parts.attempts + 1, completed_at = now()
             """)
         return previous
+    }
+
+    private static func segments(_ json: String) throws -> [TailSegment] {
+        try JSONDecoder().decode([TailSegment].self, from: Data(json.utf8))
     }
 
     private func writeUnderLease(_ lease: Lease, _ sql: SQL) async throws {
@@ -250,11 +302,44 @@ public struct PostgresJobStore: UploadStore {
         job.etag = try row.optionalString("etag")
         job.error = try row.optionalString("error")
         job.attempts = try row.int("attempts")
+        job.crashes = try row.int("crashes")
+        job.sourceETag = try row.optionalString("source_etag")
         job.version = Int64(try row.int("version"))
         job.createdAt = Int64(try row.int("created_ms"))
         job.updatedAt = Int64(try row.int("updated_ms"))
         job.completedAt = try row.optionalInt("completed_ms").map(Int64.init)
+        job.bytesAt = Int64(try row.int("bytes_ms"))
         job.partsCompleted = try row.optionalInt("parts_completed") ?? 0
         return job
+    }
+}
+
+/// The per-identity limits, checked inside the inserting transaction under a lock on the
+/// identity, so two requests racing cannot both take the last place.
+enum OwnerLimits {
+    /// What is being created: a job (an upload job counts as an open upload too), or a
+    /// client-driven upload (not a job).
+    enum Creation {
+        case job(upload: Bool)
+        case clientUpload
+    }
+
+    static func check(_ quota: OwnerQuota, owner: String, creating: Creation, on connection: PostgresConnection) throws {
+        try connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\("gateway-owner:" + owner), 0)) AS locked")
+        let row = try connection.query("""
+            SELECT (SELECT count(*) FROM jobs WHERE owner = \(owner) AND state IN ('pending', 'queued', 'running', 'paused')) AS active,
+                   (SELECT count(*) FROM jobs WHERE owner = \(owner) AND type = 'upload'
+                                                AND state IN ('pending', 'queued', 'running', 'paused'))
+                 + (SELECT count(*) FROM uploads WHERE owner = \(owner) AND state IN ('creating', 'open')) AS uploads
+            """).first
+        let active = try row?.int("active") ?? 0
+        let uploads = try row?.int("uploads") ?? 0
+        switch creating {
+        case .job(let upload):
+            if active >= quota.maxActiveJobs { throw QuotaExceeded(limit: .activeJobs, maximum: quota.maxActiveJobs) }
+            if upload && uploads >= quota.maxOpenUploads { throw QuotaExceeded(limit: .openUploads, maximum: quota.maxOpenUploads) }
+        case .clientUpload:
+            if uploads >= quota.maxOpenUploads { throw QuotaExceeded(limit: .openUploads, maximum: quota.maxOpenUploads) }
+        }
     }
 }

@@ -63,12 +63,14 @@ struct PresignRoutes: Sendable {
     }
 
     private func presign(_ http: HTTPRequest) async throws -> HTTPResponse {
-        // The body is the only wait; the rest runs in a plain call, so its locals stay out
-        // of the task's async frame.
-        try presign(PresignRequest(try await Responses.fields(from: http)), http)
+        // The token before the body: without one the caller is answered 401 at once, unless
+        // guests may read (what the body asks for decides then). The body is the only wait; the
+        // rest runs in a plain call, so its locals stay out of the task's async frame.
+        let identity = try authenticator.identity(of: http, guestAllowed: true)
+        return try presign(PresignRequest(try await Responses.fields(from: http)), identity)
     }
 
-    private func presign(_ body: PresignRequest, _ http: HTTPRequest) throws -> HTTPResponse {
+    private func presign(_ body: PresignRequest, _ identity: Identity) throws -> HTTPResponse {
         let method: String
         let mode: AccessMode
         switch body.operation {
@@ -78,7 +80,6 @@ struct PresignRoutes: Sendable {
         case "delete": (method, mode) = ("DELETE", .write)
         default: throw APIError.validation("operation must be get, put, head or delete.")
         }
-        let identity = try authenticator.identity(of: http, guestAllowed: mode == .read)
         let objectKey = try policy.granted(mode, level: body.accessLevel, key: body.key, identity: identity,
                                            target: body.targetIdentityId)
         let expires = try lifetime(body.expiresIn)
@@ -123,8 +124,8 @@ struct PresignRoutes: Sendable {
     }
 
     private func presignPost(_ http: HTTPRequest) async throws -> HTTPResponse {
-        let body = try PostRequest(try await Responses.fields(from: http))
         let identity = try authenticator.identity(of: http)
+        let body = try PostRequest(try await Responses.fields(from: http))
         let objectKey = try policy.granted(.write, level: body.accessLevel, key: body.key, identity: identity)
         let expires = try lifetime(body.expiresIn)
         let ceiling = min(maxObjectSize, 5 << 30)  // S3 takes at most 5 GiB in one POST

@@ -21,24 +21,12 @@ public enum Responses {
         text.field("detail", .string(error.detail))
         for (key, value) in extra { text.field(key, value) }
         text.end()
-        return HTTPResponse(status: error.status, headers: HTTPHeaders([("Content-Type", problemType)]),
-                            body: .bytes(text.bytes))
+        var headers = HTTPHeaders([("Content-Type", problemType)])
+        if let seconds = error.retryAfter { headers.add("Retry-After", String(seconds)) }
+        return HTTPResponse(status: error.status, headers: headers, body: .bytes(text.bytes))
     }
 
-    static func title(_ status: Int) -> String {
-        switch status {
-        case 400: return "Bad Request"
-        case 401: return "Unauthorized"
-        case 403: return "Forbidden"
-        case 404: return "Not Found"
-        case 405: return "Method Not Allowed"
-        case 409: return "Conflict"
-        case 413: return "Content Too Large"
-        case 415: return "Unsupported Media Type"
-        case 503: return "Service Unavailable"
-        default: return status >= 500 ? "Server Error" : "Client Error"
-        }
-    }
+    static func title(_ status: Int) -> String { HTTPStatus.reason(status) }
 
     /// Reads a JSON object body of at most `limit` bytes (the one JSON reader of the API).
     static func fields(from request: HTTPRequest, limit: Int = 64 * 1024) async throws -> JSONFields {
@@ -47,12 +35,13 @@ public enum Responses {
         return try JSONFields(value)
     }
 
-    /// Whether a Content-Type names JSON (`application/json`, any case, parameters allowed):
-    /// compared over UTF-8 bytes, not Characters.
+    /// Whether a Content-Type names JSON: the media type exactly `application/json` (any case),
+    /// parameters after a `;` allowed (RFC 9110 §8.3.1): `application/jsonx` is not JSON.
+    /// Compared over UTF-8 bytes, not Characters.
     static func isJSON(_ contentType: String) -> Bool {
         let utf8 = contentType.utf8
-        guard let end = utf8.index(utf8.startIndex, offsetBy: 16, limitedBy: utf8.endIndex) else { return false }
-        return Substring(utf8[..<end]).equalsIgnoringASCIICase("application/json")
+        let end = utf8.firstIndex(of: UInt8(ascii: ";")) ?? utf8.endIndex
+        return Substring(utf8[utf8.startIndex..<end]).trimmingOWS().equalsIgnoringASCIICase("application/json")
     }
 
     /// The body of a JSON request: 415 for another media type, 413 past `limit`.

@@ -22,8 +22,12 @@ public struct S3ObjectStore: ObjectStore {
         try await mapped { try await client.createMultipartUpload(key: key, attributes: Self.attributes(attributes)) }
     }
 
-    public func copyPart(key: String, uploadID: String, part: Int, sourceKey: String, range: ClosedRange<Int64>?) async throws -> String {
-        try await mapped { try await client.uploadPartCopy(key: key, uploadId: uploadID, partNumber: part, sourceKey: sourceKey, range: range) }
+    public func copyPart(key: String, uploadID: String, part: Int, sourceKey: String, range: ClosedRange<Int64>?,
+                         ifMatch: String?) async throws -> String {
+        try await mapped {
+            try await client.uploadPartCopy(key: key, uploadId: uploadID, partNumber: part, sourceKey: sourceKey, range: range,
+                                            ifMatch: ifMatch)
+        }
     }
 
     public func listParts(key: String, uploadID: String) async throws -> [RecordedPart] {
@@ -51,8 +55,14 @@ public struct S3ObjectStore: ObjectStore {
         }
     }
 
-    public func copyObject(from sourceKey: String, to key: String, attributes: ObjectAttributesSpec) async throws -> String {
-        try await mapped { try await client.copyObject(from: sourceKey, to: key, attributes: Self.attributes(attributes)) }
+    public func copyObject(from sourceKey: String, to key: String, attributes: ObjectAttributesSpec, ifMatch: String?) async throws -> String {
+        try await mapped {
+            try await client.copyObject(from: sourceKey, to: key, attributes: Self.attributes(attributes), ifMatch: ifMatch)
+        }
+    }
+
+    public func deleteObject(key: String) async throws {
+        try await mapped { try await client.deleteObject(key: key) }
     }
 
     public func uploadPart(key: String, uploadID: String, part: Int, data: PartData) async throws -> String {
@@ -65,10 +75,10 @@ public struct S3ObjectStore: ObjectStore {
         return try await mapped { try await client.putObject(key: key, body: Self.body(data), attributes: Self.attributes(attributes)) }
     }
 
-    public func read(key: String, range: ClosedRange<Int64>, ifMatch: String?, into file: SpoolFile) async throws {
+    public func read(key: String, range: ClosedRange<Int64>, ifMatch: String?, into file: SpoolFile, at fileOffset: Int64) async throws {
         defer { withExtendedLifetime(file) {} }
         _ = try await mapped {
-            try await client.getObject(key: key, range: range, ifMatch: ifMatch, sink: .file(fd: file.fd, offset: range.lowerBound))
+            try await client.getObject(key: key, range: range, ifMatch: ifMatch, sink: .file(fd: file.fd, offset: fileOffset))
         }
     }
 
@@ -90,6 +100,8 @@ public struct S3ObjectStore: ObjectStore {
         do {
             return try await work()
         } catch let error as S3Error {
+            // A pinned source (If-Match, x-amz-copy-source-if-match) that changed meanwhile.
+            if error.code == "PreconditionFailed" || error.status == 412 { throw TransferError.sourceChanged }
             throw TransferError(code: error.code, retryable: error.retryable)
         }
     }

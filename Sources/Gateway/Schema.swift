@@ -67,5 +67,39 @@ enum Schema {
             )
             """,
         ]),
+        .init(version: 4, name: "bounded uploads, crash counts, change notifications", statements: [
+            // Times a job's holder died with it: a poison job stops at `crash_loop`.
+            "ALTER TABLE jobs ADD COLUMN crashes integer NOT NULL DEFAULT 0",
+            // The source's ETag when the plan was made: a changed source is `source_changed`.
+            "ALTER TABLE jobs ADD COLUMN source_etag text",
+            // An upload's bytes past its last part, as staged objects (TailSegment JSON), not bytea.
+            "ALTER TABLE jobs ADD COLUMN upload_tail_segments jsonb NOT NULL DEFAULT '[]'",
+            // When an upload job last received bytes: the janitor's idle rule counts from here.
+            "ALTER TABLE jobs ADD COLUMN bytes_at timestamptz",
+            // Tails kept as bytea before: the client sends those bytes again (from the last part).
+            "UPDATE jobs SET bytes_committed = bytes_transferred, version = version + 1 WHERE upload_tail IS NOT NULL",
+            "ALTER TABLE jobs DROP COLUMN upload_tail",
+            "CREATE INDEX jobs_active_by_owner ON jobs (owner, type) WHERE state IN ('pending', 'queued', 'running', 'paused')",
+            // Every change of a job (its version moves) is announced to every instance's listener.
+            """
+            CREATE FUNCTION gateway_job_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                PERFORM pg_notify('gateway_jobs', NEW.id::text);
+                RETURN NEW;
+            END
+            $$
+            """,
+            """
+            CREATE TRIGGER jobs_changed AFTER UPDATE ON jobs FOR EACH ROW
+            WHEN (OLD.version IS DISTINCT FROM NEW.version) EXECUTE FUNCTION gateway_job_changed()
+            """,
+            // Client-driven uploads are recorded before S3 is asked (`creating`), so a crash in
+            // between leaves a record the janitor can act on, never an unknown upload.
+            "ALTER TABLE uploads DROP CONSTRAINT uploads_state_check",
+            "ALTER TABLE uploads ADD CONSTRAINT uploads_state_check CHECK (state IN ('creating', 'open', 'completed', 'aborted'))",
+            "ALTER TABLE uploads ALTER COLUMN s3_upload_id DROP NOT NULL",
+            "ALTER TABLE uploads ADD COLUMN touched_at timestamptz",
+            "CREATE INDEX uploads_open_by_owner ON uploads (owner) WHERE state IN ('creating', 'open')",
+        ]),
     ])
 }

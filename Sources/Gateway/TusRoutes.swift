@@ -21,11 +21,10 @@ struct TusRoutes: Sendable {
     let settings: EngineSettings
     let uploadTTLSeconds: Int
     let now: @Sendable () -> Int
+    let limits: RequestLimits
 
     static let version = "1.0.0"
     static let extensions = "creation,creation-with-upload,termination,expiration,checksum"
-    /// A PATCH carrying `Upload-Checksum` is held in memory until it is checked: at most this much.
-    static let checksumChunkLimit = 64 << 20
 
     func register(in router: inout Router<RouteHandler>) {
         router.add("OPTIONS", "/v1/tus/") { _ in options() }
@@ -62,7 +61,8 @@ struct TusRoutes: Sendable {
         return refuse(412, "tus_version_unsupported", "Tus-Resumable must be \(Self.version).", [("Tus-Version", Self.version)])
     }
 
-    private func expires(_ job: Job) -> Int { Int(job.createdAt / 1000) + uploadTTLSeconds }
+    /// An upload expires `GATEWAY_UPLOAD_TTL` after its last byte (its creation before any).
+    private func expires(_ job: Job) -> Int { Int(max(job.bytesAt, job.createdAt) / 1000) + uploadTTLSeconds }
 
     // MARK: creation
 
@@ -70,6 +70,7 @@ struct TusRoutes: Sendable {
         if let refusal = versionRefusal(http) { return refusal }
         let identity = try authenticator.identity(of: http)
         guard let owner = identity.id else { throw APIError.unauthorized }
+        try limits.admitCreation(owner)
         if http.headers["upload-defer-length"] != nil {
             return refuse(400, "validation_failed", "Upload-Defer-Length is not supported; send Upload-Length.")
         }
@@ -94,12 +95,19 @@ struct TusRoutes: Sendable {
             try HeaderRules.checkValue(type, field: "filetype")
             options.contentType = type
         }
-        let job = try await store.insert(.upload(owner: owner, objectKey: objectKey, size: length, options: options, settings: settings))
+        let store = self.store, uploads = self.uploads, quota = limits.quota
+        let pending = Job.upload(owner: owner, objectKey: objectKey, size: length, options: options, settings: settings)
+        let job = try await Shield.run { try await store.insert(pending, quota: quota) }
         var headers = [("Location", "/v1/tus/\(job.id)"), ("Upload-Expires", httpDate(secondsSince1970: expires(job)))]
         // creation-with-upload: the first bytes ride along.
         if let type = http.headers["content-type"], type.lowercased().hasPrefix("application/offset+octet-stream") {
-            let outcome = try await uploads.receive(jobID: job.id, offset: 0, body: RequestBodyBytes(body: http.body))
+            let body = RequestBodyBytes(body: http.body)
+            let outcome = try await Shield.run { try await uploads.receive(jobID: job.id, offset: 0, body: body) }
             if let offset = Self.offset(after: outcome) { headers.append(("Upload-Offset", String(offset))) }
+            // The upload exists (its Location is valid), but the bytes went past Upload-Length.
+            if case .tooLarge = outcome {
+                return refuse(413, "payload_too_large", "The body goes past Upload-Length (\(length) bytes).", headers)
+            }
         }
         return answer(201, headers)
     }
@@ -166,34 +174,28 @@ struct TusRoutes: Sendable {
         case .success(let found): job = found
         case .failure(let refusal): return refusal
         }
+        guard job.state != .paused else {
+            return refuse(409, "job_paused", "The upload is paused; resume its job, then send the rest.",
+                          [("Upload-Offset", String(job.bytesCommitted))])
+        }
         guard offset == job.bytesCommitted else {
             return refuse(409, "offset_mismatch", "The upload is at \(job.bytesCommitted) bytes.", [("Upload-Offset", String(job.bytesCommitted))])
         }
-        var body: any ByteSource = RequestBodyBytes(body: http.body)
-        if let checksum = http.headers["upload-checksum"] {
-            // The chunk is checked before any of it counts, so it is read whole first (bounded).
-            let parts = checksum.split(separator: " ", maxSplits: 1)
+        var checksum: UploadReceiver.Checksum?
+        if let header = http.headers["upload-checksum"] {
+            // Hashed as the chunk streams to the spool; nothing of it counts until it matches.
+            let parts = header.split(separator: " ", maxSplits: 1)
             guard parts.count == 2, let expected = Data(base64Encoded: String(parts[1])) else {
                 return refuse(400, "validation_failed", "Upload-Checksum must be `algorithm base64digest`.")
             }
-            let bytes: [UInt8]
-            do {
-                bytes = try await http.body.collect(upTo: Self.checksumChunkLimit)
-            } catch RequestBodyError.tooLarge {
-                return refuse(413, "payload_too_large", "A checksummed chunk may be at most \(Self.checksumChunkLimit) bytes.")
-            }
-            let actual: [UInt8]
             switch parts[0].lowercased() {
-            case "sha1": actual = Digest.sha1(bytes)
-            case "md5": actual = Digest.md5(bytes)
+            case "sha1": checksum = UploadReceiver.Checksum(algorithm: .sha1, expected: Array(expected))
+            case "md5": checksum = UploadReceiver.Checksum(algorithm: .md5, expected: Array(expected))
             default: return refuse(400, "checksum_algorithm_unsupported", "Tus-Checksum-Algorithm: sha1, md5.")
             }
-            guard Digest.constantTimeEqual(actual, Array(expected)) else {
-                return refuse(460, "checksum_mismatch", "The chunk does not match its Upload-Checksum; nothing was kept.")
-            }
-            body = BufferedBytes(bytes: bytes)
         }
-        let outcome = try await uploads.receive(jobID: job.id, offset: offset, body: body)
+        let uploads = self.uploads, body = RequestBodyBytes(body: http.body), chosen = checksum
+        let outcome = try await Shield.run { try await uploads.receive(jobID: job.id, offset: offset, body: body, checksum: chosen) }
         switch outcome {
         case .completed, .waiting:
             return answer(204, [("Upload-Offset", String(Self.offset(after: outcome) ?? offset)),
@@ -208,6 +210,15 @@ struct TusRoutes: Sendable {
             return refuse(502, "storage_error", "S3 refused a part past the retry limit; the upload failed.", [("Upload-Offset", String(committed))])
         case .canceled:
             return refuse(410, "gone", "The upload was terminated.")
+        case .paused(let committed):
+            return refuse(409, "job_paused", "The upload is paused; resume its job, then send the rest.",
+                          [("Upload-Offset", String(committed))])
+        case .noRoom(let committed):
+            return refuse(503, "insufficient_storage", "No room for more bytes right now; send them again shortly.",
+                          [("Upload-Offset", String(committed)), ("Retry-After", "5")])
+        case .checksumMismatch(let committed):
+            return refuse(460, "checksum_mismatch", "The chunk does not match its Upload-Checksum; nothing was kept.",
+                          [("Upload-Offset", String(committed))])
         }
     }
 
@@ -216,6 +227,7 @@ struct TusRoutes: Sendable {
         case .completed(_, let size): return size
         case .waiting(let committed), .offsetMismatch(let committed): return committed
         case .tooLarge(_, let committed), .failed(_, let committed): return committed
+        case .paused(let committed), .noRoom(let committed), .checksumMismatch(let committed): return committed
         case .busy, .canceled: return nil
         }
     }
@@ -233,25 +245,9 @@ struct TusRoutes: Sendable {
             return refuse(409, "job_not_pending", "The upload is complete; delete the object instead.")
         }
         // As the jobs API cancels: a paused upload too.
-        _ = try await store.cancel(job, from: [.pending, .running, .paused], objects: objects)
+        let store = self.store, objects = self.objects
+        _ = try await Shield.run { try await store.cancel(job, from: [.pending, .running, .paused], objects: objects) }
         return answer(204)
-    }
-}
-
-/// A chunk already in memory (checked against its checksum), handed on in pieces.
-final class BufferedBytes: ByteSource {
-    let bytes: [UInt8]
-    private let position = Mutex(0)
-
-    init(bytes: [UInt8]) { self.bytes = bytes }
-
-    func next() async throws -> ArraySlice<UInt8>? {
-        position.withLock { at in
-            guard at < bytes.count else { return nil }
-            let end = min(bytes.count, at + 256 * 1024)
-            defer { at = end }
-            return bytes[at..<end]
-        }
     }
 }
 

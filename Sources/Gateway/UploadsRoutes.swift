@@ -20,6 +20,7 @@ struct UploadsRoutes: Sendable {
     let maxObjectSize: Int64
     let expiry: Int
     let now: @Sendable () -> Int
+    let limits: RequestLimits
 
     /// Part URLs handed out in one answer; ask `/parts` for the others.
     static let urlsPerAnswer = 1000
@@ -46,9 +47,10 @@ struct UploadsRoutes: Sendable {
     // MARK: create
 
     private func create(_ http: HTTPRequest) async throws -> HTTPResponse {
-        let fields = try await Responses.fields(from: http)
         let identity = try authenticator.identity(of: http)
         guard let owner = identity.id else { throw APIError.unauthorized }
+        try limits.admitCreation(owner)
+        let fields = try await Responses.fields(from: http)
         let level = try fields.accessLevel("accessLevel")
         let key = try fields.requiredString("key")
         guard let size = try fields.integer("size") else { throw APIError.validation("size is required (bytes).") }
@@ -60,7 +62,8 @@ struct UploadsRoutes: Sendable {
         } catch {
             throw APIError.validation("partSize must be from 5 MiB to 5 GiB.")
         }
-        let objectKey = try policy.granted(.write, level: level, key: key, identity: identity)
+        let objectKey = try policy.granted(.write, level: level, key: key, identity: identity,
+                                           target: try fields.string("targetIdentityId"))
         var attributes = ObjectAttributes()
         if let contentType = try fields.string("contentType") {
             try HeaderRules.checkValue(contentType, field: "contentType")
@@ -70,13 +73,33 @@ struct UploadsRoutes: Sendable {
             _ = try HeaderRules.metadataHeaders(metadata)
             attributes.metadata = metadata
         }
-        let s3UploadID = try await client.createMultipartUpload(key: objectKey, attributes: attributes)
         let id = UUID().uuidString.lowercased()
-        try await pool.withConnection { connection in
-            try connection.query("""
-                INSERT INTO uploads (id, owner, object_key, s3_upload_id, size, part_size, part_count, state)
-                VALUES (\(id)::uuid, \(owner), \(objectKey), \(s3UploadID), \(size), \(plan.partSize), \(plan.partCount), 'open')
-                """)
+        let pool = self.pool, client = self.client, quota = limits.quota, chosen = attributes
+        // Recorded before S3 is asked (`creating`), within the owner's quota: a crash between the
+        // two leaves a record the janitor can act on, never an upload nobody knows.
+        let s3UploadID = try await Shield.run {
+            try await pool.withTransaction { connection in
+                try OwnerLimits.check(quota, owner: owner, creating: .clientUpload, on: connection)
+                try connection.query("""
+                    INSERT INTO uploads (id, owner, object_key, s3_upload_id, size, part_size, part_count, state)
+                    VALUES (\(id)::uuid, \(owner), \(objectKey), NULL, \(size), \(plan.partSize), \(plan.partCount), 'creating')
+                    """)
+            }
+            let created: String
+            do {
+                created = try await client.createMultipartUpload(key: objectKey, attributes: chosen)
+            } catch {
+                _ = try? await pool.withConnection { connection in
+                    try connection.query("UPDATE uploads SET state = 'aborted', completed_at = now() WHERE id = \(id)::uuid")
+                }
+                throw error
+            }
+            try await pool.withConnection { connection in
+                try connection.query("""
+                    UPDATE uploads SET s3_upload_id = \(created), state = 'open', touched_at = now() WHERE id = \(id)::uuid
+                    """)
+            }
+            return created
         }
         let upload = Upload(id: id, owner: owner, objectKey: objectKey, s3UploadID: s3UploadID, size: size, plan: plan,
                             state: "open", etag: nil)
@@ -131,8 +154,10 @@ struct UploadsRoutes: Sendable {
                 FROM uploads WHERE id = \(id.lowercased())::uuid
                 """)
         }
-        // An aborted upload is gone: it answers as one that never was.
-        guard let row = rows.first, AccessPolicy.same(try row.string("owner"), caller), try row.string("state") != "aborted" else {
+        // An aborted upload is gone: it answers as one that never was; one still being created
+        // (or whose creation died half way) has nothing to show yet.
+        guard let row = rows.first, AccessPolicy.same(try row.string("owner"), caller),
+              !["aborted", "creating"].contains(try row.string("state")), let s3UploadID = try row.optionalString("s3_upload_id") else {
             throw APIError.notFound
         }
         let size = Int64(try row.int("size"))
@@ -140,7 +165,7 @@ struct UploadsRoutes: Sendable {
             throw APIError.internalError
         }
         return Upload(id: try row.string("id"), owner: try row.string("owner"), objectKey: try row.string("object_key"),
-                      s3UploadID: try row.string("s3_upload_id"), size: size, plan: plan, state: try row.string("state"),
+                      s3UploadID: s3UploadID, size: size, plan: plan, state: try row.string("state"),
                       etag: try row.optionalString("etag"))
     }
 
@@ -171,9 +196,9 @@ struct UploadsRoutes: Sendable {
     }
 
     private func sign(_ http: HTTPRequest, id: String) async throws -> HTTPResponse {
-        let fields = try await Responses.fields(from: http)
         let upload = try await upload(http, id: id)
         try requireOpen(upload)
+        let fields = try await Responses.fields(from: http)
         guard let values = try fields.array("partNumbers"), !values.isEmpty, values.count <= Self.urlsPerAnswer else {
             throw APIError.validation("partNumbers must list 1 to \(Self.urlsPerAnswer) part numbers.")
         }
@@ -189,6 +214,10 @@ struct UploadsRoutes: Sendable {
             }
             numbers.append(n)
         }
+        // Asking for part URLs is activity: the upload is not idle while its client works on it.
+        try await pool.withConnection { connection in
+            try connection.query("UPDATE uploads SET touched_at = now() WHERE id = \(upload.id)::uuid")
+        }
         var text = JSONText()
         text.begin(capacity: 512 * numbers.count + 128)
         try appendParts(&text, upload, numbers)
@@ -199,7 +228,7 @@ struct UploadsRoutes: Sendable {
     private func show(_ http: HTTPRequest, id: String) async throws -> HTTPResponse {
         let upload = try await upload(http, id: id)
         let held = upload.state == "open" ? try await heldParts(upload) : []
-        let bytes = upload.state == "completed" ? upload.size : held.reduce(0) { $0 + $1.size }
+        let bytes = upload.state == "completed" ? upload.size : held.reduce(Int64(0)) { $0 + $1.size }
         var text = JSONText()
         text.begin()
         text.field("uploadId", .string(upload.id))
@@ -230,9 +259,9 @@ struct UploadsRoutes: Sendable {
     }
 
     private func complete(_ http: HTTPRequest, id: String) async throws -> HTTPResponse {
-        let fields = try await Responses.fields(from: http)
         let upload = try await upload(http, id: id)
         try requireOpen(upload)
+        let fields = try await Responses.fields(from: http)
         // The parts S3 holds are the truth; a client's list, when sent, must agree with it.
         let held = try await heldParts(upload)
         let byNumber = Dictionary(held.map { ($0.partNumber, $0) }, uniquingKeysWith: { a, _ in a })
@@ -255,20 +284,25 @@ struct UploadsRoutes: Sendable {
             }
             parts.append((number, part.etag))
         }
-        let etag: String
-        do {
-            etag = try await client.completeMultipartUpload(key: upload.objectKey, uploadId: upload.s3UploadID, parts: parts)
-        } catch let error as S3Error where error.code == "NoSuchUpload" {
-            throw Self.gone
-        }
-        let head = try await client.headObject(key: upload.objectKey)
-        guard head.size == upload.size else {
-            throw APIError(status: 409, code: "size_mismatch", detail: "The object is \(head.size) bytes, not \(upload.size).")
-        }
-        try await pool.withConnection { connection in
-            try connection.query("""
-                UPDATE uploads SET state = 'completed', etag = \(etag), completed_at = now() WHERE id = \(upload.id)::uuid
-                """)
+        let client = self.client, pool = self.pool, chosen = parts
+        // Completion and its record run to their end even if the client hangs up meanwhile.
+        let etag: String = try await Shield.run {
+            let etag: String
+            do {
+                etag = try await client.completeMultipartUpload(key: upload.objectKey, uploadId: upload.s3UploadID, parts: chosen)
+            } catch let error as S3Error where error.code == "NoSuchUpload" {
+                throw Self.gone
+            }
+            let head = try await client.headObject(key: upload.objectKey)
+            guard head.size == upload.size else {
+                throw APIError(status: 409, code: "size_mismatch", detail: "The object is \(head.size) bytes, not \(upload.size).")
+            }
+            try await pool.withConnection { connection in
+                try connection.query("""
+                    UPDATE uploads SET state = 'completed', etag = \(etag), completed_at = now() WHERE id = \(upload.id)::uuid
+                    """)
+            }
+            return etag
         }
         var text = JSONText()
         text.begin()
@@ -285,9 +319,12 @@ struct UploadsRoutes: Sendable {
             throw APIError(status: 409, code: "upload_not_open", detail: "The upload is completed; delete the object instead.")
         }
         if upload.state == "open" {
-            try await client.abortIfOpen(key: upload.objectKey, uploadId: upload.s3UploadID)
-            try await pool.withConnection { connection in
-                try connection.query("UPDATE uploads SET state = 'aborted', completed_at = now() WHERE id = \(upload.id)::uuid")
+            let client = self.client, pool = self.pool
+            try await Shield.run {
+                try await client.abortIfOpen(key: upload.objectKey, uploadId: upload.s3UploadID)
+                try await pool.withConnection { connection in
+                    try connection.query("UPDATE uploads SET state = 'aborted', completed_at = now() WHERE id = \(upload.id)::uuid")
+                }
             }
         }
         return HTTPResponse(status: 204)

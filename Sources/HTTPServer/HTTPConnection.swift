@@ -15,6 +15,9 @@ import Glibc
 final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
     let fd: Int32
     let remoteAddress: String
+    /// The peer's numeric address, and whether it is a proxy trusted to name its clients.
+    let peerAddress: String
+    let peerIsProxy: Bool
     let loop: EventLoop
     private let context: ServerContext
     /// Uptime nanoseconds at which `onTimeout` should run; 0 for none.
@@ -48,9 +51,11 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
     private static let readEvents = TG_EPOLLIN | TG_EPOLLRDHUP | TG_EPOLLET
     private static let readWriteEvents = readEvents | TG_EPOLLOUT
 
-    init(fd: Int32, remoteAddress: String, loop: EventLoop, context: ServerContext) {
+    init(fd: Int32, remoteAddress: String, peerAddress: String, loop: EventLoop, context: ServerContext) {
         self.fd = fd
         self.remoteAddress = remoteAddress
+        self.peerAddress = peerAddress
+        self.peerIsProxy = context.configuration.trustedProxies.contains(address: peerAddress)
         self.loop = loop
         self.context = context
         self.parser = HTTPHeadParser(limits: context.configuration.limits)
@@ -68,6 +73,7 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
 
     func onEvent(_ events: UInt32) {
         let failed = events & (TG_EPOLLERR | TG_EPOLLHUP) != 0
+        if failed || events & TG_EPOLLRDHUP != 0 { peerHungUp() }
         if events & (TG_EPOLLIN | TG_EPOLLRDHUP) != 0 || failed {
             socketReadable = true
             onReadable()
@@ -88,6 +94,11 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
         closed = true
         deadline.store(0, ordering: .relaxed)
         exchange?.body.fail(.connectionClosed)
+        if let exchange, !exchange.responseDone { exchange.handlerTask?.cancel() }
+        if let counted = exchange?.countedClient {
+            exchange?.countedClient = nil
+            context.give(counted)
+        }
         let waiters = drainWaiters
         drainWaiters = []
         for waiter in waiters { waiter.resume(throwing: ResponseWriteError()) }
@@ -124,6 +135,7 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
             case .endOfFile:
                 socketReadable = false
                 peerClosed = true
+                peerHungUp()
                 if let exchange {
                     if !exchange.bodyDone {
                         exchange.body.fail(.connectionClosed)
@@ -141,6 +153,15 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
         }
         inReadLoop = false
         updateInterest()
+    }
+
+    /// The client shut its side (or the connection failed) while its request is in flight:
+    /// nobody waits for the answer, so the handler's task is cancelled (a long poll frees its
+    /// slot at once). A body still arriving fails on its own; handlers that must finish what
+    /// they started (an upload's bookkeeping) shield that work from cancellation.
+    private func peerHungUp() {
+        guard let exchange, !exchange.responseDone else { return }
+        exchange.handlerTask?.cancel()
     }
 
     private func scheduleRead() {
@@ -183,6 +204,17 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
     }
 
     private func begin(_ head: HTTPRequestHead) {
+        var client: String?
+        if peerIsProxy {
+            // Behind a trusted proxy the cap counts each forwarded client's requests in flight.
+            let forwarded = ForwardedClient.resolve(peer: peerAddress, forwardedFor: head.headers.values("x-forwarded-for"),
+                                                    trusted: context.configuration.trustedProxies)
+            guard context.take(forwarded) else {
+                return refuse(HTTPParseError(status: 429, code: "client_connection_limit",
+                                             detail: "This client has too many requests in flight."))
+            }
+            client = forwarded
+        }
         served += 1
         let body: RequestBody
         var bodyArrivedWithHead = false
@@ -204,9 +236,10 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
         }
         let exchange = Exchange(head: head, body: body, limits: context.configuration.limits, bodyArrived: bodyArrivedWithHead)
         self.exchange = exchange
-        let request = HTTPRequest(head: head, body: body, remoteAddress: remoteAddress, server: context)
+        exchange.countedClient = client
+        let request = HTTPRequest(head: head, body: body, remoteAddress: remoteAddress, clientAddress: client, server: context)
         let responder = context.responder
-        Task(executorPreference: loop) {
+        exchange.handlerTask = Task(executorPreference: loop) {
             let response = await responder.respond(to: request)
             await self.send(response, for: exchange)
         }
@@ -282,6 +315,7 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
     }
 
     private func finishExchange() {
+        if let counted = exchange?.countedClient { context.give(counted) }
         exchange = nil
         lastActivity = Clock.now()
         if shuttingDown { closeAfterFlush() }
@@ -604,6 +638,10 @@ final class Exchange: @unchecked Sendable {
     var sentContinue = false
     var closeAfter = false
     var discarding = false
+    /// The handler's task, cancelled when the client hangs up before the answer.
+    var handlerTask: Task<Void, Never>?
+    /// The forwarded client this request is counted for (behind a trusted proxy).
+    var countedClient: String?
     var discarded = 0
     private var lengthRemaining: Int
     private var chunked: ChunkedDecoder

@@ -6,16 +6,19 @@ public struct HTTPRequest: Sendable {
     public let body: RequestBody
     /// `address:port` of the peer.
     public let remoteAddress: String
+    /// The client's address: the peer's, or the one a trusted proxy forwards (`X-Forwarded-For`).
+    public let clientAddress: String
     private let server: ServerContext?
 
-    public init(head: HTTPRequestHead, body: RequestBody, remoteAddress: String) {
-        self.init(head: head, body: body, remoteAddress: remoteAddress, server: nil)
+    public init(head: HTTPRequestHead, body: RequestBody, remoteAddress: String, clientAddress: String? = nil) {
+        self.init(head: head, body: body, remoteAddress: remoteAddress, clientAddress: clientAddress, server: nil)
     }
 
-    init(head: HTTPRequestHead, body: RequestBody, remoteAddress: String, server: ServerContext?) {
+    init(head: HTTPRequestHead, body: RequestBody, remoteAddress: String, clientAddress: String?, server: ServerContext?) {
         self.head = head
         self.body = body
         self.remoteAddress = remoteAddress
+        self.clientAddress = clientAddress ?? remoteAddress
         self.server = server
     }
 

@@ -102,24 +102,30 @@ public final class HTTPServer: Sendable {
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             SystemCall.setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
             let loop = loops[nextLoop.add(1, ordering: .relaxed).oldValue % loops.count]
-            let connection = HTTPConnection(fd: fd, remoteAddress: Listener.describe(&address), loop: loop, context: context)
-            guard context.admit(connection) else {
-                let refusal = ResponseHead.refusal(
-                    HTTPParseError(status: 503, code: "too_many_connections",
-                                   detail: "The server has too many open connections."),
-                    date: HTTPDate.format(time(nil)))
-                _ = refusal.withUnsafeBytes { SystemCall.write(fd, $0) }
-                SystemCall.close(fd)
+            let connection = HTTPConnection(fd: fd, remoteAddress: Listener.describe(&address), peerAddress: Listener.host(&address),
+                                            loop: loop, context: context)
+            let refusal: HTTPParseError
+            switch context.admit(connection) {
+            case .admitted:
+                loop.execute { connection.start() }
                 continue
+            case .serverFull:
+                refusal = HTTPParseError(status: 503, code: "too_many_connections", detail: "The server has too many open connections.")
+            case .clientFull:
+                refusal = HTTPParseError(status: 429, code: "client_connection_limit",
+                                         detail: "This address has too many open connections.")
             }
-            loop.execute { connection.start() }
+            _ = ResponseHead.refusal(refusal, date: HTTPDate.format(time(nil))).withUnsafeBytes { SystemCall.write(fd, $0) }
+            SystemCall.close(fd)
         }
     }
 
     /// Stops accepting, lets requests in flight finish for up to `grace` seconds, then closes
     /// whatever is left. Idle connections close at once; handlers that hold an answer back (long
     /// polls) see `HTTPRequest.serverIsShuttingDown` and can answer at once.
-    public func shutdown(grace: Double) async {
+    /// `onDrain` runs once every connection knows (and `serverIsShuttingDown` is true): the
+    /// place to wake handlers that wait on something else than the clock.
+    public func shutdown(grace: Double, onDrain: @Sendable () -> Void = {}) async {
         let running = state.withLock { s -> Running? in
             defer { s = nil }
             return s
@@ -140,6 +146,7 @@ public final class HTTPServer: Sendable {
         draining.store(true, ordering: .releasing)
         // Handlers holding an answer back (long polls) give it now, marked `Connection: close`.
         context.shuttingDown.store(true, ordering: .releasing)
+        onDrain()
         let until = Clock.now() + Clock.nanoseconds(grace)
         while context.connectionCount > 0 && Clock.now() < until {
             try? await Task.sleep(for: .milliseconds(10))

@@ -14,6 +14,12 @@ public struct HTTPServerConfiguration: Sendable {
     public var writeTimeout = 60.0
     /// Open connections at most; more are answered 503 and closed.
     public var maxConnections = 4096
+    /// Open connections from one address at most; more are answered 429 and closed. Behind a
+    /// trusted proxy it counts the requests in flight of each forwarded client instead.
+    public var maxConnectionsPerClient = 256
+    /// Proxies whose `X-Forwarded-For` names the client (for the per-client cap and the
+    /// request's `clientAddress`); from anyone else the header is ignored.
+    public var trustedProxies: [AddressBlock] = []
     /// Request body bytes buffered ahead of the handler before the socket stops being read.
     public var bodyHighWater = 256 * 1024
     /// Response bytes queued for a slow client before a streaming writer waits.

@@ -1,6 +1,6 @@
 /// Reason phrases for the status line (RFC 9110 §15). Clients ignore them; people read them.
-enum HTTPStatus {
-    static func reason(_ status: Int) -> String {
+public enum HTTPStatus {
+    public static func reason(_ status: Int) -> String {
         switch status {
         case 100: return "Continue"
         case 200: return "OK"
@@ -32,6 +32,7 @@ enum HTTPStatus {
         case 429: return "Too Many Requests"
         case 431: return "Request Header Fields Too Large"
         case 460: return "Checksum Mismatch"
+        case 499: return "Client Closed Request"
         case 500: return "Internal Server Error"
         case 501: return "Not Implemented"
         case 502: return "Bad Gateway"

@@ -56,6 +56,15 @@ enum Listener {
         }
     }
 
+    /// The numeric address alone (`192.0.2.7`, `2001:db8::1`), for per-client counting.
+    static func host(_ address: inout sockaddr_storage) -> String {
+        let described = describe(&address)
+        if described.hasPrefix("["), let end = described.lastIndex(of: "]") {
+            return String(described[described.index(after: described.startIndex)..<end])
+        }
+        return described.split(separator: ":").first.map(String.init) ?? described
+    }
+
     /// `address:port`, or `[v6]:port`.
     static func describe(_ address: inout sockaddr_storage) -> String {
         var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)

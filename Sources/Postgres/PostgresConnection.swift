@@ -6,7 +6,7 @@ import Glibc
 /// One libpq connection. Every call blocks: use it only from a thread or queue the caller
 /// owns, never from Swift's cooperative pool. Not thread-safe; one user at a time.
 public final class PostgresConnection {
-    private let handle: OpaquePointer
+    let handle: OpaquePointer
 
     /// Connects with a libpq connection string or `postgres://` URL, waiting at most
     /// `connectTimeout` seconds.

@@ -13,6 +13,8 @@ final class CurlEngine: @unchecked Sendable {
     // which libcurl documents as callable from any thread. `active` is engine-thread only.
     private let multi: UnsafeMutableRawPointer
     private let inbox = Mutex<[CurlTransfer]>([])
+    /// Paused transfers whose reader has made room again.
+    private let resumed = Mutex<[CurlTransfer]>([])
     private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
 
     private static let globalInit: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
@@ -48,9 +50,19 @@ final class CurlEngine: @unchecked Sendable {
         }
     }
 
+    /// Lets a transfer paused by its stream sink go on (any thread).
+    func resume(_ transfer: CurlTransfer) {
+        resumed.withLock { $0.append(transfer) }
+        curl_multi_wakeup(multi)
+    }
+
     private func run() {
         var running: Int32 = 0
         while true {
+            for transfer in resumed.withLock({ list -> [CurlTransfer] in defer { list.removeAll() }; return list })
+            where active[transfer.handle] === transfer {
+                _ = curl_easy_pause(transfer.handle, 0)  // CURLPAUSE_CONT
+            }
             let incoming = inbox.withLock { list -> [CurlTransfer] in
                 defer { list.removeAll() }
                 return list

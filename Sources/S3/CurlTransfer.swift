@@ -26,6 +26,8 @@ public enum ResponseBodySink: Sendable {
     case memory(limit: Int)
     /// Written with `pwrite` into an open file from `offset`.
     case file(fd: Int32, offset: Int64)
+    /// Handed to a reader as it arrives, the transfer paused while the reader is behind.
+    case stream(BodyStream)
 }
 
 /// One HTTP exchange on the curl engine: the easy handle, its callbacks' state and the
@@ -215,6 +217,14 @@ final class CurlTransfer: @unchecked Sendable {
                 response.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: count))
             }
             return count
+        case .stream(let stream):
+            switch stream.offer(UnsafeRawBufferPointer(start: data, count: count), status: response.status) {
+            case .accepted: return count
+            case .full: return Int(CURL_WRITEFUNC_PAUSE)
+            case .overLimit:
+                sinkFailed = true
+                return 0
+            }
         case .file(let fd, let offset):
             var written = 0
             while written < count {

@@ -72,9 +72,13 @@ public final class S3Client: Sendable {
         _ = try await send("DELETE", key: key)
     }
 
-    /// CopyObject within the bucket (up to 5 GiB; larger copies use UploadPartCopy).
-    public func copyObject(from sourceKey: String, to key: String, attributes: ObjectAttributes? = nil) async throws -> String {
+    /// CopyObject within the bucket (up to 5 GiB; larger copies use UploadPartCopy), pinned to
+    /// the source's ETag with `x-amz-copy-source-if-match` when `ifMatch` is given (a source
+    /// replaced meanwhile answers 412 `PreconditionFailed`).
+    public func copyObject(from sourceKey: String, to key: String, attributes: ObjectAttributes? = nil,
+                           ifMatch: String? = nil) async throws -> String {
         var headers = [("x-amz-copy-source", copySource(sourceKey))]
+        if let ifMatch { headers.append(("x-amz-copy-source-if-match", ifMatch)) }
         if let attributes {
             headers.append(("x-amz-metadata-directive", "REPLACE"))
             headers += attributes.headers
@@ -103,8 +107,9 @@ public final class S3Client: Sendable {
 
     /// UploadPartCopy: a part of `key`'s upload copied from `sourceKey`, optionally a byte range.
     public func uploadPartCopy(key: String, uploadId: String, partNumber: Int, sourceKey: String,
-                               range: ClosedRange<Int64>? = nil) async throws -> String {
+                               range: ClosedRange<Int64>? = nil, ifMatch: String? = nil) async throws -> String {
         var headers = [("x-amz-copy-source", copySource(sourceKey))]
+        if let ifMatch { headers.append(("x-amz-copy-source-if-match", ifMatch)) }
         if let range { headers.append(("x-amz-copy-source-range", "bytes=\(range.lowerBound)-\(range.upperBound)")) }
         let response = try await send("PUT", key: key, query: [("partNumber", String(partNumber)), ("uploadId", uploadId)],
                                       headers: headers)
@@ -120,8 +125,15 @@ public final class S3Client: Sendable {
             if let marker { query.append(("part-number-marker", marker)) }
             let tree = try parse(try await send("GET", key: key, query: query))
             for part in tree.all("Part") {
-                guard let number = Int(part.text("PartNumber") ?? ""), let etag = part.text("ETag") else { continue }
-                parts.append(UploadedPart(partNumber: number, etag: Self.quoted(etag), size: Int64(part.text("Size") ?? "") ?? 0))
+                // S3's own limits, checked here: a number or size past them (a broken or hostile
+                // server) is not an answer we can use, and sums of such sizes would overflow.
+                guard let number = Int(part.text("PartNumber") ?? ""), (1...10_000).contains(number),
+                      let size = Int64(part.text("Size") ?? ""), (0...(5 << 30)).contains(size),
+                      let etag = part.text("ETag") else {
+                    throw protocolError("a part in ListParts is outside S3's limits")
+                }
+                parts.append(UploadedPart(partNumber: number, etag: Self.quoted(etag), size: size,
+                                          lastModified: part.text("LastModified")))
             }
             let next = tree.text("IsTruncated") == "true" ? tree.text("NextPartNumberMarker") : nil
             // A server that repeats its marker would loop us forever.
@@ -132,6 +144,25 @@ public final class S3Client: Sendable {
         var latest: [Int: UploadedPart] = [:]
         for part in parts { latest[part.partNumber] = part }
         return latest.values.sorted { $0.partNumber < $1.partNumber }
+    }
+
+    /// Keys under `prefix` (ListObjectsV2), following continuation tokens, at most `limit`.
+    public func listObjects(prefix: String, limit: Int = 100_000) async throws -> [ObjectListing] {
+        var objects: [ObjectListing] = []
+        var token: String?
+        repeat {
+            var query = [("list-type", "2"), ("max-keys", "1000"), ("prefix", prefix)]
+            if let token { query.append(("continuation-token", token)) }
+            let tree = try parse(try await send("GET", key: nil, query: query))
+            for item in tree.all("Contents") {
+                guard let key = item.text("Key") else { continue }
+                objects.append(ObjectListing(key: key, size: Int64(item.text("Size") ?? "") ?? 0,
+                                             etag: Self.quoted(item.text("ETag") ?? ""), lastModified: item.text("LastModified") ?? ""))
+            }
+            let next = tree.text("IsTruncated") == "true" ? tree.text("NextContinuationToken") : nil
+            token = next != nil && next != token && !tree.all("Contents").isEmpty ? next : nil
+        } while token != nil && objects.count < limit
+        return objects
     }
 
     /// Every unfinished multipart upload under `prefix`, following the markers across pages.

@@ -13,6 +13,24 @@ public struct UploadedPart: Sendable, Equatable {
     public var partNumber: Int
     public var etag: String
     public var size: Int64
+    /// ISO 8601, as S3 sends it (when it does).
+    public var lastModified: String?
+
+    public init(partNumber: Int, etag: String, size: Int64, lastModified: String? = nil) {
+        self.partNumber = partNumber
+        self.etag = etag
+        self.size = size
+        self.lastModified = lastModified
+    }
+}
+
+/// An object as ListObjectsV2 lists it.
+public struct ObjectListing: Sendable, Equatable {
+    public var key: String
+    public var size: Int64
+    public var etag: String
+    /// ISO 8601, as S3 sends it.
+    public var lastModified: String
 }
 
 /// An unfinished multipart upload in the bucket.

@@ -50,6 +50,57 @@ public struct URLFetcher: Sendable {
         throw FetchError.tooManyRedirects
     }
 
+    /// An answer whose body is read as it arrives (`stream`).
+    public struct StreamedResponse: Sendable {
+        public let status: Int
+        /// The body as it arrives for a 2xx answer; already ended for any other.
+        public let body: BodyStream
+    }
+
+    /// GET `url`, following redirects as `send` does, and hands the final answer's body over as
+    /// it arrives: at most `capacity` bytes wait for the reader, and a body past `limit` bytes
+    /// fails with `BodyStream.TooLarge` as soon as it goes past.
+    public func stream(_ url: String, headers: [(String, String)] = [], limit: Int64,
+                       capacity: Int = 1 << 20) async throws -> StreamedResponse {
+        var current = url
+        for _ in 0...5 {
+            let target = try Self.parse(current)
+            let address = try await resolve(target)
+            let pin = target.host.hasPrefix("[") ? nil : "\(target.host):\(target.port):\(address)"
+            let body = BodyStream(capacity: capacity, limit: limit)
+            guard let transfer = CurlTransfer(method: "GET", url: target.url, headers: headers, source: .none, sink: .stream(body),
+                                              options: options, pinnedAddress: pin) else {
+                throw FetchError.badURL("a header cannot be sent")
+            }
+            let engine = self.engine
+            let task = Task<CurlTransfer.Response, any Error> {
+                do {
+                    let response = try await engine.perform(transfer)
+                    body.finish(nil)
+                    return response
+                } catch {
+                    body.finish(error)
+                    throw error
+                }
+            }
+            body.attach(onRoom: { engine.resume(transfer) }, cancel: { task.cancel() })
+            await withTaskCancellationHandler {
+                await body.started()
+            } onCancel: {
+                task.cancel()
+            }
+            let status = body.startedStatus
+            if status != 0 { return StreamedResponse(status: status, body: body) }
+            let response = try await task.value
+            if (300...399).contains(response.status), response.status != 304, let location = response.header("location") {
+                current = try Self.resolveReference(location, against: target.url)
+                continue
+            }
+            return StreamedResponse(status: response.status, body: body)
+        }
+        throw FetchError.tooManyRedirects
+    }
+
     struct Target {
         let url: String
         let host: String

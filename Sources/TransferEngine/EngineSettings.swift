@@ -13,6 +13,23 @@ public struct EngineSettings: Sendable {
     public var random: @Sendable () -> Double = { Double.random(in: 0..<1) }
     /// A job's running-time limit per run, unless it sets `timeoutSeconds`.
     public var timeoutSeconds = 3000
+    /// Times a job's holder may die before the job fails with `crash_loop` instead of being run
+    /// again (a poison job would otherwise take every instance down in turn).
+    public var crashLimit = 3
+    /// What every in-memory transfer buffer of this instance draws from (`GATEWAY_MEMORY_BUDGET`).
+    public var memory = ByteBudget(capacity: 256 << 20)
+    /// What one transfer in flight holds in memory while it moves a part (the HTTP client's
+    /// send and receive buffers, a block read from the spool): reserved from `memory`.
+    public var transferBufferBytes: Int64 = 1 << 20
+    /// How long a request that brings bytes waits for room (memory or spool) before it is
+    /// answered 503 with `Retry-After` instead.
+    public var roomWaitMilliseconds = 5_000
+    /// Where an upload's bytes past its last full part are kept between requests, so any
+    /// instance takes the next one: objects under this prefix of the bucket, which no client key
+    /// can name (client keys start with an access level).
+    public var stagingPrefix = "transfer-gateway-staging/"
+    /// Tail pieces an upload keeps before they are merged into one object.
+    public var maxTailSegments = 16
 
     public init() {}
 }

@@ -28,6 +28,12 @@ public struct Job: Sendable, Equatable {
     /// `{"code": …}` when failed (see `errorJSON`).
     public var error: String?
     public var attempts: Int
+    /// Times a holder lost the job without handing it back (its process died or hung past the
+    /// lease): the engine refuses to run a job that has done this `EngineSettings.crashLimit` times.
+    public var crashes: Int = 0
+    /// The source's ETag when the job first planned its parts: a source that changes after that
+    /// fails the job with `source_changed` instead of mixing two versions.
+    public var sourceETag: String?
     /// Parts recorded so far.
     public var partsCompleted: Int = 0
     /// Bumped on every change: the API's ETag and long-poll key.
@@ -35,6 +41,9 @@ public struct Job: Sendable, Equatable {
     /// Unix time in milliseconds.
     public var createdAt: Int64
     public var updatedAt: Int64
+    /// When an upload job last received bytes (its creation before the first): an upload idle
+    /// for `GATEWAY_UPLOAD_TTL` since then expires.
+    public var bytesAt: Int64 = 0
     public var completedAt: Int64?
 
     public init(id: String, owner: String, kind: Kind, state: State, objectKey: String?, source: String?,
@@ -63,10 +72,10 @@ public struct Job: Sendable, Equatable {
 }
 
 extension Job {
-    /// A failed job's `error`: `{"code": …}`, the code cut to letters and digits (codes come from
-    /// S3 and from sources, so nothing else may reach the JSON).
+    /// A failed job's `error`: `{"code": …}`, the code cut to ASCII letters, digits and `_`, at
+    /// most 64 (codes come from S3 and from sources, so nothing else may reach the JSON).
     public static func errorJSON(code: String) -> String {
-        "{\"code\":\"\(code.filter { $0.isASCII && ($0.isLetter || $0.isNumber) })\"}"
+        "{\"code\":\"\(FailureCode.clean(code))\"}"
     }
 }
 

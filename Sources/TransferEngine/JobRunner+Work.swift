@@ -1,22 +1,27 @@
+import Foundation
+
 extension JobRunner {
     /// Sizes the job's source and says how its parts move, by type.
-    func prepare(_ job: Job, _ options: JobOptions) async throws -> Work {
+    func prepare(_ job: Job, _ options: JobOptions) async throws -> Preparation {
         switch job.kind {
-        case .copy: return try await copyWork(job, options)
+        case .copy: return .parts(try await copyWork(job, options))
         case .import: return try await importWork(job, options)
-        case .download: return try await downloadWork(job, options)
-        case .upload: throw Failure(code: "InvalidJob")
+        case .download: return .parts(try await downloadWork(job, options))
+        case .upload: throw Failure(code: FailureCode.invalidJob)
         }
     }
 
-    func plan(size: Int64, _ options: JobOptions) throws -> PartPlan {
+    /// The part plan for `size` bytes: the part size the job began with once it has begun (a
+    /// restart under another `GATEWAY_PART_SIZE` must not re-cut recorded parts), else the
+    /// job's option or the default.
+    func plan(size: Int64, _ options: JobOptions, _ job: Job) throws -> PartPlan {
+        let requested = job.partsTotal != nil ? job.partSize : options.partSize ?? settings.partSize
         do {
-            return try PartPlan(objectSize: size, requestedPartSize: options.partSize ?? settings.partSize,
-                                maximumObjectSize: settings.maxObjectSize)
+            return try PartPlan(objectSize: size, requestedPartSize: requested, maximumObjectSize: settings.maxObjectSize)
         } catch .objectTooLarge {
-            throw Failure(code: "EntityTooLarge")
+            throw Failure(code: FailureCode.entityTooLarge)
         } catch {
-            throw Failure(code: "InvalidPartSize")
+            throw Failure(code: FailureCode.invalidPartSize)
         }
     }
 
@@ -27,34 +32,43 @@ extension JobRunner {
         } catch let error as TransferError {
             throw Failure(code: error.code)
         } catch is SpoolError {
-            throw Failure(code: "SpoolFailed")
+            throw Failure(code: FailureCode.spoolFailed)
+        } catch is ByteBudget.TooLarge {
+            throw Failure(code: FailureCode.spoolTooSmall)
         }
     }
 
-    /// `copy`: UploadPartCopy per part, CopyObject for one part.
+    /// `copy`: UploadPartCopy per part, CopyObject for one part, each pinned to the source's ETag.
     private func copyWork(_ job: Job, _ options: JobOptions) async throws -> Work {
-        guard let source = decode(ObjectSource.self, job.source), let key = job.objectKey else { throw Failure(code: "InvalidJob") }
+        guard let source = decode(ObjectSource.self, job.source), let key = job.objectKey else {
+            throw Failure(code: FailureCode.invalidJob)
+        }
         let info = try await sourced { try await self.objects.size(of: source.key) }
         let objectStore = self.objects
         let attributes = options.attributes
-        return Work(plan: try plan(size: info.size, options), destination: .upload(key: key),
+        let pinned = job.sourceETag ?? info.etag
+        return Work(plan: try plan(size: info.size, options, job), destination: .upload(key: key),
                     move: { part, range, uploadID in
-                        try await objectStore.copyPart(key: key, uploadID: uploadID ?? "", part: part, sourceKey: source.key, range: range)
+                        try await objectStore.copyPart(key: key, uploadID: uploadID ?? "", part: part, sourceKey: source.key,
+                                                       range: range, ifMatch: pinned)
                     },
-                    single: { try await objectStore.copyObject(from: source.key, to: key, attributes: attributes) },
+                    single: { try await objectStore.copyObject(from: source.key, to: key, attributes: attributes, ifMatch: pinned) },
                     stillHolds: nil, sourceETag: info.etag)
     }
 
-    /// `download`: ranged GETs (pinned to the object's ETag) into the spool file; each part's
-    /// SHA-256 is what is recorded, so a restart trusts only the bytes the spool still holds.
+    /// `download`: ranged GETs (pinned to the object's ETag) into the spool file, whose size is
+    /// reserved first; each part's SHA-256 is what is recorded, so a restart trusts only the
+    /// bytes the spool still holds.
     private func downloadWork(_ job: Job, _ options: JobOptions) async throws -> Work {
-        guard let source = decode(ObjectSource.self, job.source), let spool else { throw Failure(code: "InvalidJob") }
+        guard let source = decode(ObjectSource.self, job.source), let spool else { throw Failure(code: FailureCode.invalidJob) }
         let info = try await sourced { try await self.objects.size(of: source.key) }
-        let plan = try plan(size: info.size, options)
+        try checkPinned(job, size: info.size, etag: info.etag)
+        let plan = try plan(size: info.size, options, job)
         let resumed = job.partsTotal == plan.partCount
         let file = try await sourced {
+            try await spool.reserve(jobID: job.id, name: .download, bytes: plan.objectSize)
             guard let file = try spool.open(jobID: job.id, name: .download, create: true, truncate: !resumed) else {
-                throw Failure(code: "SpoolFailed")
+                throw Failure(code: FailureCode.spoolFailed)
             }
             try file.truncate(to: plan.objectSize)
             return file
@@ -63,8 +77,8 @@ extension JobRunner {
         return Work(plan: plan, destination: .spool(file),
                     move: { _, range, _ in
                         guard let range else { return "sha256:" }
-                        try await objectStore.read(key: source.key, range: range, ifMatch: info.etag, into: file)
-                        guard let digest = file.sha256(range) else { throw TransferError(code: "SpoolFailed", retryable: true) }
+                        try await objectStore.read(key: source.key, range: range, ifMatch: info.etag, into: file, at: range.lowerBound)
+                        guard let digest = file.sha256(range) else { throw TransferError(code: FailureCode.spoolFailed, retryable: true) }
                         return "sha256:" + digest
                     },
                     single: nil,
@@ -75,60 +89,59 @@ extension JobRunner {
                     sourceETag: info.etag)
     }
 
-    /// `import`: ranged GETs straight into parts when the source serves ranges and says its
-    /// size; otherwise the body is read once, in order, into the spool and sent from there.
-    private func importWork(_ job: Job, _ options: JobOptions) async throws -> Work {
-        guard let source = decode(URLSource.self, job.source), let key = job.objectKey, let fetcher else {
-            throw Failure(code: "InvalidJob")
+    /// `import`: ranged GETs into spooled parts, each sent to S3 from its file, when the source
+    /// serves ranges and says its size; otherwise the body is streamed once, in order.
+    private func importWork(_ job: Job, _ options: JobOptions) async throws -> Preparation {
+        guard let source = decode(URLSource.self, job.source), let key = job.objectKey, let fetcher, let spool else {
+            throw Failure(code: FailureCode.invalidJob)
         }
+        let probe = try await sourced { try await fetcher.probe(source.url) }
+        guard probe.acceptsRanges, let size = probe.size else {
+            return .stream(StreamSource(url: source.url, key: key, size: probe.size, etag: probe.etag))
+        }
+        let plan = try plan(size: size, options, job)
         let objectStore = self.objects
         let attributes = options.attributes
-        let probe = try await sourced { try await fetcher.probe(source.url) }
-        if probe.acceptsRanges, let size = probe.size {
-            let plan = try plan(size: size, options)
-            let fetch: @Sendable (ClosedRange<Int64>) async throws -> [UInt8] = { range in
-                let bytes = try await fetcher.fetch(source.url, range: range, ifMatch: probe.etag)
-                guard Int64(bytes.count) == range.count64 else { throw TransferError(code: "SourceChanged", retryable: true) }
-                return bytes
+        let jobID = job.id
+        // One part of the source on the spool, then to S3 from there: a retry fetches it again.
+        let spooled: @Sendable (Int, ClosedRange<Int64>?, @Sendable (PartData) async throws -> String) async throws -> String = {
+            number, range, send in
+            let name = SpoolName.part(number)
+            let length = range?.count64 ?? 0
+            do {
+                try await spool.reserve(jobID: jobID, name: name, bytes: length)
+            } catch is ByteBudget.TooLarge {
+                throw TransferError(code: FailureCode.spoolTooSmall, retryable: false)
             }
-            return Work(plan: plan, destination: .upload(key: key),
-                        move: { part, range, uploadID in
-                            var bytes: [UInt8] = []
-                            if let range { bytes = try await fetch(range) }
-                            return try await objectStore.uploadPart(key: key, uploadID: uploadID ?? "", part: part, data: .bytes(bytes))
-                        },
-                        single: {
-                            let bytes = size == 0 ? [] : try await fetch(0...(size - 1))
-                            return try await objectStore.putObject(key: key, data: .bytes(bytes), attributes: attributes)
-                        },
-                        stillHolds: nil, sourceETag: probe.etag)
-        }
-        guard let spool else { throw Failure(code: "InvalidJob") }
-        let limit = settings.maxObjectSize
-        let file = try await sourced {
-            guard let file = try spool.open(jobID: job.id, name: .importBody, create: true, truncate: true) else {
-                throw Failure(code: "SpoolFailed")
+            defer { spool.remove(jobID: jobID, name: name) }
+            let file: SpoolFile
+            do {
+                guard let opened = try spool.open(jobID: jobID, name: name, create: true, truncate: true) else {
+                    throw TransferError(code: FailureCode.spoolFailed, retryable: true)
+                }
+                file = opened
+            } catch is SpoolError {
+                throw TransferError(code: FailureCode.spoolFailed, retryable: true)
             }
-            _ = try await fetcher.fetchAll(source.url, into: file, limit: limit)
-            return file
+            if let range { try await fetcher.fetch(source.url, range: range, ifMatch: probe.etag, into: file) }
+            guard file.size == length else { throw TransferError.sourceChanged }
+            return try await send(.file(file, offset: 0, length: length))
         }
-        let size = file.size
-        return Work(plan: try plan(size: size, options), destination: .upload(key: key),
-                    move: { part, range, uploadID in
-                        try await objectStore.uploadPart(key: key, uploadID: uploadID ?? "", part: part,
-                                                     data: .file(file, offset: range?.lowerBound ?? 0, length: range?.count64 ?? 0))
-                    },
-                    single: { try await objectStore.putObject(key: key, data: .file(file, offset: 0, length: size), attributes: attributes) },
-                    // Read again from a source that may have changed: a recorded part counts
-                    // only if the new body has the same bytes there (S3's part ETag is their MD5).
-                    stillHolds: { part, range in
-                        guard let range, let md5 = file.md5(range) else { return false }
-                        return MultipartETag.same(part.etag, md5)
-                    },
-                    sourceETag: probe.etag)
+        return .parts(Work(plan: plan, destination: .upload(key: key),
+                           move: { part, range, uploadID in
+                               try await spooled(part, range) { data in
+                                   try await objectStore.uploadPart(key: key, uploadID: uploadID ?? "", part: part, data: data)
+                               }
+                           },
+                           single: {
+                               try await spooled(1, plan.range(ofPart: 1)) { data in
+                                   try await objectStore.putObject(key: key, data: data, attributes: attributes)
+                               }
+                           },
+                           stillHolds: nil, sourceETag: probe.etag))
     }
 
-    private func decode<T: Decodable>(_ type: T.Type, _ json: String?) -> T? {
+    func decode<T: Decodable>(_ type: T.Type, _ json: String?) -> T? {
         guard let json else { return nil }
         return try? JSONDecoder().decode(T.self, from: Data(json.utf8))
     }
@@ -137,5 +150,3 @@ extension JobRunner {
 extension ClosedRange where Bound == Int64 {
     var count64: Int64 { upperBound - lowerBound + 1 }
 }
-
-import Foundation

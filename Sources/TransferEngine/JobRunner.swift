@@ -1,16 +1,22 @@
+import Synchronization
+
 /// Runs one server-side job (`copy`, `import`, `download`) from its lease to its end.
 ///
-/// Every type is the same loop over a part plan: at most `concurrency` parts in flight, each
-/// part recorded in the job store before it counts, retries with backoff for errors a retry
-/// can help, pause and cancel seen through the lease, a running-time limit. What differs is
-/// `Work`: where a part comes from and where it lands (a multipart upload, or the spool file
-/// of a download). After a crash the next owner resumes from the recorded parts it can still
-/// trust: ListParts for uploads, a re-hash of the spool for downloads.
+/// One lifetime from claim to end: in every phase (sizing the source, reading a stream, moving
+/// parts, completing) the lease is renewed on a timer, and a lost lease (pause, cancel, another
+/// instance) or the running-time limit stops the work at once. Every type is then the same loop
+/// over a part plan: at most `concurrency` parts in flight, each part recorded in the job store
+/// before it counts, retries with backoff for errors a retry can help. What differs is `Work`:
+/// where a part comes from and where it lands (a multipart upload, or the spool file of a
+/// download). An import whose source cannot be read in ranges is streamed instead
+/// (`JobRunner+Stream`). After a crash the next owner resumes from the recorded parts it can
+/// still trust: ListParts for uploads, a re-hash of the spool for downloads.
 public struct JobRunner: Sendable {
     public enum Outcome: Sendable, Equatable {
         case completed(etag: String)
         case failed(code: String)
-        /// Paused or canceled by the owner; the lease was released (pause) or the upload aborted (cancel).
+        /// Paused or canceled by the owner (the lease was released, or the upload aborted), or
+        /// handed back to the queue (`queued`) so that another identity's job can run.
         case stopped(Job.State)
         /// Another instance owns the job now.
         case leaseLost
@@ -41,6 +47,26 @@ public struct JobRunner: Sendable {
         let code: String
     }
 
+    public func run(_ job: Job, lease: Lease, control: JobControl = JobControl()) async throws -> Outcome {
+        let upload = UploadHandle(job.uploadID)
+        if job.crashes >= settings.crashLimit {
+            // Its holder died this many times: running it again would likely kill a fourth.
+            return try await fail(lease, job, code: FailureCode.crashLoop, upload: upload)
+        }
+        let options = JobOptions.decode(job.options)
+        let deadline = clock.now() + max(1, options.timeoutSeconds ?? settings.timeoutSeconds) * 1000
+        let lifetime = LeaseLifetime<Outcome>(store: store, clock: clock, tickMilliseconds: settings.tickMilliseconds,
+                                              leaseMilliseconds: settings.leaseMilliseconds)
+        let ending = try await lifetime.run(lease, deadline: deadline) {
+            try await self.work(job, options, lease, upload, control)
+        }
+        switch ending {
+        case .finished(let outcome): return outcome
+        case .leaseLost: return try await whyLeaseEnded(job, upload: upload)
+        case .timedOut: return try await fail(lease, job, code: FailureCode.timeout, upload: upload)
+        }
+    }
+
     /// Where a job's parts land.
     enum Destination: Sendable {
         case upload(key: String)
@@ -57,150 +83,193 @@ public struct JobRunner: Sendable {
         let single: (@Sendable () async throws -> String)?
         /// Whether a part recorded before a restart still holds, beyond what ListParts says.
         let stillHolds: (@Sendable (RecordedPart, ClosedRange<Int64>?) -> Bool)?
-        /// The job's ETag when it lands in the spool (the source object's).
+        /// The source's ETag (the job's ETag too when it lands in the spool), if it has one.
         let sourceETag: String?
+    }
+
+    /// What a job does, once its source is known.
+    enum Preparation: Sendable {
+        case parts(Work)
+        /// An import whose source serves no ranges: read once, in order (`JobRunner+Stream`).
+        case stream(StreamSource)
+    }
+
+    private func work(_ job: Job, _ options: JobOptions, _ lease: Lease, _ upload: UploadHandle,
+                      _ control: JobControl) async throws -> Outcome {
+        let work: Work
+        do {
+            switch try await prepare(job, options) {
+            case .parts(let prepared): work = prepared
+            case .stream(let source): return try await stream(job, options, lease, source, upload, control)
+            }
+            try checkPinned(job, size: work.plan.objectSize, etag: work.sourceETag)
+        } catch let failure as Failure {
+            return try await fail(lease, job, code: failure.code, upload: upload)
+        }
+        do {
+            if work.plan.isSinglePart, let single = work.single {
+                return try await moveWhole(job, options, lease, work, single)
+            }
+            let recorded: [Int: RecordedPart]
+            switch try await resume(job, options, lease, work, upload) {
+            case .completed(let etag): return .completed(etag: etag)
+            case .parts(let parts): recorded = parts
+            }
+            return try await moveParts(job, options, lease, work, upload, recorded, control)
+        } catch let error as TransferError {
+            return try await fail(lease, job, code: error.code, upload: upload)
+        } catch let failure as Failure {
+            return try await fail(lease, job, code: failure.code, upload: upload)
+        }
+    }
+
+    /// A source that is not what the job pinned when it planned its parts fails the job: the
+    /// parts already moved are of the old version.
+    func checkPinned(_ job: Job, size: Int64?, etag: String?) throws {
+        guard job.partsTotal != nil else { return }
+        if let pinned = job.sourceETag, let etag, !MultipartETag.same(pinned, etag) {
+            throw Failure(code: FailureCode.sourceChanged)
+        }
+        if let size, let total = job.bytesTotal, total != size { throw Failure(code: FailureCode.sourceChanged) }
+    }
+
+    /// One CopyObject or PutObject for a one-part object.
+    private func moveWhole(_ job: Job, _ options: JobOptions, _ lease: Lease, _ work: Work,
+                           _ single: @escaping @Sendable () async throws -> String) async throws -> Outcome {
+        let plan = work.plan
+        try await store.start(lease, uploadID: nil, partsTotal: 1, partSize: plan.partSize, bytesTotal: plan.objectSize,
+                              sourceETag: work.sourceETag)
+        let etag = try await clock.retrying(limit: options.retryLimit ?? settings.retryLimit, backoff: settings.backoff,
+                                            random: settings.random, single)
+        try Task.checkCancellation()
+        observer.partMoved(kind: job.kind, bytes: plan.objectSize)
+        try await store.recordPart(RecordedPart(number: 1, size: plan.objectSize, etag: etag), under: lease)
+        cleanUp(job, after: .completed)
+        try await store.finish(lease, state: .completed, etag: etag, error: nil)
+        observer.jobEnded(kind: job.kind, state: .completed)
+        return .completed(etag: etag)
+    }
+
+    private enum Resumed {
+        case completed(etag: String)
+        case parts([Int: RecordedPart])
+    }
+
+    /// Parts already done by a previous owner, trusted only where the destination holds them
+    /// too; a fresh multipart upload (and plan) otherwise.
+    private func resume(_ job: Job, _ options: JobOptions, _ lease: Lease, _ work: Work, _ upload: UploadHandle) async throws -> Resumed {
+        let plan = work.plan
+        var recorded: [Int: RecordedPart] = [:]
+        switch work.destination {
+        case .upload(let key):
+            if let existing = job.uploadID {
+                do {
+                    // A part number sent twice is the later upload in S3's eyes, as in listParts.
+                    let held = Dictionary(try await objects.listParts(key: key, uploadID: existing).map { ($0.number, $0) },
+                                          uniquingKeysWith: { _, later in later })
+                    for part in try await store.parts(of: job.id)
+                    where plan.holds(part) && held[part.number]?.etag == part.etag
+                        && work.stillHolds?(part, plan.range(ofPart: part.number)) ?? true {
+                        recorded[part.number] = part
+                    }
+                    return .parts(recorded)
+                } catch let error as TransferError where error.code == "NoSuchUpload" {
+                    // The previous owner died after completing the upload but before recording
+                    // it: the object is done if it is exactly what the recorded parts make.
+                    if let etag = try await completedBefore(job, key: key, plan: plan) {
+                        try await store.finish(lease, state: .completed, etag: etag, error: nil)
+                        observer.jobEnded(kind: job.kind, state: .completed)
+                        return .completed(etag: etag)
+                    }
+                }
+            }
+            try await abortOrphans(job, key: key)
+            let created = try await objects.createMultipartUpload(key: key, attributes: options.attributes)
+            upload.set(created)
+            try await store.start(lease, uploadID: created, partsTotal: plan.partCount, partSize: plan.partSize,
+                                  bytesTotal: plan.objectSize, sourceETag: work.sourceETag)
+        case .spool:
+            if job.partsTotal == plan.partCount && job.partSize == plan.partSize {
+                for part in try await store.parts(of: job.id)
+                where plan.holds(part) && work.stillHolds?(part, plan.range(ofPart: part.number)) ?? true {
+                    recorded[part.number] = part
+                }
+            } else {
+                try await store.start(lease, uploadID: nil, partsTotal: plan.partCount, partSize: plan.partSize,
+                                      bytesTotal: plan.objectSize, sourceETag: work.sourceETag)
+            }
+        }
+        return .parts(recorded)
+    }
+
+    /// A previous owner may have died between creating an upload and recording its id: such an
+    /// upload belongs to no one, so it is aborted, not leaked. Only one begun half a lease ago or
+    /// more: a dead owner's is at least a lease old by now, while one that another writer of
+    /// this key has just begun and not yet recorded is younger.
+    func abortOrphans(_ job: Job, key: String) async throws {
+        guard job.attempts > 1 else { return }
+        let inUse = try await store.uploadIDsInUse(key: key)
+        let orphanAge = Double(settings.leaseMilliseconds) / 2000
+        for orphan in try await objects.openUploads(key: key, olderThan: orphanAge) where !inUse.contains(orphan) {
+            try? await objects.abortMultipartUpload(key: key, uploadID: orphan)
+        }
     }
 
     private enum Event: Sendable {
         case moved(part: Int, size: Int64, etag: String)
         case failed(part: Int, error: TransferError)
-        case tick
         case wake
     }
 
-    public func run(_ job: Job, lease initialLease: Lease) async throws -> Outcome {
-        var lease = initialLease
-        let options = JobOptions.decode(job.options)
-        let deadline = clock.now() + max(1, options.timeoutSeconds ?? settings.timeoutSeconds) * 1000
-        let work: Work
-        do {
-            work = try await prepare(job, options)
-        } catch let failure as Failure {
-            return try await fail(lease, job, code: failure.code, uploadID: nil)
-        }
+    /// The part loop: at most `concurrency` parts in flight, each recorded before it counts,
+    /// failed ones retried after a backoff, `bandwidthLimit` pacing part starts. A requested
+    /// yield stops new parts and hands the job back once those in flight are recorded.
+    private func moveParts(_ job: Job, _ options: JobOptions, _ lease: Lease, _ work: Work, _ upload: UploadHandle,
+                           _ done: [Int: RecordedPart], _ control: JobControl) async throws -> Outcome {
         let plan = work.plan
-        let retryLimit = options.retryLimit ?? settings.retryLimit
-
-        if plan.isSinglePart, let single = work.single {
-            do {
-                try await store.start(lease, uploadID: nil, partsTotal: 1, partSize: plan.partSize, bytesTotal: plan.objectSize)
-                let etag = try await clock.retrying(limit: retryLimit, backoff: settings.backoff, random: settings.random, single)
-                observer.partMoved(kind: job.kind, bytes: plan.objectSize)
-                try await store.recordPart(RecordedPart(number: 1, size: plan.objectSize, etag: etag), under: lease)
-                cleanUp(job, after: .completed)
-                try await store.finish(lease, state: .completed, etag: etag, error: nil)
-                observer.jobEnded(kind: job.kind, state: .completed)
-                return .completed(etag: etag)
-            } catch is LeaseLost {
-                return try await whyLeaseEnded(job, uploadID: nil)
-            } catch let error as TransferError {
-                return try await fail(lease, job, code: error.code, uploadID: nil)
-            }
-        }
-
-        // Parts already done by a previous owner, trusted only where the destination holds them too.
-        var uploadID: String?
-        var recorded: [Int: RecordedPart] = [:]
-        do {
-            switch work.destination {
-            case .upload(let key):
-                var resumable = job.uploadID
-                if let existing = resumable {
-                    do {
-                        // A part number sent twice is the later upload in S3's eyes, as in listParts.
-                        let held = Dictionary(try await objects.listParts(key: key, uploadID: existing).map { ($0.number, $0) },
-                                              uniquingKeysWith: { _, later in later })
-                        uploadID = existing
-                        for part in try await store.parts(of: job.id)
-                        where held[part.number]?.etag == part.etag && part.size == plan.size(ofPart: part.number)
-                            && work.stillHolds?(part, plan.range(ofPart: part.number)) ?? true {
-                            recorded[part.number] = part
-                        }
-                    } catch let error as TransferError where error.code == "NoSuchUpload" {
-                        // The previous owner died after completing the upload but before recording
-                        // it: the object is done if it is exactly what the recorded parts make.
-                        if let etag = try await completedBefore(job, key: key, plan: plan) {
-                            try await store.finish(lease, state: .completed, etag: etag, error: nil)
-                            observer.jobEnded(kind: job.kind, state: .completed)
-                            return .completed(etag: etag)
-                        }
-                        resumable = nil
-                    }
-                }
-                if resumable == nil {
-                    // A previous owner may have died between creating an upload and recording
-                    // its id: such an upload belongs to no one, so it is aborted, not leaked.
-                    // Only one begun half a lease ago or more: a dead owner's is at least a lease
-                    // old by now, while one that another writer of this key has just begun and
-                    // not yet recorded is younger (the janitor sweeps whatever this leaves).
-                    if job.attempts > 1 {
-                        let inUse = try await store.uploadIDsInUse(key: key)
-                        let orphanAge = Double(settings.leaseMilliseconds) / 2000
-                        for orphan in try await objects.openUploads(key: key, olderThan: orphanAge) where !inUse.contains(orphan) {
-                            try? await objects.abortMultipartUpload(key: key, uploadID: orphan)
-                        }
-                    }
-                    let created = try await objects.createMultipartUpload(key: key, attributes: options.attributes)
-                    uploadID = created
-                    try await store.start(lease, uploadID: created, partsTotal: plan.partCount, partSize: plan.partSize,
-                                          bytesTotal: plan.objectSize)
-                }
-            case .spool:
-                if job.partsTotal == plan.partCount && job.partSize == plan.partSize {
-                    for part in try await store.parts(of: job.id)
-                    where part.size == plan.size(ofPart: part.number)
-                        && work.stillHolds?(part, plan.range(ofPart: part.number)) ?? true {
-                        recorded[part.number] = part
-                    }
-                } else {
-                    try await store.start(lease, uploadID: nil, partsTotal: plan.partCount, partSize: plan.partSize,
-                                          bytesTotal: plan.objectSize)
-                }
-            }
-        } catch is LeaseLost {
-            return try await whyLeaseEnded(job, uploadID: uploadID)
-        } catch let error as TransferError {
-            return try await fail(lease, job, code: error.code, uploadID: uploadID)
-        }
-
+        var recorded = done
         let concurrency = min(max(options.concurrency ?? settings.concurrency, 1), settings.maxConcurrency)
-        var scheduler = PartScheduler(partCount: plan.partCount, concurrency: concurrency, retryLimit: retryLimit,
+        var scheduler = PartScheduler(partCount: plan.partCount, concurrency: concurrency,
+                                      retryLimit: options.retryLimit ?? settings.retryLimit,
                                       backoff: settings.backoff, completed: Set(recorded.keys), random: settings.random)
-        let clock = self.clock
-        let tick = settings.tickMilliseconds
+        let clock = self.clock, memory = settings.memory, buffer = settings.transferBufferBytes
         let move = work.move
-        let activeUpload = uploadID
+        let activeUpload = upload.id
         // bandwidthLimit paces part starts: part n may start once the bytes of the parts
         // started before it in this run would have moved at the limit.
         let pacingStart = clock.now()
         let bytesPerSecond = options.bandwidthLimit.map { max(1, $0) }
         var bytesScheduled: Int64 = 0
         var wakeAt: Int?
-        var timedOut = false
-        let outcome: Outcome = try await withThrowingTaskGroup(of: Event.self) { group in
+        var yielding = false
+        let ending: PartScheduler.Action? = try await withThrowingTaskGroup(of: Event.self) { group in
             func launch(_ actions: [PartScheduler.Action]) -> PartScheduler.Action? {
                 for action in actions {
-                    switch action {
-                    case .start(let part, let attempt):
-                        let range = plan.range(ofPart: part)
-                        let size = plan.size(ofPart: part)
-                        let notBefore = bytesPerSecond.map { pacingStart + Int(bytesScheduled * 1000 / $0) }
-                        if attempt == 1 { bytesScheduled += size }
-                        group.addTask {
-                            do {
-                                if let notBefore { try await clock.sleep(until: notBefore) }
-                                let etag = try await move(part, range, activeUpload)
-                                return .moved(part: part, size: size, etag: etag)
-                            } catch let error as TransferError {
-                                return .failed(part: part, error: error)
-                            } catch is CancellationError {
-                                throw CancellationError()
-                            } catch {
-                                return .failed(part: part, error: TransferError(code: "InternalError", retryable: true))
-                            }
+                    guard case .start(let part, let attempt) = action else { return action }
+                    let range = plan.range(ofPart: part)
+                    let size = plan.size(ofPart: part)
+                    let notBefore = bytesPerSecond.map { pacingStart + Int(bytesScheduled * 1000 / $0) }
+                    if attempt == 1 { bytesScheduled += size }
+                    group.addTask {
+                        do {
+                            if let notBefore { try await clock.sleep(until: notBefore) }
+                            // Every transfer's buffers come out of the instance's memory budget.
+                            let held = try await memory.reserve(buffer)
+                            defer { held.release() }
+                            let etag = try await move(part, range, activeUpload)
+                            return .moved(part: part, size: size, etag: etag)
+                        } catch let error as TransferError {
+                            try Task.checkCancellation()
+                            return .failed(part: part, error: error)
+                        } catch is CancellationError {
+                            throw CancellationError()
+                        } catch let error as ByteBudget.TooLarge {
+                            _ = error
+                            return .failed(part: part, error: TransferError(code: FailureCode.spoolTooSmall, retryable: false))
+                        } catch {
+                            try Task.checkCancellation()
+                            return .failed(part: part, error: TransferError(code: "InternalError", retryable: true))
                         }
-                    case .finish, .fail:
-                        return action
                     }
                 }
                 return nil
@@ -213,47 +282,28 @@ public struct JobRunner: Sendable {
                     return .wake
                 }
             }
-            group.addTask {
-                try await clock.sleep(milliseconds: tick)
-                return .tick
-            }
             var terminal = launch(scheduler.nextActions(now: clock.now()))
             while terminal == nil, let event = try await group.next() {
                 switch event {
                 case .moved(let part, let size, let etag):
                     let record = RecordedPart(number: part, size: size, etag: etag)
-                    do {
-                        try await store.recordPart(record, under: lease)
-                    } catch is LeaseLost {
-                        group.cancelAll()
-                        return try await whyLeaseEnded(job, uploadID: activeUpload)
-                    }
+                    try await store.recordPart(record, under: lease)
                     observer.partMoved(kind: job.kind, bytes: size)
                     recorded[part] = record
                     scheduler.partSucceeded(part)
                 case .failed(let part, let error):
                     observer.partFailed(kind: job.kind, code: error.code)
-                    if let action = scheduler.partFailed(part, retryable: error.retryable, error: error.code, now: clock.now()) {
-                        terminal = action
-                    }
+                    terminal = scheduler.partFailed(part, retryable: error.retryable, error: error.code, now: clock.now())
                 case .wake:
                     wakeAt = nil
-                case .tick:
-                    if clock.now() >= deadline {
-                        timedOut = true
-                        terminal = .fail(part: 0, error: "JobTimeout")
-                        break
-                    }
-                    do {
-                        lease = try await store.renew(lease, leaseMilliseconds: settings.leaseMilliseconds)
-                    } catch is LeaseLost {
-                        group.cancelAll()
-                        return try await whyLeaseEnded(job, uploadID: activeUpload)
-                    }
-                    group.addTask {
-                        try await clock.sleep(milliseconds: tick)
-                        return .tick
-                    }
+                }
+                if terminal == nil && !yielding && control.yieldRequested {
+                    yielding = true
+                    scheduler.pause()
+                }
+                if yielding && scheduler.partsInFlight == 0 {
+                    group.cancelAll()
+                    return nil
                 }
                 if terminal == nil {
                     terminal = launch(scheduler.nextActions(now: clock.now()))
@@ -261,102 +311,56 @@ public struct JobRunner: Sendable {
                 }
             }
             group.cancelAll()
-            if case .fail(_, let code)? = terminal { return .failed(code: timedOut ? "JobTimeout" : code) }
+            return terminal
+        }
+        try Task.checkCancellation()
+        switch ending {
+        case nil:
+            // Handed back between parts: any instance takes it again, the fairest claim first.
+            try await store.release(lease)
+            return .stopped(.queued)
+        case .fail(_, let code)?:
+            return try await fail(lease, job, code: code, upload: upload)
+        case .finish?, .start?:
+            let etag: String
             do {
-                return .completed(etag: try await complete(work, uploadID: activeUpload,
-                                                           parts: recorded.values.sorted { $0.number < $1.number }))
+                etag = try await complete(work, uploadID: activeUpload, parts: recorded.values.sorted { $0.number < $1.number })
             } catch let failure as Failure {
-                return .failed(code: failure.code)
+                return try await fail(lease, job, code: failure.code, upload: upload)
             } catch let error as TransferError {
-                return .failed(code: error.code)
+                return try await fail(lease, job, code: error.code, upload: upload)
             }
-        }
-        switch outcome {
-        case .completed(let etag):
-            do {
-                cleanUp(job, after: .completed)
-                try await store.finish(lease, state: .completed, etag: etag, error: nil)
-            } catch is LeaseLost {
-                return .leaseLost
-            }
+            try Task.checkCancellation()
+            cleanUp(job, after: .completed)
+            try await store.finish(lease, state: .completed, etag: etag, error: nil)
             observer.jobEnded(kind: job.kind, state: .completed)
-            return outcome
-        case .failed(let code):
-            return try await fail(lease, job, code: code, uploadID: activeUpload)
-        case .stopped, .leaseLost:
-            return outcome
+            return .completed(etag: etag)
         }
     }
+}
 
-    /// The ETag of `key` if it is already the object the job's recorded parts make (same size,
-    /// and the multipart ETag of those parts), else nil.
-    private func completedBefore(_ job: Job, key: String, plan: PartPlan) async throws -> String? {
-        let parts = try await store.parts(of: job.id)
-        guard parts.count == plan.partCount, let expected = MultipartETag.expected(for: parts.map(\.etag)),
-              let current = try? await objects.size(of: key),
-              current.size == plan.objectSize, MultipartETag.same(current.etag, expected) else { return nil }
-        return current.etag
-    }
+/// Signals from the instance that runs a job to the job: a request to hand it back between
+/// parts, so that another identity's waiting job can have its slot.
+public final class JobControl: Sendable {
+    private let yieldFlag = Atomic<Bool>(false)
 
-    /// Finishes the object and checks it: size and, where S3's rule allows computing it, ETag.
-    private func complete(_ work: Work, uploadID: String?, parts: [RecordedPart]) async throws -> String {
-        switch work.destination {
-        case .upload(let key):
-            guard let uploadID else { throw Failure(code: "InternalError") }
-            let etag = try await objects.completeMultipartUpload(key: key, uploadID: uploadID, parts: parts)
-            if let expected = MultipartETag.expected(for: parts.map(\.etag)), !MultipartETag.same(expected, etag) {
-                throw Failure(code: "ETagMismatch")
-            }
-            let check = try await objects.size(of: key)
-            guard check.size == work.plan.objectSize else { throw Failure(code: "SizeMismatch") }
-            return etag
-        case .spool(let file):
-            do { try file.sync() } catch { throw Failure(code: "SpoolFailed") }
-            guard file.size == work.plan.objectSize else { throw Failure(code: "SizeMismatch") }
-            return work.sourceETag ?? ""
-        }
-    }
+    public init() {}
 
+    public func requestYield() { yieldFlag.store(true, ordering: .releasing) }
 
-    /// Paused, canceled, or taken over: the stored state says which. A canceled job's upload is
-    /// aborted and its spool removed here, since this runner is the one that knows them.
-    private func whyLeaseEnded(_ job: Job, uploadID: String?) async throws -> Outcome {
-        switch try await store.job(id: job.id)?.state {
-        case .canceled?:
-            let objects = self.objects
-            if let uploadID, let key = job.objectKey {
-                await Task.detached { try? await objects.abortMultipartUpload(key: key, uploadID: uploadID) }.value
-            }
-            cleanUp(job, after: .canceled)
-            observer.jobEnded(kind: job.kind, state: .canceled)
-            return .stopped(.canceled)
-        case .paused?:
-            return .stopped(.paused)
-        default:
-            return .leaseLost
-        }
-    }
+    public var yieldRequested: Bool { yieldFlag.load(ordering: .acquiring) }
+}
 
-    /// Ends the job as failed, aborting its multipart upload so nothing is left behind.
-    private func fail(_ lease: Lease, _ job: Job, code: String, uploadID: String?) async throws -> Outcome {
-        if let uploadID, let key = job.objectKey {
-            let objects = self.objects
-            await Task.detached { try? await objects.abortMultipartUpload(key: key, uploadID: uploadID) }.value
-        }
-        cleanUp(job, after: .failed)
-        do {
-            try await store.finish(lease, state: .failed, etag: nil, error: Job.errorJSON(code: code))
-        } catch is LeaseLost {
-            return .leaseLost
-        }
-        observer.jobEnded(kind: job.kind, state: .failed)
-        return .failed(code: code)
-    }
+/// The multipart upload a job writes, once it is known: its ending (failure, cancel) aborts it
+/// even when the work that created it was stopped midway.
+final class UploadHandle: Sendable {
+    private let value: Mutex<String?>
 
-    /// An import's spooled body goes once the job ends; a download's stays while it completed.
-    private func cleanUp(_ job: Job, after state: Job.State) {
-        guard let spool else { return }
-        if job.kind == .import { spool.remove(jobID: job.id, name: .importBody) }
-        if job.kind == .download && state != .completed { spool.remove(jobID: job.id, name: .download) }
-    }
+    init(_ id: String?) { value = Mutex(id) }
+
+    var id: String? { value.withLock { $0 } }
+
+    func set(_ id: String) { value.withLock { $0 = id } }
+
+    func clear() { value.withLock { $0 = nil } }
 }

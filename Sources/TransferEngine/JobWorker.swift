@@ -3,28 +3,39 @@ import Synchronization
 /// Claims runnable jobs and runs up to `slots` of them at once, for one gateway instance.
 /// `stop()` cancels what runs and hands every job back by releasing its lease, so another
 /// instance takes it at once instead of waiting for the lease to lapse.
+///
+/// Fair across identities: claims go to the identity running fewest jobs first, and when every
+/// slot is busy while another identity waits, the identity holding the most slots here hands one
+/// job back between two parts, so nobody's queue delays another's job by more than a part.
 public final class JobWorker: Sendable {
+    private struct Running {
+        let owner: String
+        let control: JobControl
+    }
+
     private let store: any JobStore
     private let objects: any ObjectStore
     private let fetcher: (any SourceFetcher)?
     private let spool: (any Spool)?
     private let observer: any JobObserver
     private let settings: EngineSettings
+    private let clock: any EngineClock
     private let instance: String
     private let slots: Int
     private let pollMilliseconds: Int
     private let loop = Mutex<Task<Void, Never>?>(nil)
-    private let running = Atomic<Int>(0)
+    private let running = Mutex<[String: Running]>([:])
 
     public init(store: any JobStore, objects: any ObjectStore, fetcher: (any SourceFetcher)? = nil, spool: (any Spool)? = nil,
-                observer: any JobObserver = NoObserver(), settings: EngineSettings, instance: String,
-                slots: Int, pollMilliseconds: Int = 250) {
+                observer: any JobObserver = NoObserver(), settings: EngineSettings, clock: any EngineClock = SystemClock(),
+                instance: String, slots: Int, pollMilliseconds: Int = 250) {
         self.store = store
         self.objects = objects
         self.fetcher = fetcher
         self.spool = spool
         self.observer = observer
         self.settings = settings
+        self.clock = clock
         self.instance = instance
         self.slots = max(1, slots)
         self.pollMilliseconds = pollMilliseconds
@@ -42,34 +53,61 @@ public final class JobWorker: Sendable {
         await task?.value
     }
 
+    /// Jobs running now.
+    public var activeJobs: Int { running.withLock { $0.count } }
+
     private func runLoop() async {
         await withTaskGroup(of: Void.self) { group in
             while !Task.isCancelled {
-                while running.load(ordering: .acquiring) < slots, !Task.isCancelled,
+                while activeJobs < slots, !Task.isCancelled,
                       let (job, lease) = try? await store.claim(owner: instance, leaseMilliseconds: settings.leaseMilliseconds) {
-                    running.add(1, ordering: .acquiringAndReleasing)
+                    let control = JobControl()
+                    running.withLock { $0[job.id] = Running(owner: job.owner, control: control) }
                     group.addTask {
-                        await self.execute(job, lease)
-                        self.running.subtract(1, ordering: .acquiringAndReleasing)
+                        await self.execute(job, lease, control)
+                        _ = self.running.withLock { $0.removeValue(forKey: job.id) }
                     }
                 }
-                try? await Task.sleep(for: .milliseconds(pollMilliseconds))
+                if activeJobs >= slots { await shareSlots() }
+                try? await clock.sleep(milliseconds: pollMilliseconds)
             }
             group.cancelAll()
             await group.waitForAll()
         }
     }
 
-    /// Jobs running now.
-    public var activeJobs: Int { running.load(ordering: .acquiring) }
+    /// Every slot is busy: if an identity that runs nothing here waits for a slot, the identity
+    /// holding the most slots gives one back at its next part boundary.
+    private func shareSlots() async {
+        let busy = running.withLock { $0 }
+        var perOwner: [String: Int] = [:]
+        for job in busy.values { perOwner[job.owner, default: 0] += 1 }
+        guard let (hog, count) = perOwner.max(by: { $0.value < $1.value }), count > 1,
+              let waiting = try? await store.waitingOwners(limit: 16),
+              waiting.contains(where: { perOwner[$0] == nil }) else { return }
+        // One at a time: a job already asked to yield will free a slot soon.
+        guard !busy.values.contains(where: { $0.control.yieldRequested }) else { return }
+        busy.values.first { $0.owner == hog }?.control.requestYield()
+    }
 
-    private func execute(_ job: Job, _ lease: Lease) async {
+    private func execute(_ job: Job, _ lease: Lease, _ control: JobControl) async {
         do {
             _ = try await JobRunner(store: store, objects: objects, fetcher: fetcher, spool: spool, settings: settings,
-                                    observer: observer).run(job, lease: lease)
+                                    clock: clock, observer: observer).run(job, lease: lease, control: control)
         } catch {
-            // Cancelled (shutdown) or the store failed: hand the job back for any instance.
-            try? await store.release(lease)
+            // Cancelled (shutdown) or the store failed: hand the job back for any instance. A
+            // store that is away is tried again until the lease would have lapsed anyway, so a
+            // short database outage is not counted as this holder's death.
+            let deadline = clock.now() + Int(settings.leaseMilliseconds)
+            while true {
+                do {
+                    try await store.release(lease)
+                    return
+                } catch {
+                    if Task.isCancelled || clock.now() + 1000 >= deadline { return }
+                    try? await Task.sleep(for: .milliseconds(500))
+                }
+            }
         }
     }
 }

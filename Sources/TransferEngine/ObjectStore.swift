@@ -3,7 +3,10 @@
 public protocol ObjectStore: Sendable {
     func size(of key: String) async throws -> (size: Int64, etag: String)
     func createMultipartUpload(key: String, attributes: ObjectAttributesSpec) async throws -> String
-    func copyPart(key: String, uploadID: String, part: Int, sourceKey: String, range: ClosedRange<Int64>?) async throws -> String
+    /// UploadPartCopy, pinned to the source's ETag when `ifMatch` is given (a source replaced
+    /// meanwhile fails with `TransferError.sourceChanged`).
+    func copyPart(key: String, uploadID: String, part: Int, sourceKey: String, range: ClosedRange<Int64>?,
+                  ifMatch: String?) async throws -> String
     func listParts(key: String, uploadID: String) async throws -> [RecordedPart]
     func completeMultipartUpload(key: String, uploadID: String, parts: [RecordedPart]) async throws -> String
     func abortMultipartUpload(key: String, uploadID: String) async throws
@@ -12,11 +15,12 @@ public protocol ObjectStore: Sendable {
     /// whose clock runs more than `age` behind makes new uploads look old); an upload whose
     /// start is unknown counts as old.
     func openUploads(key: String, olderThan age: Double) async throws -> [String]
-    func copyObject(from sourceKey: String, to key: String, attributes: ObjectAttributesSpec) async throws -> String
+    func copyObject(from sourceKey: String, to key: String, attributes: ObjectAttributesSpec, ifMatch: String?) async throws -> String
     func uploadPart(key: String, uploadID: String, part: Int, data: PartData) async throws -> String
     func putObject(key: String, data: PartData, attributes: ObjectAttributesSpec) async throws -> String
-    /// The bytes of `range` of `key` (pinned to `ifMatch`) written into `file` at the same offset.
-    func read(key: String, range: ClosedRange<Int64>, ifMatch: String?, into file: SpoolFile) async throws
+    /// The bytes of `range` of `key` (pinned to `ifMatch`) written into `file` from `fileOffset`.
+    func read(key: String, range: ClosedRange<Int64>, ifMatch: String?, into file: SpoolFile, at fileOffset: Int64) async throws
+    func deleteObject(key: String) async throws
 }
 
 /// The bytes of one part: in memory, or a range of a spool file.

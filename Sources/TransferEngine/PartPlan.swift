@@ -36,19 +36,31 @@ public struct PartPlan: Sendable, Equatable {
         self.partCount = max(1, Int(Self.ceilDiv(objectSize, partSize)))
     }
 
-    /// Bytes of part `number` (1-based).
+    /// Whether `number` is one of this plan's parts. Part numbers read back from the job store
+    /// or from S3 belong to whatever plan was current when they were written: check them here
+    /// before asking for their size.
+    public func contains(part number: Int) -> Bool { number >= 1 && number <= partCount }
+
+    /// Bytes of part `number` (1-based); 0 for a number outside the plan, which no part of it
+    /// can match (see `holds`).
     public func size(ofPart number: Int) -> Int64 {
-        precondition((1...partCount).contains(number), "part \(number) of \(partCount)")
+        guard contains(part: number) else { return 0 }
         if number < partCount { return partSize }
         return objectSize - Int64(partCount - 1) * partSize
     }
 
-    /// Byte range of part `number` (1-based), inclusive; nil for the empty object's one part.
+    /// Byte range of part `number` (1-based), inclusive; nil for the empty object's one part and
+    /// for a number outside the plan.
     public func range(ofPart number: Int) -> ClosedRange<Int64>? {
         let size = size(ofPart: number)
         guard size > 0 else { return nil }
         let start = Int64(number - 1) * partSize
         return start...(start + size - 1)
+    }
+
+    /// Whether a recorded part is exactly part `part.number` of this plan (number and size).
+    public func holds(_ part: RecordedPart) -> Bool {
+        contains(part: part.number) && part.size == size(ofPart: part.number)
     }
 
     /// Whether one PutObject (or CopyObject) does the whole job.

@@ -3,11 +3,14 @@
 public protocol SourceFetcher: Sendable {
     /// What the source says about itself before any byte moves.
     func probe(_ url: String) async throws -> SourceProbe
-    /// Exactly the bytes of `range`, pinned to `ifMatch` when the source gave a strong ETag.
-    func fetch(_ url: String, range: ClosedRange<Int64>, ifMatch: String?) async throws -> [UInt8]
-    /// The whole body, in order, into `file` from offset 0 (sources without ranges); at most
-    /// `limit` bytes. Returns the byte count.
-    func fetchAll(_ url: String, into file: SpoolFile, limit: Int64) async throws -> Int64
+    /// Exactly the bytes of `range`, pinned to `ifMatch` when the source gave a strong ETag,
+    /// written into `file` from offset 0. A source that answers other bytes fails with
+    /// `TransferError.sourceChanged`.
+    func fetch(_ url: String, range: ClosedRange<Int64>, ifMatch: String?, into file: SpoolFile) async throws
+    /// The whole body, in order, as it arrives (sources without ranges): the transfer waits
+    /// while the reader does not read, so it holds no more than a small buffer. More than
+    /// `limit` bytes fails with `EntityTooLarge` as soon as they arrive.
+    func stream(_ url: String, limit: Int64) async throws -> any ByteSource
 }
 
 public struct SourceProbe: Sendable, Equatable {

@@ -1,21 +1,46 @@
 import Crypto
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Local files a job spools through: a prepared download, or the body of an import whose
-/// source cannot be read in ranges. A port, so the engine never names a directory.
+/// Local files a job's bytes wait in on their way: the parts of upload and import jobs (sent to
+/// S3 from there, so a retry reads the file again and memory never holds a part), an upload's
+/// tail, a prepared download. A port, so the engine never names a directory. Every byte on the
+/// spool is reserved first against one budget (`GATEWAY_SPOOL_BUDGET`): a file that does not fit
+/// waits for room.
 public protocol Spool: Sendable {
     /// The job's file `name`, created when `create` (emptied when `truncate`); nil when absent.
     func open(jobID: String, name: SpoolName, create: Bool, truncate: Bool) throws -> SpoolFile?
+    /// Removes the file and gives its reserved bytes back.
     func remove(jobID: String, name: SpoolName)
+    /// Removes every file of the job but those in `keeping`.
+    func removeAll(jobID: String, keeping: Set<SpoolName>)
+    /// Renames a file, its reservation going with it (a full tail becoming a part).
+    func rename(jobID: String, from: SpoolName, to: SpoolName) throws
+    /// Holds `bytes` of the budget for the file `name` of `jobID` (replacing what it held),
+    /// waiting while they do not fit. Throws `ByteBudget.TooLarge` for more than the whole budget.
+    func reserve(jobID: String, name: SpoolName, bytes: Int64) async throws
+    /// Gives back what the file holds beyond `bytes` (never waits).
+    func shrink(jobID: String, name: SpoolName, to bytes: Int64)
+    /// Bytes the spool holds now (reserved), and may hold at most.
+    var usage: (used: Int64, capacity: Int64) { get }
 }
 
-public enum SpoolName: String, Sendable {
+/// A spool file's name within its job: `data`, `tail`, `part-3`…
+public struct SpoolName: Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: String
+
+    public init(_ rawValue: String) { self.rawValue = rawValue }
+
     /// A download job's object, served at `GET /v1/jobs/{id}/data`.
-    case download = "data"
-    /// An import's body, kept only until its parts are in S3.
-    case importBody = "import"
+    public static let download = SpoolName("data")
+    /// An upload's bytes past its last full part.
+    public static let tail = SpoolName("tail")
+    /// One part on its way to S3.
+    public static func part(_ number: Int) -> SpoolName { SpoolName("part-\(number)") }
+
+    public var description: String { rawValue }
 }
 
 /// An open spool file. Reads and writes are positional (`pread`/`pwrite`), so parts in
@@ -44,34 +69,48 @@ public final class SpoolFile: Sendable {
         guard fsync(fd) == 0 else { throw SpoolError(errno: errno, path: path) }
     }
 
-    /// SHA-256 (hex) of `range`, read back from the file; nil when the file is shorter.
-    public func sha256(_ range: ClosedRange<Int64>) -> String? {
-        let context = Digest.SHA256Context()
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+    /// Writes all of `bytes` at `offset`.
+    public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws {
+        var done = 0
+        while done < bytes.count {
+            let n = pwrite(fd, bytes.baseAddress.map { $0 + done }, bytes.count - done, off_t(offset + Int64(done)))
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { throw SpoolError(errno: n == 0 ? EIO : errno, path: path) }
+            done += n
+        }
+    }
+
+    /// Reads `range` back in blocks of at most `block` bytes, handing each to `body`; false when
+    /// the file is shorter than the range.
+    public func forEachBlock(of range: ClosedRange<Int64>, block: Int = 256 * 1024,
+                             _ body: (UnsafeRawBufferPointer) -> Void) -> Bool {
+        var buffer = [UInt8](repeating: 0, count: Int(min(Int64(block), range.upperBound - range.lowerBound + 1)))
         var offset = range.lowerBound
         while offset <= range.upperBound {
             let want = Int(min(Int64(buffer.count), range.upperBound - offset + 1))
             let got = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, want, off_t(offset)) }
-            guard got > 0 else { return nil }
-            buffer.withUnsafeBytes { context.update(UnsafeRawBufferPointer(rebasing: $0[0..<got])) }
+            if got < 0 && errno == EINTR { continue }
+            guard got > 0 else { return false }
+            buffer.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[0..<got])) }
             offset += Int64(got)
         }
-        return Digest.hex(context.finish())
+        return true
+    }
+
+    /// SHA-256 (hex) of `range`, read back from the file; nil when the file is shorter.
+    public func sha256(_ range: ClosedRange<Int64>) -> String? {
+        digest(.sha256, range)
     }
 
     /// MD5 (hex) of `range`: what S3 answers as the ETag of a part made of these bytes.
     public func md5(_ range: ClosedRange<Int64>) -> String? {
-        let count = Int(range.upperBound - range.lowerBound + 1)
-        var bytes = [UInt8](repeating: 0, count: count)
-        var done = 0
-        while done < count {
-            let got = bytes.withUnsafeMutableBytes {
-                pread(fd, $0.baseAddress! + done, count - done, off_t(range.lowerBound + Int64(done)))
-            }
-            guard got > 0 else { return nil }
-            done += got
-        }
-        return Digest.hex(Digest.md5(bytes))
+        digest(.md5, range)
+    }
+
+    private func digest(_ algorithm: Digest.Algorithm, _ range: ClosedRange<Int64>) -> String? {
+        let context = Digest.Context(algorithm)
+        guard forEachBlock(of: range, { context.update($0) }) else { return nil }
+        return Digest.hex(context.finish())
     }
 }
 
@@ -87,13 +126,39 @@ public struct SpoolError: Error, CustomStringConvertible {
     public var description: String { "\(path): \(String(cString: strerror(errno)))" }
 }
 
-/// The spool as files in one directory: `<job id>.<name>`.
-public struct DirectorySpool: Spool {
+/// The spool as files in one directory, `<job id>.<name>`, with its budget. Files found there
+/// at start-up (a download prepared before a restart) count against the budget until removed.
+public final class DirectorySpool: Spool {
     public let directory: String
+    private let budget: ByteBudget
+    /// The reservation of every file the spool holds bytes for, by path.
+    private let held = Mutex<[String: Reservation]>([:])
 
-    public init(directory: String) throws {
+    public init(directory: String, budget: Int64 = 10 << 30) throws {
         self.directory = directory
+        self.budget = ByteBudget(capacity: budget)
         if mkdir(directory, 0o700) != 0 && errno != EEXIST { throw SpoolError(errno: errno, path: directory) }
+        for name in Self.names(in: directory) {
+            let path = "\(directory)/\(name)"
+            var info = stat()
+            guard stat(path, &info) == 0 else { continue }
+            let reservation = self.budget.claimWithoutWaiting(Int64(info.st_blocks) * 512)
+            held.withLock { $0[path] = reservation }
+        }
+    }
+
+    /// The file names in `directory` (not `.` and `..`).
+    public static func names(in directory: String) -> [String] {
+        guard let dir = opendir(directory) else { return [] }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
     }
 
     public func path(jobID: String, name: SpoolName) -> String {
@@ -114,6 +179,58 @@ public struct DirectorySpool: Spool {
     }
 
     public func remove(jobID: String, name: SpoolName) {
-        unlink(path(jobID: jobID, name: name))
+        let path = path(jobID: jobID, name: name)
+        unlink(path)
+        held.withLock { $0.removeValue(forKey: path) }?.release()
     }
+
+    /// Every file of the job the spool holds bytes for (every file it made goes through
+    /// `reserve`, and files found at start-up are counted), but those in `keeping`.
+    public func removeAll(jobID: String, keeping: Set<SpoolName>) {
+        let prefix = "\(directory)/\(jobID)."
+        let kept = Set(keeping.map { prefix + $0.rawValue })
+        let paths = held.withLock { h in h.keys.filter { $0.hasPrefix(prefix) && !kept.contains($0) } }
+        for path in paths {
+            unlink(path)
+            held.withLock { $0.removeValue(forKey: path) }?.release()
+        }
+    }
+
+    /// Removes a file by its name in the directory (the janitor's sweep of expired files).
+    public func remove(fileNamed name: String) -> Bool {
+        let path = "\(directory)/\(name)"
+        guard unlink(path) == 0 else { return false }
+        held.withLock { $0.removeValue(forKey: path) }?.release()
+        return true
+    }
+
+    public func rename(jobID: String, from: SpoolName, to: SpoolName) throws {
+        let source = path(jobID: jobID, name: from), target = path(jobID: jobID, name: to)
+        guard Glibc.rename(source, target) == 0 else { throw SpoolError(errno: errno, path: source) }
+        let replaced = held.withLock { h -> Reservation? in
+            let old = h.removeValue(forKey: target)
+            if let moving = h.removeValue(forKey: source) { h[target] = moving }
+            return old
+        }
+        replaced?.release()
+    }
+
+    public func reserve(jobID: String, name: SpoolName, bytes: Int64) async throws {
+        let path = path(jobID: jobID, name: name)
+        // What the file holds already is given back first: a resize never counts twice.
+        held.withLock { $0.removeValue(forKey: path) }?.release()
+        let reservation = try await budget.reserve(bytes)
+        let replaced = held.withLock { h -> Reservation? in
+            defer { h[path] = reservation }
+            return h[path]
+        }
+        replaced?.release()
+    }
+
+    public func shrink(jobID: String, name: SpoolName, to bytes: Int64) {
+        let path = path(jobID: jobID, name: name)
+        held.withLock { $0[path] }?.shrink(to: bytes)
+    }
+
+    public var usage: (used: Int64, capacity: Int64) { (budget.used, budget.capacity) }
 }

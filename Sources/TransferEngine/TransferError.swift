@@ -9,3 +9,8 @@ public struct TransferError: Error, Equatable, Sendable {
         self.retryable = retryable
     }
 }
+
+extension TransferError {
+    /// The source is not what the job pinned (size or ETag): retrying cannot help.
+    public static let sourceChanged = TransferError(code: FailureCode.sourceChanged, retryable: false)
+}

@@ -1,30 +1,46 @@
 /// What `upload` jobs need of the job store beyond `JobStore`: the request streaming the bytes
 /// holds the job's lease (so two requests, on any instances, never write one upload at once),
-/// and the bytes past the last full part (the tail) are kept in the store, so the next request,
-/// on any instance, continues exactly where the last one stopped.
+/// and the bytes past the last full part (the tail) are kept as staged objects the store lists,
+/// so the next request, on any instance, continues exactly where the last one stopped.
 public protocol UploadStore: JobStore {
     /// Takes the lease of upload job `id` if it waits for bytes (`pending`), or if the request
     /// that held it died with its instance (lease lapsed), or if `owner` holds it already: the
     /// caller must know that no request of its own streams it (an instance's own stale lease,
-    /// left by a request a database outage cut). Returns the job, the lease and the stored tail;
-    /// nil when another instance holds it or it is not waiting for bytes.
+    /// left by a request a database outage cut). Returns the job, the lease and the tail's
+    /// pieces; nil when another instance holds it or it is not waiting for bytes.
     func claimUpload(id: String, owner: String, leaseMilliseconds: Int64) async throws -> UploadClaim?
-    /// Records part `part` (parts are recorded in order) and empties the tail: the committed
-    /// bytes are then exactly the recorded parts'.
-    func recordUploadPart(_ part: RecordedPart, under lease: Lease) async throws
-    /// Keeps `tail` (fewer bytes than a part) after the recorded parts; committed bytes become
-    /// the parts' plus the tail's.
-    func saveUploadTail(_ tail: [UInt8], under lease: Lease) async throws
+    /// Records part `part` (parts are recorded in order) and forgets the tail: the committed
+    /// bytes are then exactly the recorded parts'. Returns the tail pieces forgotten (their
+    /// objects are the caller's to delete).
+    func recordUploadPart(_ part: RecordedPart, under lease: Lease) async throws -> [TailSegment]
+    /// Replaces the tail's pieces (fewer bytes than a part, after the recorded parts); committed
+    /// bytes become the parts' plus the tail's. Returns the pieces no longer listed.
+    func saveUploadTail(_ segments: [TailSegment], under lease: Lease) async throws -> [TailSegment]
     /// Back to `pending`: the upload waits for its next request.
     func releaseUpload(_ lease: Lease) async throws
+}
+
+/// One piece of an upload's tail: `size` bytes at object offset `offset`, kept in the staged
+/// object `key`.
+public struct TailSegment: Codable, Sendable, Equatable {
+    public let offset: Int64
+    public let size: Int64
+    public let key: String
+
+    public init(offset: Int64, size: Int64, key: String) {
+        self.offset = offset
+        self.size = size
+        self.key = key
+    }
 }
 
 public struct UploadClaim: Sendable {
     public let job: Job
     public let lease: Lease
-    public let tail: [UInt8]
+    /// The tail's pieces in order, right after the recorded parts.
+    public let tail: [TailSegment]
 
-    public init(job: Job, lease: Lease, tail: [UInt8]) {
+    public init(job: Job, lease: Lease, tail: [TailSegment]) {
         self.job = job
         self.lease = lease
         self.tail = tail

@@ -78,7 +78,7 @@ enum Command {
             fail("\(error)", code: 1)
         }
         logger.info("listening", ["host": .string(configuration.host), "port": .int(port)])
-        app.worker?.start()
+        app.startBackground()
         let janitorTask = app.janitor.map { janitor in
             Task { await janitor.run(every: min(600, Double(configuration.uploadTTL) / 4), logger: logger) }
         }
@@ -86,8 +86,7 @@ enum Command {
         logger.info("shutting down", ["signal": .string(signalName), "graceSeconds": .double(configuration.shutdownGrace)])
         // Jobs first: their leases are released at once, so another instance takes them now.
         janitorTask?.cancel()
-        await app.worker?.stop()
-        await app.server.shutdown(grace: configuration.shutdownGrace)
+        await app.shutdown(grace: configuration.shutdownGrace)
         logger.info("stopped")
         sink.flush()
         exit(0)

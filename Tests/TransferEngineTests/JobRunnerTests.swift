@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import TransferEngine
+import TestSupport
 
 private let MiB = 1024 * 1024
 
@@ -250,7 +251,8 @@ private func copySource(_ key: String) -> String { ObjectSource(key: key).json }
         let recorded = Atomic<Int>(0)
         init(_ inner: InMemoryJobStore, survive: Int) { self.inner = inner; self.survive = survive }
         func gate() throws { if recorded.load(ordering: .relaxed) >= survive { throw Crash() } }
-        func insert(_ job: Job) async throws -> Job { try await inner.insert(job) }
+        func insert(_ job: Job, quota: OwnerQuota?) async throws -> Job { try await inner.insert(job, quota: quota) }
+        func waitingOwners(limit: Int) async throws -> [String] { try await inner.waitingOwners(limit: limit) }
         func job(id: String) async throws -> Job? { try gate(); return try await inner.job(id: id) }
         func claim(owner: String, leaseMilliseconds: Int64) async throws -> (Job, Lease)? { try await inner.claim(owner: owner, leaseMilliseconds: leaseMilliseconds) }
         func renew(_ lease: Lease, leaseMilliseconds: Int64) async throws -> Lease { try gate(); return try await inner.renew(lease, leaseMilliseconds: leaseMilliseconds) }
@@ -261,8 +263,11 @@ private func copySource(_ key: String) -> String { ObjectSource(key: key).json }
             recorded.add(1, ordering: .relaxed)
         }
         func parts(of jobID: String) async throws -> [RecordedPart] { try await inner.parts(of: jobID) }
-        func start(_ lease: Lease, uploadID: String?, partsTotal: Int, partSize: Int64, bytesTotal: Int64) async throws {
-            try gate(); try await inner.start(lease, uploadID: uploadID, partsTotal: partsTotal, partSize: partSize, bytesTotal: bytesTotal)
+        func start(_ lease: Lease, uploadID: String?, partsTotal: Int, partSize: Int64, bytesTotal: Int64?,
+                   sourceETag: String?) async throws {
+            try gate()
+            try await inner.start(lease, uploadID: uploadID, partsTotal: partsTotal, partSize: partSize, bytesTotal: bytesTotal,
+                                  sourceETag: sourceETag)
         }
         func finish(_ lease: Lease, state: Job.State, etag: String?, error: String?) async throws {
             try gate(); try await inner.finish(lease, state: state, etag: etag, error: error)
@@ -343,8 +348,8 @@ private func copySource(_ key: String) -> String { ObjectSource(key: key).json }
         guard case .completed = outcome else { Issue.record("\(outcome)"); return }
         #expect(job.state == .completed && rig.objects.object("imported") == body)
         #expect(rig.objects.count(.uploadPart(1)) == 1 && rig.objects.openUploads == 0)
-        // The spooled body of a source without ranges is gone once its parts are in.
-        #expect(!FileManager.default.fileExists(atPath: try rig.spool().path(jobID: job.id, name: .importBody)))
+        // The spooled parts are gone once they are in S3.
+        #expect(DirectorySpool.names(in: rig.spoolDirectory).filter { $0.hasPrefix(job.id) }.isEmpty)
     }
 
     @Test func aSmallImportIsOnePut() async throws {

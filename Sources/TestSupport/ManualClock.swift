@@ -1,9 +1,9 @@
 import Synchronization
-@testable import TransferEngine
+import TransferEngine
 
 /// An `EngineClock` that moves only when a test says so: sleepers wake when `advance` passes
 /// their deadline, so ticks, backoffs, pacing and timeouts are exact and instant.
-final class ManualClock: EngineClock {
+public final class ManualClock: EngineClock {
     private struct Sleeper {
         let id: Int
         let deadline: Int
@@ -17,13 +17,13 @@ final class ManualClock: EngineClock {
     }
     private let state: Mutex<State>
 
-    init(start: Int = 1_000_000) {
+    public init(start: Int = 1_000_000) {
         state = Mutex(State(now: start))
     }
 
-    func now() -> Int { state.withLock { $0.now } }
+    public func now() -> Int { state.withLock { $0.now } }
 
-    func sleep(until deadline: Int) async throws {
+    public func sleep(until deadline: Int) async throws {
         let id = state.withLock { s in
             s.nextID += 1
             return s.nextID
@@ -49,7 +49,7 @@ final class ManualClock: EngineClock {
     }
 
     /// Moves time on and wakes every sleeper now due.
-    func advance(by milliseconds: Int) {
+    public func advance(by milliseconds: Int) {
         let due: [Sleeper] = state.withLock { s in
             s.now += milliseconds
             let due = s.sleepers.filter { $0.deadline <= s.now }
@@ -62,7 +62,7 @@ final class ManualClock: EngineClock {
 
 /// Runs `body` while advancing `clock` in `step`s until it returns (at most `limit` steps of
 /// simulated time). Real time only lets the tasks run between steps.
-func driving<T: Sendable>(_ clock: ManualClock, step: Int = 50, limit: Int = 20_000,
+public func driving<T: Sendable>(_ clock: ManualClock, step: Int = 50, limit: Int = 20_000,
                           _ body: @escaping @Sendable () async throws -> T) async throws -> T {
     let finished = Atomic<Bool>(false)
     let task = Task {

@@ -1,6 +1,6 @@
 import Crypto
 import Synchronization
-@testable import TransferEngine
+import TransferEngine
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -8,9 +8,9 @@ import Glibc
 /// The object store's twin: objects and multipart uploads in memory, part ETags the MD5 of
 /// their bytes and the completed ETag S3's rule, as S3 does. `fault` may fail any call;
 /// `beforePart` runs before each part moves (to hold parts in flight).
-final class InMemoryObjectStore: ObjectStore {
-    enum Call: Equatable, Sendable {
-        case size(String), create, copyPart(Int), uploadPart(Int), read(Int64), complete, abort, copyObject, putObject
+public final class InMemoryObjectStore: ObjectStore {
+    public enum Call: Equatable, Sendable {
+        case size(String), create, copyPart(Int), uploadPart(Int), read(Int64), complete, abort, copyObject, putObject, delete
     }
     struct Upload {
         let key: String
@@ -27,13 +27,13 @@ final class InMemoryObjectStore: ObjectStore {
         var nextUpload = 0
     }
     private let state = Mutex(State())
-    let fault: @Sendable (Call, Int) -> TransferError?
-    let beforePart: (@Sendable (Int) async throws -> Void)?
+    public let fault: @Sendable (Call, Int) -> TransferError?
+    public let beforePart: (@Sendable (Int) async throws -> Void)?
     /// What uploads' ages are read by (without one, time stands still).
-    let clock: ManualClock?
+    public let clock: ManualClock?
 
     /// `fault(call, n)`: n counts earlier calls equal to this one.
-    init(fault: @escaping @Sendable (Call, Int) -> TransferError? = { _, _ in nil },
+    public init(fault: @escaping @Sendable (Call, Int) -> TransferError? = { _, _ in nil },
          beforePart: (@Sendable (Int) async throws -> Void)? = nil, clock: ManualClock? = nil) {
         self.fault = fault
         self.beforePart = beforePart
@@ -42,18 +42,18 @@ final class InMemoryObjectStore: ObjectStore {
 
     private var now: Int { clock?.now() ?? 0 }
 
-    static func etag(_ bytes: [UInt8]) -> String { "\"\(Digest.hex(Digest.md5(bytes)))\"" }
+    public static func etag(_ bytes: [UInt8]) -> String { "\"\(Digest.hex(Digest.md5(bytes)))\"" }
 
-    func put(_ key: String, _ bytes: [UInt8]) {
+    public func put(_ key: String, _ bytes: [UInt8]) {
         state.withLock { s in
             s.objects[key] = bytes
             s.etags[key] = Self.etag(bytes)
         }
     }
-    func object(_ key: String) -> [UInt8]? { state.withLock { $0.objects[key] } }
-    var openUploads: Int { state.withLock { $0.uploads.count } }
-    var calls: [Call] { state.withLock { $0.calls } }
-    func count(_ call: Call) -> Int { state.withLock { $0.calls.filter { $0 == call }.count } }
+    public func object(_ key: String) -> [UInt8]? { state.withLock { $0.objects[key] } }
+    public var openUploads: Int { state.withLock { $0.uploads.count } }
+    public var calls: [Call] { state.withLock { $0.calls } }
+    public func count(_ call: Call) -> Int { state.withLock { $0.calls.filter { $0 == call }.count } }
 
     private func enter(_ call: Call) throws {
         let n = state.withLock { s in
@@ -64,7 +64,7 @@ final class InMemoryObjectStore: ObjectStore {
         if let error = fault(call, n) { throw error }
     }
 
-    func size(of key: String) async throws -> (size: Int64, etag: String) {
+    public func size(of key: String) async throws -> (size: Int64, etag: String) {
         try enter(.size(key))
         guard let (bytes, etag) = state.withLock({ s in s.objects[key].map { ($0, s.etags[key] ?? Self.etag($0)) } }) else {
             throw TransferError(code: "NoSuchKey", retryable: false)
@@ -72,7 +72,7 @@ final class InMemoryObjectStore: ObjectStore {
         return (Int64(bytes.count), etag)
     }
 
-    func createMultipartUpload(key: String, attributes: ObjectAttributesSpec) async throws -> String {
+    public func createMultipartUpload(key: String, attributes: ObjectAttributesSpec) async throws -> String {
         try enter(.create)
         return state.withLock { s in
             s.nextUpload += 1
@@ -90,21 +90,23 @@ final class InMemoryObjectStore: ObjectStore {
         return Self.etag(bytes)
     }
 
-    func copyPart(key: String, uploadID: String, part: Int, sourceKey: String, range: ClosedRange<Int64>?) async throws -> String {
+    public func copyPart(key: String, uploadID: String, part: Int, sourceKey: String, range: ClosedRange<Int64>?,
+                         ifMatch: String?) async throws -> String {
         try await beforePart?(part)
         try enter(.copyPart(part))
         guard let source = object(sourceKey) else { throw TransferError(code: "NoSuchKey", retryable: false) }
+        if let ifMatch, ifMatch != etag(of: sourceKey) { throw TransferError.sourceChanged }
         let bytes = range.map { Array(source[Int($0.lowerBound)...Int($0.upperBound)]) } ?? source
         return try storePart(uploadID, part, bytes)
     }
 
-    func uploadPart(key: String, uploadID: String, part: Int, data: PartData) async throws -> String {
+    public func uploadPart(key: String, uploadID: String, part: Int, data: PartData) async throws -> String {
         try await beforePart?(part)
         try enter(.uploadPart(part))
         return try storePart(uploadID, part, try Self.bytes(data))
     }
 
-    func listParts(key: String, uploadID: String) async throws -> [RecordedPart] {
+    public func listParts(key: String, uploadID: String) async throws -> [RecordedPart] {
         try state.withLock { s in
             guard let upload = s.uploads[uploadID] else { throw TransferError(code: "NoSuchUpload", retryable: false) }
             return upload.parts.map { RecordedPart(number: $0.key, size: Int64($0.value.count), etag: Self.etag($0.value)) }
@@ -112,7 +114,7 @@ final class InMemoryObjectStore: ObjectStore {
         }
     }
 
-    func completeMultipartUpload(key: String, uploadID: String, parts: [RecordedPart]) async throws -> String {
+    public func completeMultipartUpload(key: String, uploadID: String, parts: [RecordedPart]) async throws -> String {
         try enter(.complete)
         return try state.withLock { s in
             guard let upload = s.uploads[uploadID] else { throw TransferError(code: "NoSuchUpload", retryable: false) }
@@ -131,18 +133,18 @@ final class InMemoryObjectStore: ObjectStore {
         }
     }
 
-    func abortMultipartUpload(key: String, uploadID: String) async throws {
+    public func abortMultipartUpload(key: String, uploadID: String) async throws {
         try enter(.abort)
         state.withLock { _ = $0.uploads.removeValue(forKey: uploadID) }
     }
 
-    func openUploads(key: String, olderThan age: Double) async throws -> [String] {
+    public func openUploads(key: String, olderThan age: Double) async throws -> [String] {
         let startedBy = now - Int(age * 1000)
         return state.withLock { s in s.uploads.filter { $0.value.key == key && $0.value.startedAt <= startedBy }.map(\.key).sorted() }
     }
 
     /// An upload begun `age` seconds ago by someone else (a dead owner, another writer).
-    func addUpload(key: String, age: Double) -> String {
+    public func addUpload(key: String, age: Double) -> String {
         let startedAt = now - Int(age * 1000)
         return state.withLock { s in
             s.nextUpload += 1
@@ -152,29 +154,46 @@ final class InMemoryObjectStore: ObjectStore {
         }
     }
 
-    func copyObject(from sourceKey: String, to key: String, attributes: ObjectAttributesSpec) async throws -> String {
+    public func copyObject(from sourceKey: String, to key: String, attributes: ObjectAttributesSpec, ifMatch: String?) async throws -> String {
         try enter(.copyObject)
         guard let bytes = object(sourceKey) else { throw TransferError(code: "NoSuchKey", retryable: false) }
+        if let ifMatch, ifMatch != etag(of: sourceKey) { throw TransferError.sourceChanged }
         put(key, bytes)
         return Self.etag(bytes)
     }
 
-    func putObject(key: String, data: PartData, attributes: ObjectAttributesSpec) async throws -> String {
+    public func putObject(key: String, data: PartData, attributes: ObjectAttributesSpec) async throws -> String {
         try enter(.putObject)
         let bytes = try Self.bytes(data)
         put(key, bytes)
         return Self.etag(bytes)
     }
 
-    func read(key: String, range: ClosedRange<Int64>, ifMatch: String?, into file: SpoolFile) async throws {
+    public func read(key: String, range: ClosedRange<Int64>, ifMatch: String?, into file: SpoolFile, at fileOffset: Int64) async throws {
         try await beforePart?(Int(range.lowerBound))
         try enter(.read(range.lowerBound))
         guard let source = object(key) else { throw TransferError(code: "NoSuchKey", retryable: false) }
-        if let ifMatch, ifMatch != Self.etag(source) { throw TransferError(code: "PreconditionFailed", retryable: false) }
+        if let ifMatch, ifMatch != etag(of: key) { throw TransferError.sourceChanged }
+        guard range.upperBound < Int64(source.count) else { throw TransferError(code: "InvalidRange", retryable: false) }
         let bytes = Array(source[Int(range.lowerBound)...Int(range.upperBound)])
-        let written = bytes.withUnsafeBytes { pwrite(file.fd, $0.baseAddress, $0.count, off_t(range.lowerBound)) }
+        let written = bytes.withUnsafeBytes { pwrite(file.fd, $0.baseAddress, $0.count, off_t(fileOffset)) }
         guard written == bytes.count else { throw TransferError(code: "SpoolFailed", retryable: true) }
     }
+
+    public func deleteObject(key: String) async throws {
+        try enter(.delete)
+        state.withLock { s in
+            s.objects[key] = nil
+            s.etags[key] = nil
+        }
+    }
+
+    /// The keys stored under `prefix`.
+    public func keys(under prefix: String) -> [String] {
+        state.withLock { $0.objects.keys.filter { $0.hasPrefix(prefix) }.sorted() }
+    }
+
+    private func etag(of key: String) -> String? { state.withLock { s in s.etags[key] ?? s.objects[key].map(Self.etag) } }
 
     static func bytes(_ data: PartData) throws -> [UInt8] {
         switch data {
@@ -189,23 +208,58 @@ final class InMemoryObjectStore: ObjectStore {
 }
 
 /// A `SourceFetcher` twin serving one body, with or without ranges.
-struct InMemoryFetcher: SourceFetcher {
-    let body: [UInt8]
-    let ranges: Bool
-    var fault: @Sendable (ClosedRange<Int64>?) -> TransferError? = { _ in nil }
+public struct InMemoryFetcher: SourceFetcher {
+    public let body: [UInt8]
+    public let ranges: Bool
+    public var fault: @Sendable (ClosedRange<Int64>?) -> TransferError?
+    /// Bytes handed out per `next()` of a stream.
+    public var chunk: Int
 
-    func probe(_ url: String) async throws -> SourceProbe {
+    public init(body: [UInt8], ranges: Bool, chunk: Int = 64 * 1024,
+                fault: @escaping @Sendable (ClosedRange<Int64>?) -> TransferError? = { _ in nil }) {
+        self.body = body
+        self.ranges = ranges
+        self.chunk = chunk
+        self.fault = fault
+    }
+
+    public func probe(_ url: String) async throws -> SourceProbe {
         SourceProbe(size: ranges ? Int64(body.count) : nil, etag: ranges ? "\"v1\"" : nil, acceptsRanges: ranges)
     }
 
-    func fetch(_ url: String, range: ClosedRange<Int64>, ifMatch: String?) async throws -> [UInt8] {
+    public func fetch(_ url: String, range: ClosedRange<Int64>, ifMatch: String?, into file: SpoolFile) async throws {
         if let error = fault(range) { throw error }
-        return Array(body[Int(range.lowerBound)...Int(range.upperBound)])
+        guard range.upperBound < Int64(body.count) else { throw TransferError.sourceChanged }
+        let bytes = Array(body[Int(range.lowerBound)...Int(range.upperBound)])
+        try bytes.withUnsafeBytes { try file.write($0, at: 0) }
     }
 
-    func fetchAll(_ url: String, into file: SpoolFile, limit: Int64) async throws -> Int64 {
+    public func stream(_ url: String, limit: Int64) async throws -> any ByteSource {
         if let error = fault(nil) { throw error }
-        let written = body.withUnsafeBytes { pwrite(file.fd, $0.baseAddress, $0.count, 0) }
-        return Int64(written)
+        return ChunkedBytes(bytes: body, chunk: chunk, limit: limit)
+    }
+}
+
+/// Bytes handed out in chunks, as a `ByteSource` (a request body, a source's stream).
+public final class ChunkedBytes: ByteSource {
+    let bytes: [UInt8]
+    let chunk: Int
+    let limit: Int64
+    private let position = Mutex(0)
+
+    public init(bytes: [UInt8], chunk: Int = 64 * 1024, limit: Int64 = .max) {
+        self.bytes = bytes
+        self.chunk = max(1, chunk)
+        self.limit = limit
+    }
+
+    public func next() async throws -> ArraySlice<UInt8>? {
+        try position.withLock { at in
+            guard at < bytes.count else { return nil }
+            let end = min(bytes.count, at + chunk)
+            if Int64(end) > limit { throw TransferError(code: "EntityTooLarge", retryable: false) }
+            defer { at = end }
+            return bytes[at..<end]
+        }
     }
 }

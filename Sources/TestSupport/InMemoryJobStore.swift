@@ -1,0 +1,260 @@
+import Synchronization
+import TransferEngine
+
+/// The job store's twin: the same lease rules as the PostgreSQL store (every write under a
+/// lease checks its token and the running state), the same fair claim order, quotas, crash
+/// counts and upload tails, in memory, on the test's clock.
+public final class InMemoryJobStore: UploadStore {
+    private struct Tables {
+        var jobs: [String: Job] = [:]
+        var parts: [String: [Int: RecordedPart]] = [:]
+        var leases: [String: (owner: String, token: Int64, expiresAt: Int64)] = [:]
+        var tokens: [String: Int64] = [:]
+        var tails: [String: [TailSegment]] = [:]
+    }
+    private let state = Mutex(Tables())
+    public let clock: any EngineClock
+    /// Runs before every write made under a lease: a test's crash point (throw to fail it).
+    public let beforeWrite: @Sendable (String) throws -> Void
+
+    public init(clock: any EngineClock, beforeWrite: @escaping @Sendable (String) throws -> Void = { _ in }) {
+        self.clock = clock
+        self.beforeWrite = beforeWrite
+    }
+
+    @discardableResult
+    public func insert(_ job: Job, quota: OwnerQuota?) async throws -> Job {
+        try state.withLock { s in
+            if let quota {
+                let active = s.jobs.values.filter { $0.owner == job.owner && !$0.state.isFinal }
+                if active.count >= quota.maxActiveJobs { throw QuotaExceeded(limit: .activeJobs, maximum: quota.maxActiveJobs) }
+                if job.kind == .upload && active.filter({ $0.kind == .upload }).count >= quota.maxOpenUploads {
+                    throw QuotaExceeded(limit: .openUploads, maximum: quota.maxOpenUploads)
+                }
+            }
+            var stored = job
+            stored.createdAt = Int64(clock.now())
+            stored.updatedAt = stored.createdAt
+            stored.bytesAt = stored.createdAt
+            s.jobs[job.id] = stored
+            return stored
+        }
+    }
+
+    public func job(id: String) async throws -> Job? {
+        state.withLock { s in
+            guard var job = s.jobs[id] else { return nil }
+            job.partsCompleted = s.parts[id]?.count ?? 0
+            return job
+        }
+    }
+
+    private static func runnable(_ s: Tables, _ job: Job, now: Int64) -> Bool {
+        job.kind != .upload && (job.state == .queued || (job.state == .running && (s.leases[job.id]?.expiresAt ?? 0) < now))
+    }
+
+    public func claim(owner: String, leaseMilliseconds: Int64) async throws -> (Job, Lease)? {
+        let now = Int64(clock.now())
+        return state.withLock { s in
+            var busy: [String: Int] = [:]
+            for job in s.jobs.values where job.kind != .upload && job.state == .running && (s.leases[job.id]?.expiresAt ?? 0) >= now {
+                busy[job.owner, default: 0] += 1
+            }
+            let waiting = s.jobs.values.filter { Self.runnable(s, $0, now: now) }
+                .sorted { (busy[$0.owner] ?? 0, $0.createdAt, $0.id) < (busy[$1.owner] ?? 0, $1.createdAt, $1.id) }
+            guard var job = waiting.first else { return nil }
+            // Taken from a holder that neither finished nor released it: it died.
+            if job.state == .running && s.leases[job.id] != nil { job.crashes += 1 }
+            let token = (s.tokens[job.id] ?? 0) + 1
+            s.tokens[job.id] = token
+            s.leases[job.id] = (owner, token, now + leaseMilliseconds)
+            job.state = .running
+            job.attempts += 1
+            job.version += 1
+            s.jobs[job.id] = job
+            return (job, Lease(jobID: job.id, owner: owner, token: token, expiresAt: now + leaseMilliseconds))
+        }
+    }
+
+    public func waitingOwners(limit: Int) async throws -> [String] {
+        let now = Int64(clock.now())
+        return state.withLock { s in
+            Array(Set(s.jobs.values.filter { Self.runnable(s, $0, now: now) }.map(\.owner)).sorted().prefix(limit))
+        }
+    }
+
+    private func owned(_ s: Tables, _ lease: Lease) -> Bool {
+        s.tokens[lease.jobID] == lease.token && s.jobs[lease.jobID]?.state == .running
+    }
+
+    /// Checks the lease (and the test's crash point) before a write.
+    private func guardWrite(_ s: Tables, _ lease: Lease, _ what: String) throws {
+        try beforeWrite(what)
+        guard owned(s, lease) else { throw LeaseLost(jobID: lease.jobID) }
+    }
+
+    public func renew(_ lease: Lease, leaseMilliseconds: Int64) async throws -> Lease {
+        let now = Int64(clock.now())
+        return try state.withLock { s in
+            try guardWrite(s, lease, "renew")
+            s.leases[lease.jobID] = (lease.owner, lease.token, now + leaseMilliseconds)
+            return Lease(jobID: lease.jobID, owner: lease.owner, token: lease.token, expiresAt: now + leaseMilliseconds)
+        }
+    }
+
+    public func release(_ lease: Lease) async throws {
+        try state.withLock { s in
+            try beforeWrite("release")
+            guard owned(s, lease) else { return }
+            s.leases[lease.jobID] = nil
+            s.jobs[lease.jobID]?.version += 1
+        }
+    }
+
+    public func recordPart(_ part: RecordedPart, under lease: Lease) async throws {
+        try state.withLock { s in
+            try guardWrite(s, lease, "recordPart")
+            let previous = s.parts[lease.jobID]?[part.number]?.size ?? 0
+            s.parts[lease.jobID, default: [:]][part.number] = part
+            s.jobs[lease.jobID]?.bytesCommitted += part.size - previous
+            s.jobs[lease.jobID]?.bytesTransferred += part.size - previous
+            s.jobs[lease.jobID]?.version += 1
+        }
+    }
+
+    public func parts(of jobID: String) async throws -> [RecordedPart] {
+        state.withLock { s in (s.parts[jobID] ?? [:]).values.sorted { $0.number < $1.number } }
+    }
+
+    public func start(_ lease: Lease, uploadID: String?, partsTotal: Int, partSize: Int64, bytesTotal: Int64?,
+                      sourceETag: String?) async throws {
+        try state.withLock { s in
+            try guardWrite(s, lease, "start")
+            let dropped = (s.parts[lease.jobID] ?? [:]).values.reduce(Int64(0)) { $0 + $1.size }
+            s.parts[lease.jobID] = nil
+            s.jobs[lease.jobID]?.bytesCommitted -= dropped
+            s.jobs[lease.jobID]?.bytesTransferred -= dropped
+            s.jobs[lease.jobID]?.uploadID = uploadID
+            s.jobs[lease.jobID]?.partsTotal = partsTotal
+            s.jobs[lease.jobID]?.partSize = partSize
+            s.jobs[lease.jobID]?.bytesTotal = bytesTotal
+            s.jobs[lease.jobID]?.sourceETag = sourceETag
+            s.jobs[lease.jobID]?.version += 1
+        }
+    }
+
+    public func finish(_ lease: Lease, state newState: Job.State, etag: String?, error: String?) async throws {
+        let now = Int64(clock.now())
+        try state.withLock { s in
+            try guardWrite(s, lease, "finish")
+            s.jobs[lease.jobID]?.state = newState
+            s.jobs[lease.jobID]?.etag = etag
+            s.jobs[lease.jobID]?.error = error
+            s.jobs[lease.jobID]?.completedAt = now
+            s.jobs[lease.jobID]?.version += 1
+            if newState == .completed, s.jobs[lease.jobID]?.bytesTotal == nil {
+                let committed = s.jobs[lease.jobID]?.bytesCommitted
+                s.jobs[lease.jobID]?.bytesTotal = committed
+            }
+            s.leases[lease.jobID] = nil
+        }
+    }
+
+    public func list(owner: String?, state wanted: Job.State?, limit: Int, after cursor: String?) async throws -> [Job] {
+        state.withLock { s in
+            Array(s.jobs.values.filter { (owner == nil || $0.owner == owner) && (wanted == nil || $0.state == wanted) }
+                .sorted { ($0.createdAt, $0.id) > ($1.createdAt, $1.id) }.prefix(limit))
+        }
+    }
+
+    public func transition(id: String, from: Set<Job.State>, to: Job.State) async throws -> Job? {
+        state.withLock { s in
+            guard var job = s.jobs[id] else { return nil }
+            if from.contains(job.state) {
+                job.state = to
+                job.version += 1
+                s.jobs[id] = job
+            }
+            return job
+        }
+    }
+
+    public func uploadIDsInUse(key: String) async throws -> Set<String> {
+        state.withLock { s in
+            Set(s.jobs.values.filter { $0.objectKey == key && !$0.state.isFinal }.compactMap(\.uploadID))
+        }
+    }
+
+    // MARK: uploads
+
+    public func claimUpload(id: String, owner: String, leaseMilliseconds: Int64) async throws -> UploadClaim? {
+        let now = Int64(clock.now())
+        return state.withLock { s in
+            guard var job = s.jobs[id], job.kind == .upload else { return nil }
+            let lease = s.leases[id]
+            let takeable = job.state == .pending
+                || (job.state == .running && ((lease?.expiresAt ?? 0) < now || lease?.owner == owner))
+            guard takeable else { return nil }
+            if job.state == .running, let lease, lease.owner != owner { job.crashes += 1 }
+            let token = (s.tokens[id] ?? 0) + 1
+            s.tokens[id] = token
+            s.leases[id] = (owner, token, now + leaseMilliseconds)
+            job.state = .running
+            job.version += 1
+            s.jobs[id] = job
+            return UploadClaim(job: job, lease: Lease(jobID: id, owner: owner, token: token, expiresAt: now + leaseMilliseconds),
+                               tail: s.tails[id] ?? [])
+        }
+    }
+
+    public func recordUploadPart(_ part: RecordedPart, under lease: Lease) async throws -> [TailSegment] {
+        let now = Int64(clock.now())
+        return try state.withLock { s in
+            try guardWrite(s, lease, "recordUploadPart")
+            let previous = s.parts[lease.jobID]?[part.number]?.size ?? 0
+            s.parts[lease.jobID, default: [:]][part.number] = part
+            let transferred = (s.jobs[lease.jobID]?.bytesTransferred ?? 0) + part.size - previous
+            s.jobs[lease.jobID]?.bytesTransferred = transferred
+            s.jobs[lease.jobID]?.bytesCommitted = transferred
+            s.jobs[lease.jobID]?.bytesAt = now
+            s.jobs[lease.jobID]?.version += 1
+            return s.tails.removeValue(forKey: lease.jobID) ?? []
+        }
+    }
+
+    public func saveUploadTail(_ segments: [TailSegment], under lease: Lease) async throws -> [TailSegment] {
+        let now = Int64(clock.now())
+        return try state.withLock { s in
+            try guardWrite(s, lease, "saveUploadTail")
+            let before = s.tails[lease.jobID] ?? []
+            s.tails[lease.jobID] = segments
+            let parts = s.jobs[lease.jobID]?.bytesTransferred ?? 0
+            s.jobs[lease.jobID]?.bytesCommitted = parts + segments.reduce(0) { $0 + $1.size }
+            s.jobs[lease.jobID]?.bytesAt = now
+            s.jobs[lease.jobID]?.version += 1
+            return before.filter { !segments.contains($0) }
+        }
+    }
+
+    public func releaseUpload(_ lease: Lease) async throws {
+        try state.withLock { s in
+            try beforeWrite("releaseUpload")
+            guard owned(s, lease) else { return }
+            s.jobs[lease.jobID]?.state = .pending
+            s.jobs[lease.jobID]?.version += 1
+            s.leases[lease.jobID] = nil
+        }
+    }
+
+    // MARK: for tests
+
+    /// Makes the job's lease lapse now (its worker stalled past it, or died).
+    public func expireLease(_ id: String) {
+        state.withLock { s in
+            if let lease = s.leases[id] { s.leases[id] = (lease.owner, lease.token, 0) }
+        }
+    }
+
+    /// The tail pieces the store lists for `id`.
+    public func tail(of id: String) -> [TailSegment] { state.withLock { $0.tails[id] ?? [] } }
+}

@@ -1,0 +1,370 @@
+import Crypto
+
+/// One request's bytes on their way into an upload job (see `UploadReceiver`): the tail file on
+/// the spool, the parts cut from it and sent to S3, and what is saved when the body ends.
+struct UploadRequest: Sendable {
+    typealias Outcome = UploadReceiver.Outcome
+
+    let receiver: UploadReceiver
+    let claim: UploadClaim
+    let key: String
+    let body: any ByteSource
+    let checksum: UploadReceiver.Checksum?
+
+    private var job: Job { claim.job }
+    private var lease: Lease { claim.lease }
+    private var spool: any Spool { receiver.spool }
+    private var settings: EngineSettings { receiver.settings }
+
+    private struct PartResult: Sendable {
+        let part: RecordedPart?
+        let error: TransferError?
+    }
+
+    private enum Ending {
+        case clean, broken, tooLarge, noRoom
+    }
+
+    /// What the request has done so far.
+    private struct Progress {
+        /// The parts recorded, in order.
+        var parts: [RecordedPart]
+        /// The tail's pieces the store lists (emptied once a part is recorded).
+        var segments: [TailSegment]
+        /// Object bytes the tail file holds, after the recorded and sent parts.
+        var tailSize: Int64
+        var tailFile: SpoolFile?
+        var nextPart: Int
+        var uploadID: String?
+        /// Object offset of the first byte not yet received.
+        var received: Int64
+        /// Parts sent but held back until the checksum is checked.
+        var unrecorded: [RecordedPart] = []
+        var failedCode: String?
+        /// The request's bytes' digest, when it carries a checksum.
+        var digest: [UInt8]?
+    }
+
+    func run() async throws -> Outcome {
+        let parts = try await receiver.store.parts(of: job.id)
+        let partBytes = parts.reduce(Int64(0)) { $0 + $1.size }
+        let tailBytes = claim.tail.reduce(Int64(0)) { $0 + $1.size }
+        let committed = partBytes + tailBytes
+        // This request's read buffer and hashing come out of the memory budget.
+        guard let held = try await receiver.room({ try await settings.memory.reserve(settings.transferBufferBytes) }) else {
+            try await release()
+            return .noRoom(committed: committed)
+        }
+        defer { held.release() }
+        var progress = Progress(parts: parts, segments: claim.tail, tailSize: tailBytes, tailFile: nil,
+                                nextPart: parts.count + 1, uploadID: job.uploadID, received: committed)
+        guard try await openTail(&progress, partBytes: partBytes) else {
+            try await release()
+            return .noRoom(committed: committed)
+        }
+        let ending = try await stream(&progress)
+
+        if let code = progress.failedCode {
+            // A part S3 refused past the retry limit fails the job, as for every job type, and
+            // its multipart upload is aborted so nothing is left behind.
+            return try await fail(&progress, code: code)
+        }
+        if let checksum {
+            guard let digest = progress.digest, Digest.constantTimeEqual(digest, checksum.expected) else {
+                // Nothing of the request counts: the store still lists the tail it began with.
+                receiver.forgetTail(job.id)
+                spool.removeAll(jobID: job.id, keeping: [])
+                try await release()
+                return .checksumMismatch(committed: committed)
+            }
+            for part in progress.unrecorded { try await record(part, &progress) }
+        }
+        let declared = job.bytesTotal
+        if ending == .clean && (declared == nil || progress.received == declared) {
+            return try await finish(&progress)
+        }
+        try await saveTail(&progress)
+        // Between requests the tail holds only its own bytes of the spool, not a part's worth.
+        spool.shrink(jobID: job.id, name: .tail, to: progress.tailSize)
+        try await release()
+        let now = progress.received
+        switch ending {
+        case .tooLarge: return .tooLarge(declared: declared ?? now, committed: now)
+        case .noRoom: return .noRoom(committed: now)
+        case .clean, .broken: return .waiting(committed: now)
+        }
+    }
+
+    private func release() async throws {
+        try await receiver.store.releaseUpload(lease)
+    }
+
+    /// The tail file on this spool: the one this instance left, if the store still lists the
+    /// pieces it was saved as, else rebuilt from the staged pieces.
+    private func openTail(_ progress: inout Progress, partBytes: Int64) async throws -> Bool {
+        let room = min(job.partSize, (job.bytesTotal ?? Int64.max) - partBytes)
+        let jobID = job.id, spool = self.spool, bytes = max(room, progress.tailSize)
+        guard try await receiver.room({ try await spool.reserve(jobID: jobID, name: .tail, bytes: bytes) }) != nil else {
+            return false
+        }
+        if receiver.localTail(job.id) == progress.segments,
+           let file = try spool.open(jobID: job.id, name: .tail, create: false, truncate: false), file.size >= progress.tailSize {
+            try file.truncate(to: progress.tailSize)
+            progress.tailFile = file
+            return true
+        }
+        receiver.forgetTail(job.id)
+        guard let file = try spool.open(jobID: job.id, name: .tail, create: true, truncate: true) else { return false }
+        for segment in progress.segments where segment.size > 0 {
+            try await receiver.objects.read(key: segment.key, range: 0...(segment.size - 1), ifMatch: nil, into: file,
+                                            at: segment.offset - partBytes)
+        }
+        guard file.size == progress.tailSize else { throw TransferError(code: FailureCode.spoolFailed, retryable: false) }
+        progress.tailFile = file
+        return true
+    }
+
+    /// Reads the body into the tail file, sending every whole part as it forms.
+    private func stream(_ progress: inout Progress) async throws -> Ending {
+        let options = JobOptions.decode(job.options)
+        let partSize = job.partSize
+        let declared = job.bytesTotal
+        let concurrency = min(max(options.concurrency ?? settings.concurrency, 1), settings.maxConcurrency)
+        let retryLimit = options.retryLimit ?? settings.retryLimit
+        let deferRecording = checksum != nil
+        let hasher = checksum.map { Digest.Context($0.algorithm) }
+        // A part is recorded the moment it and every part before it are in S3, not when the
+        // body's reader next looks: a client that pauses mid-body has its finished parts counted.
+        let turns = InOrderTurns(first: progress.nextPart)
+        let receiver = self.receiver, spool = self.spool, lease = self.lease, key = self.key, jobID = job.id
+        let objects = receiver.objects, clock = receiver.clock, store = receiver.store, observer = receiver.observer
+        let backoff = settings.backoff, random = settings.random, memory = settings.memory, buffer = settings.transferBufferBytes
+        var ending = Ending.clean
+
+        try await withThrowingTaskGroup(of: PartResult.self) { group in
+            var inFlight = 0
+            func settle(_ result: PartResult) {
+                inFlight -= 1
+                if let part = result.part {
+                    if deferRecording { progress.unrecorded.append(part) } else { progress.parts.append(part) }
+                    progress.segments = []
+                } else if let error = result.error {
+                    observer.partFailed(kind: .upload, code: error.code)
+                    progress.failedCode = progress.failedCode ?? error.code
+                }
+            }
+            /// The full tail becomes part `number`'s file and goes to S3; a new tail is opened.
+            func launch() async throws -> Bool {
+                guard let file = progress.tailFile else { return false }
+                let uploadID = try await openUpload(&progress)
+                while inFlight >= concurrency, let result = try await group.next() { settle(result) }
+                let number = progress.nextPart
+                let size = progress.tailSize
+                try spool.rename(jobID: jobID, from: .tail, to: .part(number))
+                progress.nextPart += 1
+                progress.tailFile = nil
+                progress.tailSize = 0
+                inFlight += 1
+                group.addTask {
+                    defer { spool.remove(jobID: jobID, name: .part(number)) }
+                    let etag: String
+                    do {
+                        let held = try await memory.reserve(buffer)
+                        defer { held.release() }
+                        etag = try await clock.retrying(limit: retryLimit, backoff: backoff, random: random) {
+                            try await objects.uploadPart(key: key, uploadID: uploadID, part: number,
+                                                         data: .file(file, offset: 0, length: size))
+                        }
+                    } catch let error as TransferError {
+                        turns.stop()  // the job fails: nothing after this part counts
+                        return PartResult(part: nil, error: error)
+                    } catch {
+                        turns.stop()
+                        throw error
+                    }
+                    let part = RecordedPart(number: number, size: size, etag: etag)
+                    if deferRecording { return PartResult(part: part, error: nil) }
+                    guard await turns.wait(for: number) else { return PartResult(part: nil, error: nil) }
+                    do {
+                        let replaced = try await store.recordUploadPart(part, under: lease)
+                        observer.partMoved(kind: .upload, bytes: size)
+                        await receiver.deleteStaged(replaced)
+                    } catch {
+                        turns.stop()  // committed bytes stay a prefix: no later part may be recorded
+                        throw error
+                    }
+                    turns.recorded(number)
+                    return PartResult(part: part, error: nil)
+                }
+                // The next part's room on the spool, before any of its bytes are read.
+                let room = min(partSize, (declared ?? Int64.max) - progress.received)
+                guard try await receiver.room({ try await spool.reserve(jobID: jobID, name: .tail, bytes: room) }) != nil,
+                      let next = try spool.open(jobID: jobID, name: .tail, create: true, truncate: true) else { return false }
+                progress.tailFile = next
+                return true
+            }
+
+            reading: while progress.failedCode == nil {
+                let chunk: ArraySlice<UInt8>?
+                do {
+                    chunk = try await body.next()
+                } catch is CancellationError {
+                    throw CancellationError()
+                } catch {
+                    ending = .broken
+                    break reading
+                }
+                guard let chunk else { break reading }
+                if let declared, progress.received + Int64(chunk.count) > declared {
+                    ending = .tooLarge
+                    break reading
+                }
+                var rest = chunk
+                while !rest.isEmpty {
+                    guard let file = progress.tailFile else {
+                        // No room for the rest: what was written so far is kept; the client
+                        // sends the rest again after a moment.
+                        ending = .noRoom
+                        break reading
+                    }
+                    let take = Int(min(partSize - progress.tailSize, Int64(rest.count)))
+                    try rest.prefix(take).withUnsafeBytes { bytes in
+                        try file.write(bytes, at: progress.tailSize)
+                        hasher?.update(bytes)
+                    }
+                    progress.tailSize += Int64(take)
+                    progress.received += Int64(take)
+                    rest = rest.dropFirst(take)
+                    // A whole object of exactly one part is left for one PutObject at the end.
+                    let wholeObjectIsThisPart = progress.uploadID == nil && progress.nextPart == 1
+                        && declared == progress.received && rest.isEmpty
+                    if progress.tailSize == partSize && !wholeObjectIsThisPart {
+                        do {
+                            if try await !launch() { progress.tailFile = nil }
+                        } catch let error as TransferError {
+                            progress.failedCode = error.code
+                            break reading
+                        }
+                    }
+                }
+            }
+            do {
+                while let result = try await group.next() { settle(result) }
+            } catch {
+                turns.stop()
+                throw error
+            }
+        }
+        if deferRecording && progress.failedCode == nil, let hasher {
+            progress.digest = hasher.finish()
+        }
+        progress.parts.sort { $0.number < $1.number }
+        progress.unrecorded.sort { $0.number < $1.number }
+        return ending
+    }
+
+    /// The job's multipart upload, created (and recorded) the first time a part needs it.
+    private func openUpload(_ progress: inout Progress) async throws -> String {
+        if let id = progress.uploadID { return id }
+        let options = JobOptions.decode(job.options)
+        let created = try await receiver.objects.createMultipartUpload(key: key, attributes: options.attributes)
+        let parts = job.bytesTotal.map { Int(($0 + job.partSize - 1) / job.partSize) } ?? 0
+        try await receiver.store.start(lease, uploadID: created, partsTotal: parts, partSize: job.partSize,
+                                       bytesTotal: job.bytesTotal, sourceETag: nil)
+        progress.uploadID = created
+        return created
+    }
+
+    private func record(_ part: RecordedPart, _ progress: inout Progress) async throws {
+        let replaced = try await receiver.store.recordUploadPart(part, under: lease)
+        receiver.observer.partMoved(kind: .upload, bytes: part.size)
+        await receiver.deleteStaged(replaced)
+        progress.parts.append(part)
+        progress.segments = []
+    }
+
+    /// Stages the tail bytes the store does not list yet, so any instance continues from them;
+    /// many small pieces are merged into one.
+    private func saveTail(_ progress: inout Progress) async throws {
+        let covered = progress.segments.reduce(Int64(0)) { $0 + $1.size }
+        guard let file = progress.tailFile, progress.tailSize > covered else {
+            receiver.rememberTail(job.id, progress.segments)
+            return
+        }
+        let start = progress.received - progress.tailSize
+        var segments = progress.segments
+        var from = covered
+        if segments.count >= settings.maxTailSegments {
+            segments = []
+            from = 0
+        }
+        if progress.tailSize > from {
+            let segmentKey = "\(settings.stagingPrefix)\(job.id)/\(start + from)-\(Digest.hex(Digest.randomBytes(4)))"
+            let length = progress.tailSize - from, offset = from
+            _ = try await receiver.clock.retrying(limit: settings.retryLimit, backoff: settings.backoff, random: settings.random) {
+                try await receiver.objects.putObject(key: segmentKey, data: .file(file, offset: offset, length: length),
+                                                     attributes: ObjectAttributesSpec(contentType: "application/octet-stream"))
+            }
+            segments.append(TailSegment(offset: start + from, size: length, key: segmentKey))
+        }
+        let dropped = try await receiver.store.saveUploadTail(segments, under: lease)
+        await receiver.deleteStaged(dropped)
+        progress.segments = segments
+        receiver.rememberTail(job.id, segments)
+    }
+
+    /// The last bytes: one PutObject for a small object, else the last part and completion.
+    private func finish(_ progress: inout Progress) async throws -> Outcome {
+        let options = JobOptions.decode(job.options)
+        let retryLimit = options.retryLimit ?? settings.retryLimit
+        let objects = receiver.objects, key = self.key
+        let tailSize = progress.tailSize
+        do {
+            let tail = progress.tailFile
+            let etag: String
+            if let uploadID = progress.uploadID {
+                if tailSize > 0 || progress.parts.isEmpty {
+                    guard let file = tail else { throw TransferError(code: FailureCode.spoolFailed, retryable: false) }
+                    let number = progress.nextPart
+                    let partETag = try await receiver.clock.retrying(limit: retryLimit, backoff: settings.backoff, random: settings.random) {
+                        try await objects.uploadPart(key: key, uploadID: uploadID, part: number, data: .file(file, offset: 0, length: tailSize))
+                    }
+                    try await record(RecordedPart(number: number, size: tailSize, etag: partETag), &progress)
+                }
+                etag = try await objects.completeMultipartUpload(key: key, uploadID: uploadID, parts: progress.parts)
+                if let expected = MultipartETag.expected(for: progress.parts.map(\.etag)), !MultipartETag.same(expected, etag) {
+                    return try await fail(&progress, code: FailureCode.etagMismatch)
+                }
+                guard try await objects.size(of: key).size == progress.received else {
+                    progress.uploadID = nil
+                    return try await fail(&progress, code: FailureCode.sizeMismatch)
+                }
+            } else {
+                guard let file = tail else { throw TransferError(code: FailureCode.spoolFailed, retryable: false) }
+                etag = try await receiver.clock.retrying(limit: retryLimit, backoff: settings.backoff, random: settings.random) {
+                    try await objects.putObject(key: key, data: .file(file, offset: 0, length: tailSize), attributes: options.attributes)
+                }
+                try await record(RecordedPart(number: 1, size: tailSize, etag: etag), &progress)
+            }
+            try await receiver.store.finish(lease, state: .completed, etag: etag, error: nil)
+            receiver.observer.jobEnded(kind: .upload, state: .completed)
+            receiver.forgetTail(job.id)
+            spool.removeAll(jobID: job.id, keeping: [])
+            return .completed(etag: etag, size: progress.received)
+        } catch let error as TransferError {
+            receiver.observer.partFailed(kind: .upload, code: error.code)
+            return try await fail(&progress, code: error.code)
+        }
+    }
+
+    /// The job fails: S3 refused a part for good, or the object came out wrong.
+    private func fail(_ progress: inout Progress, code: String) async throws -> Outcome {
+        if let uploadID = progress.uploadID { try? await receiver.objects.abortMultipartUpload(key: key, uploadID: uploadID) }
+        try await receiver.store.finish(lease, state: .failed, etag: nil, error: Job.errorJSON(code: code))
+        receiver.observer.jobEnded(kind: .upload, state: .failed)
+        await receiver.deleteStaged(progress.segments)
+        receiver.forgetTail(job.id)
+        spool.removeAll(jobID: job.id, keeping: [])
+        return .failed(code: code, committed: 0)
+    }
+}
