@@ -53,7 +53,7 @@ public struct PostgresJobStore: UploadStore {
                 WITH busy AS (SELECT owner, count(*) AS running FROM jobs
                               WHERE type <> 'upload' AND state = 'running' AND lease_expires_at >= now()
                               GROUP BY owner),
-                     pick AS (SELECT j.id FROM jobs j LEFT JOIN busy b ON b.owner = j.owner
+                     pick AS (SELECT j.id AS pick_id FROM jobs j LEFT JOIN busy b ON b.owner = j.owner
                               WHERE j.type <> 'upload'
                                 AND (j.state = 'queued' OR (j.state = 'running' AND j.lease_expires_at < now()))
                               ORDER BY coalesce(b.running, 0), j.created_at, j.id
@@ -63,7 +63,7 @@ public struct PostgresJobStore: UploadStore {
                        state = 'running', lease_owner = \(owner), lease_token = lease_token + 1,
                        lease_expires_at = now() + \(leaseMilliseconds)::bigint * interval '1 millisecond',
                        attempts = attempts + 1, version = version + 1, updated_at = now()
-                FROM pick WHERE jobs.id = pick.id
+                FROM pick WHERE jobs.id = pick.pick_id
                 RETURNING \(Self.columns)
                 """)
             guard let row = rows.first else { return nil }

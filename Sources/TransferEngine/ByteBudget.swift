@@ -34,6 +34,9 @@ public final class ByteBudget: Sendable {
     /// Bytes held now.
     public var used: Int64 { state.withLock { $0.used } }
 
+    /// Reservations waiting for room now.
+    public var waiting: Int { state.withLock { $0.waiters.count } }
+
     /// Holds `bytes` (0 or more), waiting while they do not fit. Throws `TooLarge` at once for
     /// more than the capacity, and `CancellationError` when the waiting task is cancelled.
     public func reserve(_ bytes: Int64) async throws -> Reservation {

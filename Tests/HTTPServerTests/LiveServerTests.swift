@@ -11,6 +11,7 @@ struct TestResponder: HTTPResponder {
         let maxAhead = Mutex(0)
         let release = Mutex(false)
         let seen = Mutex(0)
+        let cancelled = Mutex(0)
     }
 
     func respond(to request: HTTPRequest) async -> HTTPResponse {
@@ -68,6 +69,15 @@ struct TestResponder: HTTPResponder {
         case ("GET", "/wait"):
             while !observations.release.withLock({ $0 }) { try? await Task.sleep(for: .milliseconds(5)) }
             return .text(200, "released")
+        case ("GET", "/hang"):
+            // Waits until its task is cancelled (its client hung up), at most 30 s.
+            for _ in 0..<6000 where !Task.isCancelled { try? await Task.sleep(for: .milliseconds(5)) }
+            if Task.isCancelled { observations.cancelled.withLock { $0 += 1 } }
+            return .text(200, "done")
+        case ("GET", "/who"):
+            // Holds the request until released, then names its client.
+            while !observations.release.withLock({ $0 }) && !Task.isCancelled { try? await Task.sleep(for: .milliseconds(5)) }
+            return .text(200, request.clientAddress)
         case ("GET", "/long-poll"):
             // Holds its answer like a long poll, but gives it at once when the server shuts down.
             while !request.serverIsShuttingDown { try? await Task.sleep(for: .milliseconds(5)) }

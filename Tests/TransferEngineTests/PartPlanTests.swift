@@ -57,3 +57,16 @@ func partPlanBoundaries(_ c: PlanCase) throws {
     #expect(plan.range(ofPart: 4) == (3 * five)...(3 * five + 6))
     #expect(try PartPlan(objectSize: 0, requestedPartSize: five).range(ofPart: 1) == nil)
 }
+
+/// Part numbers read back from a store or from S3 may belong to another plan: asking about one
+/// outside this plan answers "none of mine", never a trap.
+@Test func partsOutsideThePlanAreNotOfIt() throws {
+    let plan = try PartPlan(objectSize: 2 * five + 1, requestedPartSize: five)
+    for number in [-1, 0, 4, 10_000, Int.max] {
+        #expect(!plan.contains(part: number) && plan.size(ofPart: number) == 0 && plan.range(ofPart: number) == nil)
+        #expect(!plan.holds(RecordedPart(number: number, size: 0, etag: "x")))
+    }
+    #expect(plan.holds(RecordedPart(number: 3, size: 1, etag: "x")) && !plan.holds(RecordedPart(number: 3, size: five, etag: "x")))
+    let empty = try PartPlan(objectSize: 0, requestedPartSize: five)
+    #expect(empty.holds(RecordedPart(number: 1, size: 0, etag: "x")) && !empty.holds(RecordedPart(number: 2, size: 0, etag: "x")))
+}

@@ -1,0 +1,314 @@
+import Crypto
+import Foundation
+import Synchronization
+import TestSupport
+import Testing
+@testable import TransferEngine
+
+private let MiB = 1024 * 1024
+
+private func bytes(_ count: Int, seed: UInt8) -> [UInt8] {
+    (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ Int(seed)) }
+}
+
+/// The engine with in-memory ports, a manual clock and small budgets.
+private struct Bench {
+    let clock = ManualClock()
+    let store: InMemoryJobStore
+    let objects: InMemoryObjectStore
+    var settings = EngineSettings()
+    let spoolDirectory = NSTemporaryDirectory() + "bounds-spool-" + UUID().uuidString
+    var spoolBudget: Int64 = 1 << 30
+
+    init(objects: ((ManualClock) -> InMemoryObjectStore)? = nil, beforeWrite: @escaping @Sendable (String) throws -> Void = { _ in }) {
+        store = InMemoryJobStore(clock: clock, beforeWrite: beforeWrite)
+        self.objects = objects?(clock) ?? InMemoryObjectStore(clock: clock)
+        settings.concurrency = 2
+        settings.leaseMilliseconds = 30_000
+        settings.backoff = Backoff(baseMilliseconds: 100, capMilliseconds: 1000)
+    }
+
+    func runner(spool: DirectorySpool? = nil, fetcher: (any SourceFetcher)? = nil) throws -> JobRunner {
+        JobRunner(store: store, objects: objects, fetcher: fetcher,
+                  spool: try spool ?? DirectorySpool(directory: spoolDirectory, budget: spoolBudget), settings: settings, clock: clock)
+    }
+
+    @discardableResult
+    func insert(_ kind: Job.Kind, source: String, key: String = "dst", owner: String = "alice",
+                options: JobOptions = JobOptions()) async throws -> Job {
+        try await store.insert(Job(id: UUID().uuidString.lowercased(), owner: owner, kind: kind, state: .queued, objectKey: key,
+                                   source: source, options: options.json, bytesTotal: nil, partSize: settings.partSize))
+    }
+
+    func run(_ owner: String = "a", runner: JobRunner? = nil, control: JobControl = JobControl()) async throws -> (JobRunner.Outcome, Job) {
+        guard let (job, lease) = try await store.claim(owner: owner, leaseMilliseconds: settings.leaseMilliseconds) else {
+            throw TransferError(code: "NothingToClaim", retryable: false)
+        }
+        let runner = try runner ?? self.runner()
+        let outcome = try await driving(clock) { try await runner.run(job, lease: lease, control: control) }
+        return (outcome, try #require(try await store.job(id: job.id)))
+    }
+}
+
+private func objectSource(_ key: String) -> String { ObjectSource(key: key).json }
+
+/// A stream that hands out a chunk every `every` milliseconds of the manual clock.
+private final class SlowStream: ByteSource {
+    let clock: ManualClock
+    let chunks: Int
+    let every: Int
+    let read = Atomic<Int>(0)
+
+    init(clock: ManualClock, chunks: Int, every: Int) {
+        self.clock = clock
+        self.chunks = chunks
+        self.every = every
+    }
+
+    func next() async throws -> ArraySlice<UInt8>? {
+        guard read.load(ordering: .relaxed) < chunks else { return nil }
+        try await clock.sleep(milliseconds: every)
+        read.add(1, ordering: .relaxed)
+        return [UInt8](repeating: 7, count: 64 * 1024)[...]
+    }
+}
+
+private struct SlowFetcher: SourceFetcher {
+    let stream: SlowStream
+    func probe(_ url: String) async throws -> SourceProbe { SourceProbe(size: nil, etag: nil, acceptsRanges: false) }
+    func fetch(_ url: String, range: ClosedRange<Int64>, ifMatch: String?, into file: SpoolFile) async throws {
+        throw TransferError(code: "RangeIgnored", retryable: false)
+    }
+    func stream(_ url: String, limit: Int64) async throws -> any ByteSource { stream }
+}
+
+@Suite struct JobRunnerBoundsTests {
+    /// A copy paused mid-way whose source is replaced by a smaller object: the recorded parts
+    /// belong to the old version. The job fails `source_changed` instead of trapping.
+    @Test func aSourceThatShrinksWhilePausedFailsTheJobInsteadOfTrapping() async throws {
+        let storeBox = Mutex<InMemoryJobStore?>(nil), jobID = Mutex("")
+        var bench = Bench(objects: { clock in
+            InMemoryObjectStore(beforePart: { part in
+                if part == 4, let store = storeBox.withLock({ $0 }) {
+                    _ = try await store.transition(id: jobID.withLock { $0 }, from: [.running], to: .paused)
+                }
+            }, clock: clock)
+        })
+        bench.settings.concurrency = 1
+        storeBox.withLock { $0 = bench.store }
+        bench.objects.put("src", bytes(25 * MiB, seed: 1))
+        let job = try await bench.insert(.copy, source: objectSource("src"))
+        jobID.withLock { $0 = job.id }
+        let (paused, _) = try await bench.run()
+        #expect(paused == .stopped(.paused))
+        storeBox.withLock { $0 = nil }
+        bench.objects.put("src", bytes(7 * MiB, seed: 2))
+        _ = try await bench.store.transition(id: job.id, from: [.paused], to: .queued)
+        let (outcome, failed) = try await bench.run("b")
+        #expect(outcome == .failed(code: "source_changed"))
+        #expect(failed.error == #"{"code":"source_changed"}"#)
+        #expect(bench.objects.openUploads == 0, "the old upload is aborted")
+    }
+
+    /// An import resumed after a crash whose source now says another size fails the same way.
+    @Test func anImportWhoseSourceChangesSizeFails() async throws {
+        var bench = Bench()
+        bench.settings.concurrency = 1
+        let job = try await bench.insert(.import, source: URLSource(url: "https://example.com/f").json)
+        // The first run records its plan (size 12 MiB), then its holder dies.
+        let (claimed, lease) = try #require(try await bench.store.claim(owner: "dead", leaseMilliseconds: 30_000))
+        try await bench.store.start(lease, uploadID: try await bench.objects.createMultipartUpload(key: "dst", attributes: .init()),
+                                    partsTotal: 3, partSize: PartPlan.minimumPartSize, bytesTotal: 12 * Int64(MiB), sourceETag: "\"v1\"")
+        _ = claimed
+        bench.store.expireLease(job.id)
+        bench.clock.advance(by: 30_001)
+        let fetcher = InMemoryFetcher(body: bytes(20 * MiB, seed: 3), ranges: true)
+        let (outcome, _) = try await bench.run("b", runner: try bench.runner(fetcher: fetcher))
+        #expect(outcome == .failed(code: "source_changed"))
+    }
+
+    /// A job whose holder died three times is failed `crash_loop` by the fourth, not run.
+    @Test func aJobWhoseHolderDiedThreeTimesFailsWithCrashLoop() async throws {
+        let bench = Bench()
+        bench.objects.put("src", bytes(12 * MiB, seed: 4))
+        let job = try await bench.insert(.copy, source: objectSource("src"))
+        for holder in ["a", "b", "c", "d"] {
+            _ = try #require(try await bench.store.claim(owner: holder, leaseMilliseconds: 30_000))
+            bench.store.expireLease(job.id)
+        }
+        let (outcome, failed) = try await bench.run("e")
+        #expect(outcome == .failed(code: "crash_loop"))
+        #expect(failed.state == .failed && failed.crashes >= 3)
+        #expect(bench.objects.count(.copyPart(1)) == 0, "the poison job does not run again")
+    }
+
+    /// A released job (SIGTERM) is not a death: it runs again without counting a crash.
+    @Test func aReleasedJobIsNotACrash() async throws {
+        let bench = Bench()
+        bench.objects.put("src", bytes(MiB, seed: 5))
+        let job = try await bench.insert(.copy, source: objectSource("src"))
+        for holder in ["a", "b", "c", "d"] {
+            let (_, lease) = try #require(try await bench.store.claim(owner: holder, leaseMilliseconds: 30_000))
+            try await bench.store.release(lease)
+        }
+        let (outcome, done) = try await bench.run("e")
+        guard case .completed = outcome else { Issue.record("\(outcome)"); return }
+        #expect(done.crashes == 0 && job.crashes == 0)
+    }
+
+    /// Every transfer buffer comes out of the memory budget: with room for two, no more than two
+    /// parts move at once whatever the job's concurrency.
+    @Test func theMemoryBudgetBoundsPartsInFlight() async throws {
+        let inFlight = Atomic<Int>(0), most = Atomic<Int>(0)
+        let clockBox = Mutex<ManualClock?>(nil)
+        var bench = Bench(objects: { clock in
+            InMemoryObjectStore(beforePart: { _ in
+                let now = inFlight.add(1, ordering: .relaxed).newValue
+                var seen = most.load(ordering: .relaxed)
+                while now > seen, !most.compareExchange(expected: seen, desired: now, ordering: .relaxed).exchanged {
+                    seen = most.load(ordering: .relaxed)
+                }
+                try await clockBox.withLock { $0 }?.sleep(milliseconds: 1000)
+                inFlight.subtract(1, ordering: .relaxed)
+            }, clock: clock)
+        })
+        clockBox.withLock { $0 = bench.clock }
+        bench.settings.concurrency = 5
+        bench.settings.memory = ByteBudget(capacity: 2 * Int64(MiB))
+        bench.settings.transferBufferBytes = Int64(MiB)
+        bench.objects.put("src", bytes(30 * MiB, seed: 6))
+        try await bench.insert(.copy, source: objectSource("src"))
+        let (outcome, _) = try await bench.run()
+        guard case .completed = outcome else { Issue.record("\(outcome)"); return }
+        #expect(most.load(ordering: .relaxed) == 2)
+        #expect(bench.settings.memory.used == 0, "every buffer is given back")
+    }
+
+    /// A download waits for room on the spool instead of writing past the budget; with its
+    /// running-time limit passed while waiting, it fails without having written a byte.
+    @Test func aDownloadWaitsForRoomOnTheSpool() async throws {
+        var bench = Bench()
+        bench.spoolBudget = 10 * Int64(MiB)
+        let spool = try DirectorySpool(directory: bench.spoolDirectory, budget: bench.spoolBudget)
+        bench.objects.put("obj", bytes(8 * MiB, seed: 7))
+        try await bench.insert(.download, source: objectSource("obj"), key: "obj")
+        let (first, _) = try await bench.run(runner: try bench.runner(spool: spool))
+        guard case .completed = first else { Issue.record("\(first)"); return }
+        #expect(spool.usage.used == 8 * Int64(MiB))
+        var options = JobOptions()
+        options.timeoutSeconds = 5
+        let second = try await bench.insert(.download, source: objectSource("obj"), key: "obj", options: options)
+        let (outcome, _) = try await bench.run("b", runner: try bench.runner(spool: spool))
+        #expect(outcome == .failed(code: "JobTimeout"))
+        #expect(bench.objects.count(.read(0)) == 1, "the second download read nothing")
+        #expect(!FileManager.default.fileExists(atPath: spool.path(jobID: second.id, name: .download)))
+    }
+
+    /// A part larger than the whole spool budget can never be spooled: the job says so.
+    @Test func aPartLargerThanTheSpoolFailsSpoolTooSmall() async throws {
+        var bench = Bench()
+        bench.spoolBudget = 4 * Int64(MiB)
+        try await bench.insert(.import, source: URLSource(url: "https://example.com/f").json)
+        let (outcome, _) = try await bench.run(runner: try bench.runner(fetcher: InMemoryFetcher(body: bytes(12 * MiB, seed: 8), ranges: true)))
+        #expect(outcome == .failed(code: "spool_too_small"))
+    }
+
+    /// A streamed import (no ranges) lives under the job's controls: its running-time limit
+    /// stops it mid-stream, and its lease is renewed while it reads.
+    @Test func aStreamedImportHonoursItsTimeoutMidStream() async throws {
+        var bench = Bench()
+        bench.settings.tickMilliseconds = 500
+        let stream = SlowStream(clock: bench.clock, chunks: 10_000, every: 1000)
+        var options = JobOptions()
+        options.timeoutSeconds = 3
+        try await bench.insert(.import, source: URLSource(url: "https://example.com/slow").json, options: options)
+        let (outcome, job) = try await bench.run(runner: try bench.runner(fetcher: SlowFetcher(stream: stream)))
+        #expect(outcome == .failed(code: "JobTimeout") && job.state == .failed)
+        #expect(stream.read.load(ordering: .relaxed) < 10, "the stream stopped when the time was up")
+    }
+
+    /// Cancel reaches a streamed import mid-stream: the worker and the source are let go.
+    @Test func aStreamedImportStopsWhenCanceled() async throws {
+        let bench = Bench()
+        let stream = SlowStream(clock: bench.clock, chunks: 10_000, every: 1000)
+        let job = try await bench.insert(.import, source: URLSource(url: "https://example.com/slow").json)
+        let store = bench.store
+        Task {
+            while stream.read.load(ordering: .relaxed) < 3 { try await Task.sleep(for: .milliseconds(1)) }
+            _ = try await store.transition(id: job.id, from: [.running], to: .canceled)
+        }
+        let (outcome, canceled) = try await bench.run(runner: try bench.runner(fetcher: SlowFetcher(stream: stream)))
+        #expect(outcome == .stopped(.canceled) && canceled.state == .canceled)
+        #expect(stream.read.load(ordering: .relaxed) < 10)
+    }
+
+    /// A streamed import past the object limit fails as the bytes arrive, long before the rest.
+    @Test func aStreamedImportPastTheLimitFailsAsBytesArrive() async throws {
+        var bench = Bench()
+        bench.settings.maxObjectSize = 6 * Int64(MiB)
+        try await bench.insert(.import, source: URLSource(url: "https://example.com/big").json)
+        let fetcher = InMemoryFetcher(body: bytes(40 * MiB, seed: 9), ranges: false)
+        let (outcome, _) = try await bench.run(runner: try bench.runner(fetcher: fetcher))
+        #expect(outcome == .failed(code: "EntityTooLarge"))
+        #expect(bench.objects.object("dst") == nil && bench.objects.openUploads == 0)
+    }
+
+    /// A streamed import resumed after a crash reads the source again and sends only the parts
+    /// S3 does not hold yet (same size and MD5).
+    @Test func aResumedStreamedImportSkipsPartsAlreadySent() async throws {
+        struct Crash: Error {}
+        let recordsLeft = Atomic<Int>(2)
+        var bench = Bench(beforeWrite: { what in
+            guard what == "recordPart" else { return }
+            if recordsLeft.subtract(1, ordering: .relaxed).oldValue <= 0 { throw Crash() }
+        })
+        bench.settings.concurrency = 1
+        let body = bytes(16 * MiB + 3, seed: 10)
+        let job = try await bench.insert(.import, source: URLSource(url: "https://example.com/f").json)
+        let fetcher = InMemoryFetcher(body: body, ranges: false)
+        await #expect(throws: Crash.self) { _ = try await bench.run(runner: try bench.runner(fetcher: fetcher)) }
+        recordsLeft.store(.max, ordering: .relaxed)
+        bench.store.expireLease(job.id)
+        bench.clock.advance(by: 30_001)
+        let (outcome, done) = try await bench.run("b", runner: try bench.runner(fetcher: fetcher))
+        guard case .completed = outcome else { Issue.record("\(outcome)"); return }
+        #expect(done.state == .completed && bench.objects.object("dst") == body)
+        #expect(bench.objects.count(.uploadPart(1)) == 1 && bench.objects.count(.uploadPart(2)) == 1, "recorded parts are not sent again")
+        #expect(bench.objects.count(.uploadPart(4)) == 1)
+    }
+
+    /// Claims go to the identity running fewest jobs: bob's job runs before alice's second,
+    /// though hers is older.
+    @Test func claimsAreFairAcrossIdentities() async throws {
+        let bench = Bench()
+        let aliceFirst = try await bench.insert(.copy, source: objectSource("src"), owner: "alice")
+        bench.clock.advance(by: 10)
+        let aliceSecond = try await bench.insert(.copy, source: objectSource("src"), owner: "alice")
+        bench.clock.advance(by: 10)
+        let bob = try await bench.insert(.copy, source: objectSource("src"), owner: "bob")
+        let first = try #require(try await bench.store.claim(owner: "i", leaseMilliseconds: 30_000))
+        let second = try #require(try await bench.store.claim(owner: "i", leaseMilliseconds: 30_000))
+        #expect(first.0.id == aliceFirst.id)
+        #expect(second.0.id == bob.id, "alice runs one already; bob runs none")
+        #expect(try await bench.store.waitingOwners(limit: 10) == ["alice"])
+        _ = aliceSecond
+    }
+
+    /// A job asked to yield hands itself back between parts: recorded parts stay, and any
+    /// instance finishes it later without sending them again.
+    @Test func aJobAskedToYieldHandsItselfBackBetweenParts() async throws {
+        var bench = Bench()
+        bench.settings.concurrency = 1
+        bench.objects.put("src", bytes(20 * MiB, seed: 11))
+        let job = try await bench.insert(.copy, source: objectSource("src"))
+        let control = JobControl()
+        control.requestYield()
+        let (outcome, handedBack) = try await bench.run(control: control)
+        #expect(outcome == .stopped(.queued))
+        #expect(handedBack.partsCompleted == 1, "the part in flight finished; no new one started")
+        let (done, finished) = try await bench.run("b")
+        guard case .completed = done else { Issue.record("\(done)"); return }
+        #expect(finished.id == job.id && bench.objects.object("dst") == bytes(20 * MiB, seed: 11))
+        #expect(bench.objects.count(.copyPart(1)) == 1)
+    }
+}

@@ -1,0 +1,192 @@
+import Crypto
+import Foundation
+import Synchronization
+import TestSupport
+import Testing
+@testable import TransferEngine
+
+private let MiB = 1024 * 1024
+
+private func bytes(_ count: Int, seed: UInt8) -> [UInt8] {
+    (0..<count).map { UInt8(truncatingIfNeeded: ($0 >> 3) &* 131 &+ Int(seed)) }
+}
+
+/// Upload requests over the in-memory store and object store, each "instance" with its own
+/// spool directory (instances share no disk), on a manual clock.
+private struct Uploads {
+    let clock = ManualClock()
+    let store: InMemoryJobStore
+    let objects = InMemoryObjectStore()
+    var settings = EngineSettings()
+
+    init(beforeWrite: @escaping @Sendable (String) throws -> Void = { _ in }) {
+        store = InMemoryJobStore(clock: clock, beforeWrite: beforeWrite)
+        settings.concurrency = 2
+        settings.roomWaitMilliseconds = 2_000
+    }
+
+    func receiver(_ instance: String, spool: DirectorySpool? = nil) throws -> UploadReceiver {
+        UploadReceiver(store: store, objects: objects,
+                       spool: try spool ?? DirectorySpool(directory: NSTemporaryDirectory() + "receiver-\(instance)-" + UUID().uuidString),
+                       settings: settings, instance: instance, clock: clock)
+    }
+
+    func insert(size: Int64?) async throws -> Job {
+        try await store.insert(Job(id: UUID().uuidString.lowercased(), owner: "alice", kind: .upload, state: .pending,
+                                   objectKey: "private/alice/up.bin", source: "{}", bytesTotal: size, partSize: PartPlan.minimumPartSize))
+    }
+
+    func send(_ receiver: UploadReceiver, _ job: Job, from offset: Int64, _ body: [UInt8], chunk: Int = 256 * 1024,
+              checksum: UploadReceiver.Checksum? = nil) async throws -> UploadReceiver.Outcome {
+        let source = ChunkedBytes(bytes: body, chunk: chunk)
+        return try await driving(clock) { try await receiver.receive(jobID: job.id, offset: offset, body: source, checksum: checksum) }
+    }
+}
+
+@Suite struct UploadReceiverTests {
+    /// Parts go to S3 from spool files, and the bytes past the last part are staged as an
+    /// object the store lists: another instance, with a spool of its own, continues from it.
+    @Test func aTailIsStagedAndAnotherInstanceContinuesFromIt() async throws {
+        let uploads = Uploads()
+        let body = bytes(12 * MiB + 77, seed: 1)
+        let job = try await uploads.insert(size: Int64(body.count))
+        let first = try await uploads.send(try uploads.receiver("a"), job, from: 0, Array(body[0..<(7 * MiB)]))
+        #expect(first == .waiting(committed: 7 * Int64(MiB)))
+        let tail = uploads.store.tail(of: job.id)
+        #expect(tail.count == 1 && tail.first?.offset == 5 * Int64(MiB) && tail.first?.size == 2 * Int64(MiB))
+        #expect(uploads.objects.keys(under: uploads.settings.stagingPrefix).count == 1)
+        let second = try await uploads.send(try uploads.receiver("b"), job, from: 7 * Int64(MiB), Array(body[(7 * MiB)...]))
+        guard case .completed(_, let size) = second else { Issue.record("\(second)"); return }
+        #expect(size == Int64(body.count))
+        #expect(uploads.objects.object("private/alice/up.bin") == body)
+        #expect(uploads.objects.keys(under: uploads.settings.stagingPrefix).isEmpty, "staged tails are removed")
+    }
+
+    /// The same instance reuses its own tail file; a tail many requests long is merged.
+    @Test func manySmallRequestsOnOneInstance() async throws {
+        var uploads = Uploads()
+        uploads.settings.maxTailSegments = 3
+        let body = bytes(6 * MiB, seed: 2)
+        let job = try await uploads.insert(size: Int64(body.count))
+        let receiver = try uploads.receiver("a")
+        var offset = 0
+        for size in [100_000, 200_000, 300_000, 400_000, 500_000] {
+            let outcome = try await uploads.send(receiver, job, from: Int64(offset), Array(body[offset..<(offset + size)]))
+            offset += size
+            #expect(outcome == .waiting(committed: Int64(offset)))
+            #expect(uploads.store.tail(of: job.id).count <= 3)
+        }
+        let last = try await uploads.send(receiver, job, from: Int64(offset), Array(body[offset...]))
+        guard case .completed = last else { Issue.record("\(last)"); return }
+        #expect(uploads.objects.object("private/alice/up.bin") == body)
+    }
+
+    /// A request whose bytes do not match its checksum keeps nothing, even across a part.
+    @Test func aChecksumMismatchKeepsNothing() async throws {
+        let uploads = Uploads()
+        let body = bytes(7 * MiB, seed: 3)
+        let job = try await uploads.insert(size: 20 * Int64(MiB))
+        let wrong = UploadReceiver.Checksum(algorithm: .sha1, expected: Digest.sha1(bytes(7 * MiB, seed: 4)))
+        let refused = try await uploads.send(try uploads.receiver("a"), job, from: 0, body, checksum: wrong)
+        #expect(refused == .checksumMismatch(committed: 0))
+        #expect(try await uploads.store.parts(of: job.id).isEmpty && uploads.store.tail(of: job.id).isEmpty)
+        #expect(try await uploads.store.job(id: job.id)?.bytesCommitted == 0)
+        let right = UploadReceiver.Checksum(algorithm: .sha1, expected: Digest.sha1(body))
+        let kept = try await uploads.send(try uploads.receiver("a"), job, from: 0, body, checksum: right)
+        #expect(kept == .waiting(committed: 7 * Int64(MiB)))
+        #expect(try await uploads.store.parts(of: job.id).count == 1)
+    }
+
+    /// With no room on the spool for the next part, the request stops reading and says so; what
+    /// arrived before is kept.
+    @Test func noRoomOnTheSpoolIsAnsweredNotWaitedOutForEver() async throws {
+        var uploads = Uploads()
+        // Long enough (in clock time) for the request's own part to reach S3 and free its room.
+        uploads.settings.roomWaitMilliseconds = 120_000
+        let spool = try DirectorySpool(directory: NSTemporaryDirectory() + "receiver-full-" + UUID().uuidString, budget: 6 * Int64(MiB))
+        try await spool.reserve(jobID: "someone-else", name: .tail, bytes: 5 * Int64(MiB))
+        let job = try await uploads.insert(size: 12 * Int64(MiB))
+        let outcome = try await uploads.send(try uploads.receiver("a", spool: spool), job, from: 0, bytes(12 * MiB, seed: 5))
+        #expect(outcome == .noRoom(committed: 0))
+        #expect(try await uploads.store.job(id: job.id)?.state == .pending, "the upload waits for the client to try again")
+        spool.remove(jobID: "someone-else", name: .tail)
+        let resumed = try await uploads.send(try uploads.receiver("a", spool: spool), job, from: 0, bytes(12 * MiB, seed: 5))
+        guard case .completed = resumed else { Issue.record("\(resumed)"); return }
+        #expect(spool.usage.used == 0, "nothing stays reserved once the upload is complete")
+    }
+
+    /// Crash between steps: a request that dies as it records its second part leaves the
+    /// upload at its first part; after the lease lapses any instance continues from there.
+    @Test func aCrashWhileRecordingLeavesAPrefixAnotherInstanceContinues() async throws {
+        struct Crash: Error {}
+        let records = Atomic<Int>(0)
+        let crashing = Atomic<Bool>(true)
+        let uploads = Uploads(beforeWrite: { what in
+            if what == "recordUploadPart", crashing.load(ordering: .relaxed), records.add(1, ordering: .relaxed).newValue == 2 {
+                throw Crash()
+            }
+        })
+        let body = bytes(14 * MiB, seed: 6)
+        let job = try await uploads.insert(size: Int64(body.count))
+        await #expect(throws: Crash.self) { _ = try await uploads.send(try uploads.receiver("a"), job, from: 0, body) }
+        crashing.store(false, ordering: .relaxed)
+        let cut = try #require(try await uploads.store.job(id: job.id))
+        #expect(cut.bytesCommitted == 5 * Int64(MiB) && cut.state == .running)
+        // Another instance must wait for the dead request's lease to lapse.
+        #expect(try await uploads.send(try uploads.receiver("b"), job, from: cut.bytesCommitted, Array(body[(5 * MiB)...])) == .busy)
+        uploads.store.expireLease(job.id)
+        let done = try await uploads.send(try uploads.receiver("b"), job, from: cut.bytesCommitted, Array(body[(5 * MiB)...]))
+        guard case .completed = done else { Issue.record("\(done)"); return }
+        #expect(uploads.objects.object("private/alice/up.bin") == body)
+        #expect(try await uploads.store.job(id: job.id)?.crashes == 1)
+    }
+
+    /// Crash between steps: dying after the tail object is written but before the store lists
+    /// it leaves the upload where it was; the orphan object is not part of it.
+    @Test func aCrashBeforeTheTailIsListedLosesNothingCommitted() async throws {
+        struct Crash: Error {}
+        let crashing = Atomic<Bool>(true)
+        let uploads = Uploads(beforeWrite: { what in
+            if what == "saveUploadTail", crashing.load(ordering: .relaxed) { throw Crash() }
+        })
+        let body = bytes(8 * MiB, seed: 7)
+        let job = try await uploads.insert(size: Int64(body.count))
+        await #expect(throws: Crash.self) { _ = try await uploads.send(try uploads.receiver("a"), job, from: 0, Array(body[0..<(6 * MiB)])) }
+        crashing.store(false, ordering: .relaxed)
+        uploads.store.expireLease(job.id)
+        let committed = try #require(try await uploads.store.job(id: job.id)).bytesCommitted
+        #expect(committed == 5 * Int64(MiB), "the part counts, the unlisted tail does not")
+        let done = try await uploads.send(try uploads.receiver("b"), job, from: committed, Array(body[(5 * MiB)...]))
+        guard case .completed = done else { Issue.record("\(done)"); return }
+        #expect(uploads.objects.object("private/alice/up.bin") == body)
+    }
+
+    /// A pause while the request streams ends it at once with what is committed.
+    @Test func aPauseEndsTheRequest() async throws {
+        let uploads = Uploads()
+        let job = try await uploads.insert(size: 40 * Int64(MiB))
+        let store = uploads.store
+        let slow = SlowBody(clock: uploads.clock)
+        Task {
+            while slow.sent.load(ordering: .relaxed) < 3 { try await Task.sleep(for: .milliseconds(1)) }
+            _ = try await store.transition(id: job.id, from: [.running], to: .paused)
+        }
+        let receiver = try uploads.receiver("a")
+        let outcome = try await driving(uploads.clock) { try await receiver.receive(jobID: job.id, offset: 0, body: slow) }
+        guard case .paused = outcome else { Issue.record("\(outcome)"); return }
+        #expect(slow.sent.load(ordering: .relaxed) < 100)
+    }
+}
+
+/// A client body that sends 64 KiB each second of the manual clock, for ever.
+private final class SlowBody: ByteSource {
+    let clock: ManualClock
+    let sent = Atomic<Int>(0)
+    init(clock: ManualClock) { self.clock = clock }
+
+    func next() async throws -> ArraySlice<UInt8>? {
+        try await clock.sleep(milliseconds: 1000)
+        sent.add(1, ordering: .relaxed)
+        return [UInt8](repeating: 1, count: 64 * 1024)[...]
+    }
+}
