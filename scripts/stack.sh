@@ -10,6 +10,7 @@
 #   scripts/stack.sh status  say what runs (exit 0 only when both run)
 #   scripts/stack.sh env     print .stack/env; use: eval "$(scripts/stack.sh env)"
 #   scripts/stack.sh pg-restart [S]  stop PostgreSQL, wait S seconds (5), start it again
+#   scripts/stack.sh database NAME   create database NAME (if missing) for the gateway role; print its URL
 #
 # All state lives in <repo>/.stack (git-ignored): pg/ (data, socket, log), s3/ (SeaweedFS data),
 # secrets (generated once, reused), env, *.pid, *.log. Nothing listens beyond loopback.
@@ -206,6 +207,19 @@ SELECT 'CREATE ROLE $DB_USER LOGIN' WHERE NOT EXISTS (SELECT 1 FROM pg_roles WHE
 ALTER ROLE $DB_USER WITH LOGIN PASSWORD '$PG_PASSWORD';
 SELECT 'CREATE DATABASE $DB_NAME OWNER $DB_USER' WHERE NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = '$DB_NAME')\gexec
 SQL
+}
+
+# database NAME: a database of its own (owned by the gateway role) on the stack's PostgreSQL,
+# created when missing; prints its URL. Tests, benchmarks and the abuse replay each use one, so a
+# gateway that scripts/run.sh started claims none of their jobs.
+cmd_database() {
+  local name="$1"
+  load_secrets
+  [[ "$name" =~ ^[a-z][a-z0-9_]{0,40}$ ]] || die "database names are lower-case letters, digits and _"
+  as_pg "$PG_BIN/psql" -h "$PG_SOCK" -p "$PG_PORT" -U postgres -d postgres -v ON_ERROR_STOP=1 -qAt >/dev/null <<SQL
+SELECT 'CREATE DATABASE $name OWNER $DB_USER' WHERE NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = '$name')\gexec
+SQL
+  printf '%s\n' "${DATABASE_URL%/*}/$name"
 }
 
 pg_accepts_gateway() {
@@ -422,5 +436,6 @@ case "${1:-}" in
   status) cmd_status ;;
   env) cmd_env ;;
   pg-restart) cmd_pg_restart "${2:-5}" ;;
+  database) [ -n "${2:-}" ] || die "usage: $0 database NAME"; cmd_database "$2" ;;
   *) echo "usage: $0 up|down|status|env|pg-restart [seconds]" >&2; exit 2 ;;
 esac

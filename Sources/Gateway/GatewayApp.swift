@@ -55,6 +55,7 @@ public struct GatewayApp: Sendable {
         settings.tickMilliseconds = min(500, max(100, configuration.leaseSeconds * 1000 / 6))
         settings.timeoutSeconds = configuration.jobTimeout
         settings.memory = ByteBudget(capacity: Int64(configuration.memoryBudget))
+        settings.spoolCapacity = Int64(configuration.spoolBudget)
         let objects = S3ObjectStore(client: s3)
         let spool: DirectorySpool
         do {

@@ -40,6 +40,9 @@ struct JobRoutes: Sendable {
         let type = try fields.requiredString("type")
         guard let kind = Job.Kind(rawValue: type) else { throw APIError.validation("type must be upload, import, copy or download.") }
         let options = try Self.options(fields, maxConcurrency: maxPartConcurrency)
+        if let partSize = options.partSize, partSize > settings.spoolCapacity {
+            throw APIError.validation("partSize may be at most the spool budget, \(settings.spoolCapacity) bytes.")
+        }
         let objectKey: String, source: String
         switch kind {
         case .copy:
@@ -63,8 +66,12 @@ struct JobRoutes: Sendable {
             if let size, !(0...settings.maxObjectSize).contains(size) {
                 throw APIError.validation("size must be from 0 to \(settings.maxObjectSize) bytes.")
             }
-            return try await created(.upload(owner: owner, objectKey: try key(fields, mode: .write, identity: identity),
-                                             size: size, options: options, settings: settings))
+            let job = Job.upload(owner: owner, objectKey: try key(fields, mode: .write, identity: identity),
+                                 size: size, options: options, settings: settings)
+            guard job.partSize <= settings.spoolCapacity else {
+                throw APIError.validation("An upload of this size needs parts of \(job.partSize) bytes, more than the spool budget.")
+            }
+            return try await created(job)
         }
         return try await created(Job(id: UUID().uuidString.lowercased(), owner: owner, kind: kind, state: .queued,
                                      objectKey: objectKey, source: source, options: options.json, bytesTotal: nil,

@@ -97,6 +97,9 @@ struct TusRoutes: Sendable {
         }
         let store = self.store, uploads = self.uploads, quota = limits.quota
         let pending = Job.upload(owner: owner, objectKey: objectKey, size: length, options: options, settings: settings)
+        guard pending.partSize <= settings.spoolCapacity else {
+            return refuse(413, "payload_too_large", "An upload of this length needs parts larger than the gateway's spool budget.")
+        }
         let job = try await Shield.run { try await store.insert(pending, quota: quota) }
         var headers = [("Location", "/v1/tus/\(job.id)"), ("Upload-Expires", httpDate(secondsSince1970: expires(job)))]
         // creation-with-upload: the first bytes ride along.

@@ -21,6 +21,8 @@ public struct EngineSettings: Sendable {
     /// What one transfer in flight holds in memory while it moves a part (the HTTP client's
     /// send and receive buffers, a block read from the spool): reserved from `memory`.
     public var transferBufferBytes: Int64 = 1 << 20
+    /// Bytes the spool may hold (`GATEWAY_SPOOL_BUDGET`): no part may be larger.
+    public var spoolCapacity: Int64 = .max
     /// How long a request that brings bytes waits for room (memory or spool) before it is
     /// answered 503 with `Retry-After` instead.
     public var roomWaitMilliseconds = 5_000

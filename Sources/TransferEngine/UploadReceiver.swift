@@ -90,7 +90,17 @@ public struct UploadReceiver: Sendable {
         let lifetime = LeaseLifetime<Outcome>(store: store, clock: clock, tickMilliseconds: settings.tickMilliseconds,
                                               leaseMilliseconds: settings.leaseMilliseconds)
         let request = UploadRequest(receiver: self, claim: claim, key: key, body: body, checksum: checksum)
-        switch try await lifetime.run(claim.lease, deadline: nil, { try await request.run() }) {
+        let ending: LeaseLifetime<Outcome>.Ending
+        do {
+            ending = try await lifetime.run(claim.lease, deadline: nil, { try await request.run() })
+        } catch is ByteBudget.TooLarge {
+            // A part larger than the whole spool can never be taken: the upload cannot go on.
+            if let uploadID = job.uploadID { try? await objects.abortMultipartUpload(key: key, uploadID: uploadID) }
+            try await store.finish(claim.lease, state: .failed, etag: nil, error: Job.errorJSON(code: FailureCode.spoolTooSmall))
+            spool.removeAll(jobID: jobID, keeping: [])
+            return .failed(code: FailureCode.spoolTooSmall, committed: 0)
+        }
+        switch ending {
         case .finished(let outcome):
             return outcome
         case .leaseLost, .timedOut:
