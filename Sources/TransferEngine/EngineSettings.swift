@@ -23,6 +23,10 @@ public struct EngineSettings: Sendable {
     public var transferBufferBytes: Int64 = 1 << 20
     /// Bytes the spool may hold (`GATEWAY_SPOOL_BUDGET`): no part may be larger.
     public var spoolCapacity: Int64 = .max
+    /// What one upload request holds in memory beyond the HTTP server's bounded socket buffers:
+    /// the piece being written to the spool and the checksum state. Reserved from `memory`.
+    /// Small, so thousands of slow uploads fit in the budget.
+    public var requestBufferBytes: Int64 = 64 * 1024
     /// How long a request that brings bytes waits for room (memory or spool) before it is
     /// answered 503 with `Retry-After` instead.
     public var roomWaitMilliseconds = 5_000

@@ -51,7 +51,8 @@ struct UploadRequest: Sendable {
         let tailBytes = claim.tail.reduce(Int64(0)) { $0 + $1.size }
         let committed = partBytes + tailBytes
         // This request's read buffer and hashing come out of the memory budget.
-        guard let held = try await receiver.room({ try await settings.memory.reserve(settings.transferBufferBytes) }) else {
+        let buffer = settings.requestBufferBytes, memory = settings.memory
+        guard let held = try await receiver.room({ try await memory.reserve(buffer) }) else {
             try await release()
             return .noRoom(committed: committed)
         }

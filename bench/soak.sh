@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# bench/soak.sh — slow-client soak: BENCH_SOAK_JOBS (2000) upload jobs from as many identities,
+# created over BENCH_SOAK_RAMP (15) seconds, each sending its bytes at 16 KiB a second for
+# BENCH_SOAK_SECONDS (60) seconds (`size` 16 KiB × seconds = 983040) on a kept-alive connection of
+# its own, all from this machine and one Python asyncio process (bench/soak_driver.py run), plus
+# one fast upload job of BENCH_SOAK_FAST_MIB (256) MiB by `curl -T` BENCH_SOAK_FAST_AT (30) s in,
+# its wall time reported. Beside it (bench/soak_driver.py probe, a process of its own): the
+# gateway's VmRSS once a second and GET /healthz 10 times a second on one connection. After it,
+# every job's state (GET /v1/jobs/{id}) and every object read back from S3 with boto3 (SHA-256 and
+# MD5 of what was sent; ETag = MD5), then the objects are deleted. Writes the section
+# "## Slow-client soak (bench/soak.sh)" of bench/RESULTS.md (other sections are kept).
+#
+# The gateway: the release binary on 127.0.0.1:18100, its own database (gateway_soak, emptied
+# first) and spool directory, GATEWAY_MAX_CONNECTIONS and GATEWAY_MAX_CONNECTIONS_PER_CLIENT 8192
+# (every client is 127.0.0.1), GATEWAY_LOG_LEVEL=warn, the default budgets (memory 256 MiB,
+# spool 10 GiB; BENCH_SOAK_MEMORY_BUDGET overrides the first). Builds it unless
+# BENCH_SKIP_BUILD=1; starts the stack and stops what it started. Exits 1 (after writing the
+# results) when a job did not complete, an object differs or /healthz failed; the work directory
+# with the gateway's log and the JSON of every job is kept then (and with BENCH_SOAK_KEEP=1).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+# shellcheck source=bench/lib.sh disable=SC1091
+. "$ROOT/bench/lib.sh"
+JOBS="${BENCH_SOAK_JOBS:-2000}"
+DURATION="${BENCH_SOAK_SECONDS:-60}"
+RAMP="${BENCH_SOAK_RAMP:-15}"
+FAST_MIB="${BENCH_SOAK_FAST_MIB:-256}"
+FAST_AT="${BENCH_SOAK_FAST_AT:-30}"
+MEMORY_BUDGET="${BENCH_SOAK_MEMORY_BUDGET:-268435456}"
+CHUNK=16384
+SIZE=$((CHUNK * DURATION))
+PORT=18100
+DB=gateway_soak
+GW_BIN="${BENCH_GATEWAY_BIN:-$ROOT/.build/release/transfer-gateway}"
+RESULTS="$ROOT/bench/RESULTS.md"
+PY="$ROOT/.venv/bin/python"
+DRIVER="$ROOT/bench/soak_driver.py"
+STACK_STARTED=""
+TMP="$(mktemp -d /tmp/bench-soak.XXXXXX)"
+GW_PID=""
+PROBE_PID=""
+KEEP="${BENCH_SOAK_KEEP:-}"
+cleanup() {
+  [ -n "$PROBE_PID" ] && kill "$PROBE_PID" 2>/dev/null
+  [ -n "$GW_PID" ] && kill "$GW_PID" 2>/dev/null
+  wait 2>/dev/null || true
+  rm -rf "$TMP/spool" "$TMP/fast.bin"
+  if [ -n "$KEEP" ]; then say "kept $TMP (gateway.log, run.json, probe.json, verify.json)"; else rm -rf "$TMP"; fi
+  if [ -n "$STACK_STARTED" ]; then bash "$ROOT/scripts/stack.sh" down >/dev/null 2>&1 || true; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+[ -x "$PY" ] || die "no $PY: run scripts/stack.sh up (it makes the venv with boto3 and pyjwt)"
+(exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && die "port $PORT is taken"
+build_gateway 'run with BENCH_SKIP_BUILD=1 and an existing binary'
+start_stack
+set -a
+# shellcheck disable=SC1091
+. .stack/env
+set +a
+# A database of its own, emptied: jobs left waiting by an earlier run count against the quotas.
+DB_URL="$(bash scripts/stack.sh database "$DB")"
+psql "${DB_URL%/*}/postgres" -qAtc "DROP DATABASE IF EXISTS $DB" >/dev/null
+DB_URL="$(bash scripts/stack.sh database "$DB")"
+
+ulimit -n "$(ulimit -Hn)"
+[ "$(ulimit -n)" -ge $((JOBS + 256)) ] || die "ulimit -n is $(ulimit -n); $JOBS connections need more"
+
+say "writing a $FAST_MIB MiB file"
+head -c "$((FAST_MIB << 20))" /dev/urandom >"$TMP/fast.bin"
+
+GATEWAY_PORT=$PORT GATEWAY_DATABASE_URL="$DB_URL" GATEWAY_SPOOL_DIR="$TMP/spool" GATEWAY_LOG_LEVEL=warn \
+  GATEWAY_MAX_CONNECTIONS=8192 GATEWAY_MAX_CONNECTIONS_PER_CLIENT=8192 \
+  GATEWAY_MEMORY_BUDGET="$MEMORY_BUDGET" GATEWAY_SPOOL_BUDGET=10737418240 \
+  "$GW_BIN" serve 2>"$TMP/gateway.log" &
+GW_PID=$!
+for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null && break; sleep 0.1; done
+curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null || { tail -n 20 "$TMP/gateway.log" >&2; die "the gateway is not ready"; }
+
+"$PY" "$DRIVER" probe --port "$PORT" --pid "$GW_PID" --hz 10 --out "$TMP/probe.json" &
+PROBE_PID=$!
+sleep 2
+say "$JOBS uploads of $SIZE bytes at $CHUNK B/s, created over $RAMP s; $FAST_MIB MiB by curl -T at $FAST_AT s"
+"$PY" "$DRIVER" run --port "$PORT" --jobs "$JOBS" --size "$SIZE" --chunk "$CHUNK" --interval 1 --ramp "$RAMP" \
+  --fast-file "$TMP/fast.bin" --fast-at "$FAST_AT" --workdir "$TMP" --out "$TMP/run.json"
+sleep 2
+kill -TERM "$PROBE_PID"
+wait "$PROBE_PID" || die "the probe failed"
+PROBE_PID=""
+kill -0 "$GW_PID" 2>/dev/null || { tail -n 40 "$TMP/gateway.log" >&2; die "the gateway exited during the run"; }
+
+say "verifying every job and object"
+"$PY" "$DRIVER" verify --port "$PORT" --run "$TMP/run.json" --fast-file "$TMP/fast.bin" --delete --out "$TMP/verify.json"
+
+# The gateway's stderr at level warn, summed by level, message and code.
+log_summary="$("$PY" - "$TMP/gateway.log" <<'PY'
+import collections, json, sys
+counts, other = collections.Counter(), 0
+for line in open(sys.argv[1], errors="replace"):
+    try:
+        doc = json.loads(line)
+    except ValueError:
+        other += 1
+        continue
+    counts[" ".join(str(doc.get(k)) for k in ("level", "msg", "code", "status", "route") if doc.get(k) is not None)] += 1
+parts = [f"{n} × `{k}`" for k, n in counts.most_common(8)]
+if other:
+    parts.append(f"{other} other lines")
+print(", ".join(parts) if parts else "no lines")
+PY
+)"
+report="$("$PY" "$DRIVER" report --run "$TMP/run.json" --probe "$TMP/probe.json" --verify "$TMP/verify.json" \
+  --gateway-log-summary "$log_summary")"
+budget_note=""
+[ "$MEMORY_BUDGET" = 268435456 ] || budget_note=" GATEWAY_MEMORY_BUDGET=$MEMORY_BUDGET (not the default)."
+section="$(cat <<MD
+## Slow-client soak (bench/soak.sh)
+
+<!-- bench:slow-soak:begin -->
+$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, shared machine (PostgreSQL, SeaweedFS, the driver and the gateway on the same 2 cores; other work may run beside). Command: \`BENCH_SKIP_BUILD=1 bench/soak.sh\` — $JOBS upload jobs of $SIZE bytes, $((CHUNK / 1024)) KiB/s each for $DURATION s, created over $RAMP s from one Python asyncio process (bench/soak_driver.py, raw asyncio streams), plus one $FAST_MIB MiB upload by \`curl -T\` $FAST_AT s in; gateway \`serve\` (release) with GATEWAY_MAX_CONNECTIONS=8192, GATEWAY_MAX_CONNECTIONS_PER_CLIENT=8192, GATEWAY_LOG_LEVEL=warn, default budgets.$budget_note
+
+$report
+<!-- bench:slow-soak:end -->
+MD
+)"
+"$PY" - "$RESULTS" "$section" <<'PY'
+import os, re, sys
+path, section = sys.argv[1], sys.argv[2]
+text = open(path).read() if os.path.exists(path) else "# Benchmark results\n"
+pattern = re.compile(r"## Slow-client soak \(bench/soak\.sh\)\n\n<!-- bench:slow-soak:begin -->.*?<!-- bench:slow-soak:end -->", re.S)
+text = pattern.sub(lambda _: section, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + section + "\n"
+open(path, "w").write(text)
+PY
+printf '%s\n' "$report" >&2
+problems="$("$PY" -c 'import json, sys
+v = json.load(open(sys.argv[1])); p = json.load(open(sys.argv[2]))
+bad = [x for x in p["probes"] if x.get("status") != 200]
+print(len(v["problems"]) + (v["fast"].get("state") != "completed") + (v["fast"].get("object") != "identical") + len(bad))' \
+  "$TMP/verify.json" "$TMP/probe.json")"
+if [ "$problems" != 0 ]; then
+  KEEP=1
+  die "$problems problems (jobs not completed, objects not identical, /healthz not 200); see $TMP"
+fi
+say "all $JOBS jobs completed and verified"
