@@ -71,6 +71,8 @@ ulimit -n "$(ulimit -Hn)"
 say "writing a $FAST_MIB MiB file"
 head -c "$((FAST_MIB << 20))" /dev/urandom >"$TMP/fast.bin"
 
+# Which binary: the build may change under a long session, so the run names it.
+binary="$(sha256sum "$GW_BIN" | cut -c1-12), built $(date -u -r "$GW_BIN" '+%Y-%m-%d %H:%M UTC'), checkout at $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
 GATEWAY_PORT=$PORT GATEWAY_DATABASE_URL="$DB_URL" GATEWAY_SPOOL_DIR="$TMP/spool" GATEWAY_LOG_LEVEL=warn \
   GATEWAY_MAX_CONNECTIONS=8192 GATEWAY_MAX_CONNECTIONS_PER_CLIENT=8192 \
   GATEWAY_MEMORY_BUDGET="$MEMORY_BUDGET" GATEWAY_SPOOL_BUDGET=10737418240 \
@@ -79,7 +81,12 @@ GW_PID=$!
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null && break; sleep 0.1; done
 curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null || { tail -n 20 "$TMP/gateway.log" >&2; die "the gateway is not ready"; }
 
-"$PY" "$DRIVER" probe --port "$PORT" --pid "$GW_PID" --hz 10 --out "$TMP/probe.json" &
+# Beside the gateway's: the CPU of SeaweedFS and PostgreSQL, and PostgreSQL's commits, to tell
+# which of them a slow phase waits for.
+WEED_PID="$(cat .stack/weed.pid 2>/dev/null || true)"
+PG_PID="$(head -n 1 .stack/pg/data/postmaster.pid 2>/dev/null || true)"
+"$PY" "$DRIVER" probe --port "$PORT" --pid "$GW_PID" --hz 10 ${WEED_PID:+--weed-pid "$WEED_PID"} \
+  ${PG_PID:+--pg-pid "$PG_PID"} --pg-url "$DB_URL" --out "$TMP/probe.json" &
 PROBE_PID=$!
 sleep 2
 say "$JOBS uploads of $SIZE bytes at $CHUNK B/s, created over $RAMP s; $FAST_MIB MiB by curl -T at $FAST_AT s"
@@ -113,24 +120,52 @@ PY
 )"
 report="$("$PY" "$DRIVER" report --run "$TMP/run.json" --probe "$TMP/probe.json" --verify "$TMP/verify.json" \
   --gateway-log-summary "$log_summary")"
+# The default budgets write the section's main block; another memory budget (a diagnostic run)
+# writes a block of its own under it.
+MARK=slow-soak
+subheading=""
 budget_note=""
-[ "$MEMORY_BUDGET" = 268435456 ] || budget_note=" GATEWAY_MEMORY_BUDGET=$MEMORY_BUDGET (not the default)."
-section="$(cat <<MD
-## Slow-client soak (bench/soak.sh)
-
-<!-- bench:slow-soak:begin -->
-$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, shared machine (PostgreSQL, SeaweedFS, the driver and the gateway on the same 2 cores; other work may run beside). Command: \`BENCH_SKIP_BUILD=1 bench/soak.sh\` — $JOBS upload jobs of $SIZE bytes, $((CHUNK / 1024)) KiB/s each for $DURATION s, created over $RAMP s from one Python asyncio process (bench/soak_driver.py, raw asyncio streams), plus one $FAST_MIB MiB upload by \`curl -T\` $FAST_AT s in; gateway \`serve\` (release) with GATEWAY_MAX_CONNECTIONS=8192, GATEWAY_MAX_CONNECTIONS_PER_CLIENT=8192, GATEWAY_LOG_LEVEL=warn, default budgets.$budget_note
+if [ "$MEMORY_BUDGET" != 268435456 ]; then
+  MARK=slow-soak-memory
+  subheading="### Diagnostic: GATEWAY_MEMORY_BUDGET=$((MEMORY_BUDGET >> 20)) MiB"$'\n\n'
+  budget_note=" Diagnostic run: GATEWAY_MEMORY_BUDGET=$MEMORY_BUDGET, not the default."
+fi
+budgets="memory $((MEMORY_BUDGET >> 20)) MiB, spool 10 GiB"
+command="bench/soak.sh"
+for var in BENCH_SOAK_MEMORY_BUDGET BENCH_SOAK_FAST_AT BENCH_SOAK_FAST_MIB BENCH_SOAK_RAMP BENCH_SOAK_SECONDS BENCH_SOAK_JOBS BENCH_SKIP_BUILD; do
+  [ -n "${!var:-}" ] && command="$var=${!var} $command"
+done
+[ "$MEMORY_BUDGET" = 268435456 ] && budgets="default budgets (memory 256 MiB, spool 10 GiB)"
+block="$(cat <<MD
+<!-- bench:$MARK:begin -->
+$subheading$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, shared machine (PostgreSQL, SeaweedFS, the driver and the gateway on the same 2 cores; other work may run beside). Command: \`$command\` — $JOBS upload jobs of $SIZE bytes, $((CHUNK / 1024)) KiB/s each for $DURATION s, created over $RAMP s from one Python asyncio process (bench/soak_driver.py, raw asyncio streams), plus one $FAST_MIB MiB upload by \`curl -T\` $FAST_AT s in; gateway \`serve\` (release binary $binary) with GATEWAY_MAX_CONNECTIONS=8192, GATEWAY_MAX_CONNECTIONS_PER_CLIENT=8192, GATEWAY_LOG_LEVEL=warn, $budgets.$budget_note
 
 $report
-<!-- bench:slow-soak:end -->
+<!-- bench:$MARK:end -->
 MD
 )"
-"$PY" - "$RESULTS" "$section" <<'PY'
+"$PY" - "$RESULTS" "$MARK" "$block" <<'PY'
 import os, re, sys
-path, section = sys.argv[1], sys.argv[2]
+path, mark, block = sys.argv[1:4]
+heading = "## Slow-client soak (bench/soak.sh)"
 text = open(path).read() if os.path.exists(path) else "# Benchmark results\n"
-pattern = re.compile(r"## Slow-client soak \(bench/soak\.sh\)\n\n<!-- bench:slow-soak:begin -->.*?<!-- bench:slow-soak:end -->", re.S)
-text = pattern.sub(lambda _: section, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + section + "\n"
+pattern = re.compile(f"<!-- bench:{re.escape(mark)}:begin -->.*?<!-- bench:{re.escape(mark)}:end -->", re.S)
+if pattern.search(text):
+    text = pattern.sub(lambda _: block, text)
+elif heading in text:
+    start = text.index(heading)
+    end = text.find("\n## ", start + len(heading))
+    end = len(text) if end < 0 else end + 1
+    before = text[:end].rstrip("\n")
+    # the default run's block comes first, a diagnostic after it
+    if mark == "slow-soak" and "<!-- bench:slow-soak-memory:begin -->" in before:
+        i = before.index("<!-- bench:slow-soak-memory:begin -->")
+        text = before[:i] + block + "\n\n" + before[i:] + "\n\n" + text[end:].lstrip("\n")
+    else:
+        text = before + "\n\n" + block + "\n\n" + text[end:].lstrip("\n")
+    text = text.rstrip("\n") + "\n"
+else:
+    text = text.rstrip("\n") + "\n\n" + heading + "\n\n" + block + "\n"
 open(path, "w").write(text)
 PY
 printf '%s\n' "$report" >&2

@@ -187,17 +187,19 @@ class Run:
             writer.write(head("PUT", f"/v1/jobs/{job['id']}/data", self.host, token,
                               ("Content-Type: application/octet-stream", f"Content-Length: {a.size}")))
             answer = asyncio.ensure_future(read_response(reader))
+            answered_at = []
+            answer.add_done_callback(lambda _: answered_at.append(now()))
             self.active += 1
             start = now()
             r["t_put"] = round(start - self.t0, 3)
             sent, max_late, k = 0, 0.0, 0
             try:
-                while sent < a.size and not answer.done():
+                while sent < a.size and not answer.done() and not writer.transport.is_closing():
                     chunk_due = start + k * a.interval
                     wait = chunk_due - now()
                     if wait > 0:
-                        await asyncio.wait([answer], timeout=wait)
-                        if answer.done():
+                        await asyncio.sleep(wait)
+                        if answer.done() or writer.transport.is_closing():
                             break
                     late = now() - chunk_due
                     self.late.append(late)
@@ -206,14 +208,17 @@ class Run:
                     sha.update(data)
                     md5.update(data)
                     writer.write(data)
-                    drain = asyncio.ensure_future(writer.drain())
-                    await asyncio.wait([drain, answer], return_when=asyncio.FIRST_COMPLETED)
-                    if not drain.done():
-                        drain.cancel()
-                    elif drain.exception() is not None:
-                        raise drain.exception()
                     sent += len(data)
                     k += 1
+                    if writer.transport.get_write_buffer_size() > 4 * a.chunk:
+                        # The gateway is not reading: wait until it does, or answers.
+                        r["stalled"] = r.get("stalled", 0) + 1
+                        drain = asyncio.ensure_future(writer.drain())
+                        await asyncio.wait([drain, answer], return_when=asyncio.FIRST_COMPLETED)
+                        if not drain.done():
+                            drain.cancel()
+                        elif drain.exception() is not None:
+                            raise drain.exception()
             except (ConnectionError, OSError) as e:
                 r["send_error"] = f"{type(e).__name__}: {e}"
             r["sent"] = sent
@@ -228,7 +233,7 @@ class Run:
                 r["put_error"] = f"no answer within {a.answer_timeout} s of the last byte"
                 self.count("put no answer")
                 return
-            r["t_answer"] = round(now() - self.t0, 3)
+            r["t_answer"] = round(answered_at[0] - self.t0, 3)
             r["put_status"] = status
             r["upload_offset"] = headers.get("upload-offset")
             if sent < a.size:
@@ -352,21 +357,48 @@ def cmd_run(args):
 # probe
 
 
+def proc_cpu(pid, clk):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / clk
+
+
 def proc_sample(pid, clk):
     status = {}
     with open(f"/proc/{pid}/status") as f:
         for line in f:
             k, _, v = line.partition(":")
             status[k] = v.strip()
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
     return {
         "rss_kib": int(status["VmRSS"].split()[0]),
         "hwm_kib": int(status["VmHWM"].split()[0]),
         "threads": int(status["Threads"]),
         "fds": len(os.listdir(f"/proc/{pid}/fd")),
-        "cpu_s": round((int(fields[11]) + int(fields[12])) / clk, 2),
+        "cpu_s": round(proc_cpu(pid, clk), 2),
     }
+
+
+def tree_cpu(root, clk):
+    """CPU seconds of a process and its children (PostgreSQL's postmaster and backends)."""
+    total = 0.0
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(name) == root or int(fields[1]) == root:
+            total += (int(fields[11]) + int(fields[12])) / clk
+    return round(total, 2)
+
+
+def machine_cpu():
+    """(busy, total) jiffies of all cores."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:9]]
+    return sum(v) - v[3] - v[4], sum(v)
 
 
 async def probe_main(args):
@@ -375,24 +407,59 @@ async def probe_main(args):
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     clk = os.sysconf("SC_CLK_TCK")
-    samples, probes = [], []
+    samples, probes, scrapes = [], [], []
     host = f"{args.host}:{args.port}"
 
-    async def sampler():
+    async def every(seconds, work):
         t = now()
         while not stop.is_set():
-            try:
-                s = proc_sample(args.pid, clk)
-            except (FileNotFoundError, ProcessLookupError):
-                samples.append({"t": now(), "gone": True})
+            if await work() is False:
                 return
-            s["t"] = now()
-            samples.append(s)
-            t += 1
+            t += seconds
             try:
                 await asyncio.wait_for(stop.wait(), max(0, t - now()))
             except asyncio.TimeoutError:
                 pass
+
+    async def sample():
+        try:
+            s = proc_sample(args.pid, clk)
+        except (FileNotFoundError, ProcessLookupError):
+            samples.append({"t": now(), "gone": True})
+            return False
+        s["t"] = now()
+        s["machine"] = machine_cpu()
+        try:
+            if args.weed_pid:
+                s["weed_cpu_s"] = round(proc_cpu(args.weed_pid, clk), 2)
+            if args.pg_pid:
+                s["pg_cpu_s"] = tree_cpu(args.pg_pid, clk)
+        except OSError:
+            pass
+        samples.append(s)
+
+    async def scrape():
+        # the gateway's own gauges (/metrics, a connection of its own) and PostgreSQL's commits
+        m = {"t": now()}
+        try:
+            reader, writer = await asyncio.wait_for(asyncio.open_connection(args.host, args.port), 5)
+            writer.write(head("GET", "/metrics", host, extra=("Connection: close",)))
+            _, _, body = await asyncio.wait_for(read_response(reader), 10)
+            writer.close()
+            for line in body.decode(errors="replace").splitlines():
+                name, _, value = line.partition(" ")
+                if name in ("gateway_memory_budget_used_bytes", "gateway_spool_used_bytes", "gateway_http_open_connections"):
+                    m[name] = float(value)
+        except Exception as e:  # noqa: BLE001
+            m["error"] = f"{type(e).__name__}: {e}"
+        if args.pg_url:
+            proc = await asyncio.create_subprocess_exec(
+                "psql", args.pg_url, "-qAtc", "select xact_commit from pg_stat_database where datname = current_database()",
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
+            out, _ = await proc.communicate()
+            if out.strip().isdigit():
+                m["pg_commits"] = int(out)
+        scrapes.append(m)
 
     async def healthz():
         reader = writer = None
@@ -430,9 +497,9 @@ async def probe_main(args):
             except asyncio.TimeoutError:
                 pass
 
-    await asyncio.gather(sampler(), healthz())
+    await asyncio.gather(every(1, sample), every(args.scrape_every, scrape), healthz())
     with open(args.out, "w") as f:
-        json.dump({"samples": samples, "probes": probes}, f)
+        json.dump({"samples": samples, "probes": probes, "scrapes": scrapes}, f)
 
 
 def cmd_probe(args):
@@ -537,6 +604,11 @@ def cmd_verify(args):
 # report
 
 
+def args_scrape(scr):
+    gaps = [b["t"] - a["t"] for a, b in zip(scr, scr[1:])]
+    return f"{pct(gaps, 50):.0f}" if gaps else "-"
+
+
 def cmd_report(args):
     run = json.load(open(args.run))
     probe = json.load(open(args.probe))
@@ -552,6 +624,7 @@ def cmd_report(args):
     mib = lambda v: f"{v:.1f}"  # noqa: E731
     at10 = [s for s in during if s["t"] - t0 >= 10]
     growth = (at10[-1]["rss_kib"] - at10[0]["rss_kib"]) / 1024 if len(at10) > 1 else None
+    growth_text = "-" if growth is None else f"{growth:+.1f}"
     curve = " · ".join(f"{int(round(s['t'] - t0))} s {mib(s['rss_kib'] / 1024)}"
                        for i, s in enumerate(during) if i % args.every == 0 or i == len(during) - 1)
     probes = [p for p in probe["probes"] if 0 <= p["t"] - t0 <= t_end]
@@ -559,36 +632,59 @@ def cmd_report(args):
     bad = [p for p in probes if p.get("status") != 200]
     f = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
 
-    puts = [r for r in jobs if "put_status" in r]
     statuses = {}
     for r in jobs:
         key = (f"{r['put_status']} {r.get('state') or r.get('put_code') or ''}".strip() if r.get("put_status")
                else r.get("error") or r.get("put_error") or f"create {r.get('create_status')} {r.get('create_code', '')}")
         statuses[key] = statuses.get(key, 0) + 1
     finish = [(r["t_answer"] - r["t_last"]) * 1000 for r in jobs if r.get("t_answer") and r.get("sent") == run["size"]]
+    early = [r for r in jobs if r.get("early_answer")]
     create_ms = [r["create_ms"] for r in jobs if "create_ms" in r]
     retried = sum(1 for r in jobs if r.get("create_attempts", 1) > 1)
     first, last = min(r.get("t_create", 0) for r in jobs), max(r.get("t_create", 0) for r in jobs)
+    # uploads streaming at once: PUT begun, no answer yet
+    edges = sorted([(r["t_put"], 1) for r in jobs if "t_put" in r] +
+                   [(r.get("t_answer") or r.get("t_last"), -1) for r in jobs if "t_put" in r])
+    streaming, most = 0, 0
+    for _, step in edges:
+        streaming += step
+        most = max(most, streaming)
     fast, fv = run.get("fast") or {}, verify.get("fast") or {}
+    at_fast = sum(1 for r in jobs if "t_put" in r and r["t_put"] <= (fast.get("t_start") or 0) < (r.get("t_answer") or 1e9))
     d = run["driver"]
+    before = [s["rss_kib"] / 1024 for s in samples if s["t"] < t0]
     lines = [
         f"- uploads: **{len(jobs)}** jobs from {len(jobs)} identities, created {first:.1f}–{last:.1f} s in "
         f"(POST /v1/jobs p50 {f(pct(create_ms, 50))} ms, p99 {f(pct(create_ms, 99))} ms, max {f(max(create_ms or [0]))} ms; "
         f"{retried} retried after 429/503), each `PUT /v1/jobs/{{id}}/data` with `Content-Length: {run['size']}` "
-        f"sending {run['chunk'] // 1024} KiB every {run['interval']:g} s on its own kept-alive connection",
-        "- PUT answers: " + ", ".join(f"{v} × {k}" for k, v in sorted(statuses.items(), key=lambda kv: -kv[1])),
+        f"sending {run['chunk'] // 1024} KiB every {run['interval']:g} s on its own kept-alive connection; "
+        f"at most **{most}** PUT bodies open at once",
+        "- PUT answers: **" + "**, **".join(f"{v} × {k}" for k, v in sorted(statuses.items(), key=lambda kv: -kv[1])) + "**",
+    ]
+    if early:
+        waits = [r["t_answer"] - r["t_put"] for r in early]
+        sent = [r["sent"] for r in early]
+        codes = sorted({f"{r.get('put_status')} {r.get('put_code') or r.get('state')}" for r in early})
+        lines.append(f"- answered before the body was sent: {len(early)} ({', '.join(codes)}), "
+                     f"{min(waits):.1f}–{max(waits):.1f} s after the PUT began (median {pct(waits, 50):.1f} s), "
+                     f"after {min(sent) // 1024}" + (f"–{max(sent) // 1024}" if max(sent) != min(sent) else "")
+                     + " KiB of the body; nothing committed")
+    fast_answer = fast.get("state") or (fast.get("answer") or {}).get("code") or fast.get("error")
+    lines += [
         f"- answer after the last byte (full bodies): p50 {f(pct(finish, 50))} ms, p99 {f(pct(finish, 99))} ms, "
         f"max {f(max(finish or [0]))} ms",
-        f"- verified after the run: job states {', '.join(f'{v} {k}' for k, v in verify['states'].items())}; "
+        f"- verified after the run: job states **{', '.join(f'{v} {k}' for k, v in verify['states'].items())}**; "
         f"objects (S3 GET, SHA-256 and MD5 of the body = what was sent, ETag = MD5) "
-        f"{', '.join(f'{v} {k}' for k, v in verify['objects'].items())}",
-        f"- fast upload: {fast.get('size', 0) >> 20} MiB by `curl -T`, started {fast.get('t_start', '-')} s in: "
-        f"HTTP {fast.get('status')}, state {fast.get('state')}, **{fast.get('wall_s')} s** wall "
-        f"({fast.get('mb_s')} MB/s); verified: job {fv.get('state')}, object {fv.get('object')}",
-        f"- gateway RSS over the run (VmRSS each second, {len(rss)} samples): min **{mib(min(rss))}**, "
-        f"median **{mib(pct(rss, 50))}**, max **{mib(max(rss))}** MiB; from 10 s in to the end "
-        f"**{growth:+.1f} MiB**; VmHWM at the end {mib(during[-1]['hwm_kib'] / 1024)} MiB; "
-        f"open files max {max(s['fds'] for s in during)}; gateway CPU {during[-1]['cpu_s'] - during[0]['cpu_s']:.1f} s",
+        f"**{', '.join(f'{v} {k}' for k, v in verify['objects'].items())}**",
+        f"- fast upload: {fast.get('size', 0) >> 20} MiB by `curl -T`, started {fast.get('t_start', '-')} s in "
+        f"with {at_fast} slow uploads streaming: HTTP {fast.get('status')} {fast_answer}, **{fast.get('wall_s')} s** wall"
+        + (f" ({fast.get('mb_s')} MB/s)" if fast.get("status") == 200 else "")
+        + f"; verified: job {fv.get('state')}, object {fv.get('object')}",
+        f"- gateway RSS (VmRSS each second, {len(rss)} samples over the run): before {mib(pct(before, 50) or 0)} MiB; "
+        f"during: min **{mib(min(rss))}**, median **{mib(pct(rss, 50))}**, max **{mib(max(rss))}** MiB; "
+        f"from 10 s in to the end **{growth_text}** MiB; VmHWM {mib(during[-1]['hwm_kib'] / 1024)} MiB; "
+        f"after the run {mib(samples[-1]['rss_kib'] / 1024)} MiB; open files max {max(s['fds'] for s in during)}; "
+        f"gateway CPU {during[-1]['cpu_s'] - during[0]['cpu_s']:.1f} s",
         f"- RSS curve (t s MiB, every {args.every} s): {curve}",
         f"- /healthz, 10 a second on its own kept-alive connection ({len(probes)} probes): p50 "
         f"**{f(pct(ok, 50))}** ms, p99 **{f(pct(ok, 99))}** ms, max **{f(max(ok or [0]))}** ms; non-200 **{len(bad)}**",
@@ -596,6 +692,37 @@ def cmd_report(args):
         f"chunks left p50 {d['late_ms']['p50']} ms, p99 {d['late_ms']['p99']} ms, max {d['late_ms']['max']} ms after "
         f"their time ({d['chunks']} chunks); loop lag p99 {d['loop_lag_ms']['p99']} ms, max {d['loop_lag_ms']['max']} ms",
     ]
+    # the machine: both cores, and who used them
+    if len(during) > 1 and "machine" in during[0]:
+        busy = [(b["machine"][0] - a_["machine"][0]) / max(1, b["machine"][1] - a_["machine"][1]) * 100
+                for a_, b in zip(during, during[1:])]
+        span = during[-1]["t"] - during[0]["t"]
+        who = [f"gateway {during[-1]['cpu_s'] - during[0]['cpu_s']:.1f}"]
+        for k, label in (("weed_cpu_s", "SeaweedFS"), ("pg_cpu_s", "PostgreSQL")):
+            if k in during[0] and k in during[-1]:
+                who.append(f"{label} {during[-1][k] - during[0][k]:.1f}")
+        who.append(f"driver {d['cpu_s']:.1f}")
+        lines.append(f"- machine CPU (2 cores, /proc/stat each second): busy median {pct(busy, 50):.0f} %, "
+                     f"{sum(1 for b in busy if b >= 95)} of {len(busy)} s at 95 % or more; CPU seconds over the "
+                     f"{span:.0f} s: {', '.join(who)}")
+    scr = [m for m in probe.get("scrapes", []) if 0 <= m["t"] - t0 <= t_end + 0.5]
+    if scr:
+        def peak(name):
+            v = [m[name] for m in scr if name in m]
+            return max(v) if v else None
+        parts = []
+        if peak("gateway_memory_budget_used_bytes") is not None:
+            parts.append(f"memory budget held max {peak('gateway_memory_budget_used_bytes') / 2**20:.0f} MiB")
+        if peak("gateway_spool_used_bytes") is not None:
+            parts.append(f"spool held max {peak('gateway_spool_used_bytes') / 2**20:.0f} MiB")
+        if peak("gateway_http_open_connections") is not None:
+            parts.append(f"open HTTP connections max {peak('gateway_http_open_connections'):.0f}")
+        commits = [(m["t"], m["pg_commits"]) for m in scr if "pg_commits" in m]
+        if len(commits) > 1:
+            rates = [(c2 - c1) / (t2 - t1) for (t1, c1), (t2, c2) in zip(commits, commits[1:]) if t2 > t1]
+            parts.append(f"PostgreSQL commits in the gateway's database {(commits[-1][1] - commits[0][1]) / (commits[-1][0] - commits[0][0]):.0f}/s "
+                         f"on average, {max(rates):.0f}/s at most (sampled every {args_scrape(scr)} s)")
+        lines.append("- gateway gauges (/metrics every few seconds): " + "; ".join(parts))
     if args.gateway_log_summary:
         lines.append(f"- gateway stderr (level warn): {args.gateway_log_summary}")
     print("\n".join(lines))
@@ -632,6 +759,10 @@ def main():
     common(q)
     q.add_argument("--pid", type=int, required=True)
     q.add_argument("--hz", type=float, default=10)
+    q.add_argument("--weed-pid", type=int)
+    q.add_argument("--pg-pid", type=int)
+    q.add_argument("--pg-url", help="the gateway's database: its commits are sampled")
+    q.add_argument("--scrape-every", type=float, default=2)
     q.add_argument("--out", required=True)
     q.set_defaults(func=cmd_probe)
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/ssrf-battery.sh — the SSRF battery for `import` jobs (issue 8, item 3), as root.
+# scripts/ssrf-battery.sh — the SSRF battery for `import` jobs as root.
 #
 # A release gateway runs inside a network namespace made for the run, with decoy listeners on
 # the addresses an attacker aims for: 169.254.169.254, 10.x, 172.16.x, 192.168.x, 127.x, 100.64.x,

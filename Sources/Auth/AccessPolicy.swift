@@ -1,4 +1,4 @@
-/// The three access levels of PRODUCT.md §3 and who may read or write under each.
+/// The three access levels and who may read or write under each.
 ///
 /// | level       | object key                     | read                       | write      |
 /// |-------------|--------------------------------|----------------------------|------------|

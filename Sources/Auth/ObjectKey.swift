@@ -1,4 +1,4 @@
-/// The object-key rules of PRODUCT.md §3: 1–1024 bytes of UTF-8 once prefixed; no empty, `.` or
+/// The object-key rules: 1–1024 bytes of UTF-8 once prefixed; no empty, `.` or
 /// `..` segment; no leading `/`; no backslash; no control character. S3 servers rewrite some of
 /// these (SeaweedFS merges `//` and turns `\` into `/`), so the gateway refuses them itself.
 public enum ObjectKey {

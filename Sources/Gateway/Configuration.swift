@@ -1,4 +1,4 @@
-/// Every setting of PRODUCT.md §2 as one validated value, read from the environment here and
+/// Every setting (README, "Settings") as one validated value, read from the environment here and
 /// nowhere else. A malformed setting stops start-up with one line naming the variable.
 public struct Configuration: Sendable {
     public enum LogLevel: Int, Sendable, Comparable {

@@ -3,7 +3,7 @@ import Foundation
 import HTTPServer
 import TransferEngine
 
-/// `/v1/jobs`: server-side transfers (PRODUCT.md §4 "Server-side jobs"): `copy`, `import` and
+/// `/v1/jobs`: server-side transfers (openapi.yaml, tag `jobs`): `copy`, `import` and
 /// `download` run on the worker; `upload` jobs take their bytes at `/v1/jobs/{id}/data`.
 struct JobRoutes: Sendable {
     let authenticator: Authenticator

@@ -5,7 +5,7 @@ import S3
 import SigV4
 
 /// `POST /v1/presign` and `POST /v1/presign/post`: URLs a frontend uses to talk to S3 directly,
-/// only for keys its identity may touch (PRODUCT.md §3, §4 "Presigned URLs").
+/// only for keys its identity may touch (the access levels of `AccessPolicy`).
 struct PresignRoutes: Sendable {
     let authenticator: Authenticator
     let policy: AccessPolicy

@@ -5,7 +5,7 @@ import Postgres
 import S3
 import TransferEngine
 
-/// `/v1/uploads`: client-driven multipart (PRODUCT.md §4). The browser sends each part straight
+/// `/v1/uploads`: client-driven multipart (openapi.yaml, tag `uploads`). The browser sends each part straight
 /// to S3 on a presigned URL that pins the part's `Content-Length`, so every part but the last
 /// has the same size (what Cloudflare R2 requires); the gateway re-signs part URLs whenever
 /// asked, lists the parts itself at completion (browsers often cannot read ETags), and records

@@ -2,7 +2,7 @@
 import Glibc
 #endif
 
-/// The private-network block of URL imports (PRODUCT.md §4): loopback, private, link-local,
+/// The private-network block of URL imports: loopback, private, link-local,
 /// shared, multicast, reserved and cloud-metadata addresses are refused, in IPv4, IPv6 and
 /// IPv6 forms that embed an IPv4 address. Checked on the addresses a name resolves to, so a
 /// public name pointing inward is refused as well; exemptions are `host` or `host:port`

@@ -1,4 +1,4 @@
-/// A transfer job as the engine and the API see it (PRODUCT.md §4 "Server-side jobs").
+/// A transfer job as the engine and the API see it.
 public struct Job: Sendable, Equatable {
     public enum Kind: String, Sendable, CaseIterable { case upload, `import`, copy, download }
 

@@ -1,6 +1,6 @@
 import Foundation
 
-/// Options every job type takes (PRODUCT.md §4), stored as the job's `options` JSON.
+/// Options every job type takes (openapi.yaml, `JobOptions`), stored as the job's `options` JSON.
 public struct JobOptions: Codable, Sendable, Equatable {
     public var partSize: Int64?
     public var concurrency: Int?

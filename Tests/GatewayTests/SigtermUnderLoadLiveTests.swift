@@ -7,7 +7,7 @@ import Synchronization
 import Testing
 @testable import Gateway
 
-/// Issue 7: SIGTERM to instance A while it runs copy jobs and serves a load of kept-alive
+/// SIGTERM to instance A while it runs copy jobs and serves a load of kept-alive
 /// requests. Every request A had read before the signal (long polls, slow presign bodies, an
 /// upload whose body is still arriving, a download whose body is still leaving) gets a whole
 /// answer within `GATEWAY_SHUTDOWN_GRACE`; new connections are refused once the listener
