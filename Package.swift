@@ -1,7 +1,8 @@
 // swift-tools-version: 6.0
 // TransferGateway: a REST gateway that moves files in and out of S3-compatible storage.
 // Targets are the architecture: dependencies point one way (executable → Gateway → engine,
-// adapters → ports), and each C module is imported by exactly one Swift target.
+// adapters → ports: the routes' target `Gateway` lists neither Postgres nor S3, the engine
+// sees only its ports), and each C module is imported by exactly one Swift target.
 import PackageDescription
 
 let package = Package(
@@ -37,21 +38,29 @@ let package = Package(
         .target(name: "Auth", dependencies: ["Crypto", "Striped"]),
         // Transfer jobs: part planning, scheduling, retries, leases — pure logic behind ports.
         .target(name: "TransferEngine", dependencies: ["Crypto"]),
-        // REST endpoints, configuration, logging, metrics: the composition of everything above.
-        .target(name: "Gateway", dependencies: ["HTTPServer", "S3", "Postgres", "SigV4", "Crypto", "Auth", "TransferEngine", "Striped"]),
-        .executableTarget(name: "TransferGateway", dependencies: ["Gateway", "Auth", "S3", "SigV4"]),
+        // The API: routes, HTTP plumbing (problems, CORS, tokens), JSON, logging, metrics, limits and
+        // background sweeps, over ports. It cannot see PostgreSQL or S3: the adapters implement its ports.
+        .target(name: "Gateway", dependencies: ["HTTPServer", "Auth", "TransferEngine", "Crypto", "Striped"]),
+        // The ports' real implementations: PostgreSQL stores and schema, the S3 object store,
+        // presigner and bucket sweeps, the URL fetcher, the dependency checks.
+        .target(name: "Adapters", dependencies: ["Gateway", "TransferEngine", "Postgres", "S3", "SigV4", "Crypto"]),
+        // The composition root (configuration, wiring) and the commands: `transfer-gateway serve|migrate|token`.
+        .executableTarget(name: "TransferGateway", dependencies: ["Gateway", "Adapters", "HTTPServer", "TransferEngine", "Postgres",
+                                                                "S3", "SigV4", "Auth", "Crypto"]),
         // In-memory twins of the engine's ports and a manual clock, for tests of every target.
         .target(name: "TestSupport", dependencies: ["TransferEngine", "Crypto"]),
 
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "SigV4Tests", dependencies: ["SigV4", "Crypto"], exclude: ["Fixtures"]),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "HTTPServer", "S3", "Postgres", "Auth", "SigV4", "Crypto", "TransferEngine",
-                                                   "TestSupport"],
-                    exclude: ["Scripts"]),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "TransferGateway", "HTTPServer", "Auth", "Crypto",
+                                                   "TransferEngine", "TestSupport"]),
         .testTarget(name: "AuthTests", dependencies: ["Auth", "Crypto", "Striped"], exclude: ["Fixtures"]),
         .testTarget(name: "TransferEngineTests", dependencies: ["TransferEngine", "Crypto", "TestSupport"]),
-        .testTarget(name: "PostgresTests", dependencies: ["Postgres"]),
         .testTarget(name: "S3Tests", dependencies: ["S3", "SigV4", "Crypto"], exclude: ["Fixtures"]),
+        // Every live suite: against the real PostgreSQL and S3 server (GATEWAY_LIVE_TESTS=1, scripts/test.sh).
+        .testTarget(name: "IntegrationTests", dependencies: ["Gateway", "Adapters", "TransferGateway", "HTTPServer", "S3", "Postgres",
+                                                       "Auth", "SigV4", "Crypto", "TransferEngine", "TestSupport"],
+                    exclude: ["Scripts"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -72,7 +72,7 @@ say "writing a $FAST_MIB MiB file"
 head -c "$((FAST_MIB << 20))" /dev/urandom >"$TMP/fast.bin"
 
 # Which binary: the build may change under a long session, so the run names it.
-binary="$(sha256sum "$GW_BIN" | cut -c1-12), built $(date -u -r "$GW_BIN" '+%Y-%m-%d %H:%M UTC'), checkout at $(git rev-parse --short HEAD 2>/dev/null || echo '?')"
+binary="$(sha256sum "$GW_BIN" | cut -c1-12), built $(date -u -r "$GW_BIN" '+%Y-%m-%d %H:%M UTC')"
 GATEWAY_PORT=$PORT GATEWAY_DATABASE_URL="$DB_URL" GATEWAY_SPOOL_DIR="$TMP/spool" GATEWAY_LOG_LEVEL=warn \
   GATEWAY_MAX_CONNECTIONS=8192 GATEWAY_MAX_CONNECTIONS_PER_CLIENT=8192 \
   GATEWAY_MEMORY_BUDGET="$MEMORY_BUDGET" GATEWAY_SPOOL_BUDGET=10737418240 \
@@ -96,7 +96,18 @@ sleep 2
 kill -TERM "$PROBE_PID"
 wait "$PROBE_PID" || die "the probe failed"
 PROBE_PID=""
+# Row updates of the jobs table in this run's database (it was created for the run).
+pg_note="$(psql "$DB_URL" -qAtF ' ' -c "select n_tup_upd, n_tup_hot_upd, xact_commit from pg_stat_user_tables, pg_stat_database
+  where relname = 'jobs' and datname = current_database()" |
+  awk '{ if ($1 > 0) printf "%d transactions committed; jobs rows updated %d times, %.0f %% of them HOT", $3, $1, 100 * $2 / $1 }')"
 kill -0 "$GW_PID" 2>/dev/null || { tail -n 40 "$TMP/gateway.log" >&2; die "the gateway exited during the run"; }
+# The stack is shared: a run during which something else restarted PostgreSQL or SeaweedFS
+# measured that, not the gateway; it says so.
+disturbed=""
+[ "$(head -n 1 .stack/pg/data/postmaster.pid 2>/dev/null || true)" = "$PG_PID" ] ||
+  disturbed="PostgreSQL was restarted during the run by something else (postmaster $PG_PID → $(head -n 1 .stack/pg/data/postmaster.pid 2>/dev/null || echo none))"
+[ "$(cat .stack/weed.pid 2>/dev/null || true)" = "$WEED_PID" ] ||
+  disturbed="${disturbed:+$disturbed; }SeaweedFS was restarted during the run by something else"
 
 say "verifying every job and object"
 "$PY" "$DRIVER" verify --port "$PORT" --run "$TMP/run.json" --fast-file "$TMP/fast.bin" --delete --out "$TMP/verify.json"
@@ -119,7 +130,13 @@ print(", ".join(parts) if parts else "no lines")
 PY
 )"
 report="$("$PY" "$DRIVER" report --run "$TMP/run.json" --probe "$TMP/probe.json" --verify "$TMP/verify.json" \
-  --gateway-log-summary "$log_summary")"
+  --gateway-log-summary "$log_summary" --pg-note "$pg_note")"
+if [ -n "$disturbed" ]; then
+  # Not written into RESULTS.md: it would replace a clean run's figures with these.
+  printf '%s\n' "$report" >&2
+  KEEP=1
+  die "$disturbed; bench/RESULTS.md is left as it was: run again (see $TMP)"
+fi
 # The default budgets write the section's main block; another memory budget (a diagnostic run)
 # writes a block of its own under it.
 MARK=slow-soak

@@ -59,6 +59,42 @@ def log(msg):
 
 
 # ---------------------------------------------------------------------------------------------
+# Content: deterministic per job and cheap to make, so the driver's CPU goes to the sockets. Chunk
+# k of job n is 16 bytes naming (run, n, k) and then a slice of a 1 MiB random pool picked by n
+# and k: every chunk of every job differs, a lost, repeated or reordered chunk changes the
+# object's digest, and verify makes the same bytes again to hash them.
+
+POOL_SIZE = 1 << 20
+
+
+def content_pool(run_id):
+    return random.Random(f"soak-pool:{run_id}").randbytes(POOL_SIZE)
+
+
+def chunk_bytes(pool, tag, n, k, length):
+    head = tag + n.to_bytes(4, "big") + k.to_bytes(4, "big")
+    body = max(0, length - len(head))
+    off = (n * 7919 + k * 104729) % (POOL_SIZE - body + 1)
+    return (head + pool[off:off + body])[:length]
+
+
+def job_digests(pool, tag, n, size, chunk):
+    sha, md5 = hashlib.sha256(), hashlib.md5()
+    k, done = 0, 0
+    while done < size:
+        data = chunk_bytes(pool, tag, n, k, min(chunk, size - done))
+        sha.update(data)
+        md5.update(data)
+        done += len(data)
+        k += 1
+    return sha.hexdigest(), md5.hexdigest()
+
+
+def run_tag(run_id):
+    return hashlib.sha256(run_id.encode()).digest()[:8]
+
+
+# ---------------------------------------------------------------------------------------------
 # HTTP/1.1 on raw asyncio streams
 
 
@@ -132,6 +168,8 @@ class Run:
         self.answered = 0
         self.done = False
         self.counts = {}
+        self.pool = content_pool(args.run_id)
+        self.tag = run_tag(args.run_id)
 
     def count(self, key):
         self.counts[key] = self.counts.get(key, 0) + 1
@@ -182,8 +220,7 @@ class Run:
             if headers.get("connection", "").lower() == "close":
                 writer.close()
                 reader, writer = await self.connect()
-            rng = random.Random(f"{a.run_id}:{n}")
-            sha, md5 = hashlib.sha256(), hashlib.md5()
+            pool, tag = self.pool, self.tag
             writer.write(head("PUT", f"/v1/jobs/{job['id']}/data", self.host, token,
                               ("Content-Type: application/octet-stream", f"Content-Length: {a.size}")))
             answer = asyncio.ensure_future(read_response(reader))
@@ -204,9 +241,7 @@ class Run:
                     late = now() - chunk_due
                     self.late.append(late)
                     max_late = max(max_late, late)
-                    data = rng.randbytes(min(a.chunk, a.size - sent))
-                    sha.update(data)
-                    md5.update(data)
+                    data = chunk_bytes(pool, tag, n, k, min(a.chunk, a.size - sent))
                     writer.write(data)
                     sent += len(data)
                     k += 1
@@ -224,8 +259,6 @@ class Run:
             r["sent"] = sent
             r["max_late_ms"] = round(max_late * 1000, 1)
             r["t_last"] = round(now() - self.t0, 3)
-            r["sha256"] = sha.hexdigest()
-            r["md5"] = md5.hexdigest()
             try:
                 status, headers, resp = await asyncio.wait_for(answer, a.answer_timeout)
             except asyncio.TimeoutError:
@@ -515,6 +548,7 @@ def cmd_verify(args):
     from botocore.config import Config
 
     run = json.load(open(args.run))
+    content, tag = content_pool(run["run_id"]), run_tag(run["run_id"])
     secret = os.environ["GATEWAY_JWT_SECRET"]
     s3 = boto3.client("s3", endpoint_url=os.environ["GATEWAY_S3_ENDPOINT"],
                       region_name=os.environ.get("GATEWAY_S3_REGION", "us-east-1"),
@@ -559,16 +593,18 @@ def cmd_verify(args):
             out["object"] = "missing"
         elif r.get("sent") != run["size"]:
             out["object"] = "not sent in full"
-        elif obj["size"] == run["size"] and obj["sha256"] == r["sha256"] and obj["md5"] == r["md5"] and obj["etag"] == r["md5"]:
-            out["object"] = "identical"
         else:
-            out["object"] = "differs"
+            sha, md5 = job_digests(content, tag, r["n"], run["size"], run["chunk"])
+            same = obj["size"] == run["size"] and obj["sha256"] == sha and obj["md5"] == md5 and obj["etag"] == md5
+            out["object"] = "identical" if same else "differs"
+        if out["object"] == "differs":
             out["got"] = obj
+            out["want"] = {"sha256": sha, "md5": md5, "size": run["size"]}
         return out
 
     t = now()
-    with concurrent.futures.ThreadPoolExecutor(args.threads) as pool:
-        checks = list(pool.map(check, run["jobs"]))
+    with concurrent.futures.ThreadPoolExecutor(args.threads) as threads:
+        checks = list(threads.map(check, run["jobs"]))
     fast = run.get("fast") or {}
     fast_check = {}
     if fast.get("id"):
@@ -625,6 +661,11 @@ def cmd_report(args):
     at10 = [s for s in during if s["t"] - t0 >= 10]
     growth = (at10[-1]["rss_kib"] - at10[0]["rss_kib"]) / 1024 if len(at10) > 1 else None
     growth_text = "-" if growth is None else f"{growth:+.1f}"
+    first_done = min([r["t_answer"] for r in jobs if r.get("t_answer") and r.get("sent") == run["size"]] or [t_end])
+    all_in = max([r["t_put"] for r in jobs if "t_put" in r] or [0]) + 1
+    steady = [s for s in during if all_in <= s["t"] - t0 <= first_done]
+    steady_text = (f"{(steady[-1]['rss_kib'] - steady[0]['rss_kib']) / 1024:+.1f} MiB from {steady[0]['t'] - t0:.0f} s "
+                   f"to {steady[-1]['t'] - t0:.0f} s (every upload streaming), " if len(steady) > 1 else "")
     curve = " · ".join(f"{int(round(s['t'] - t0))} s {mib(s['rss_kib'] / 1024)}"
                        for i, s in enumerate(during) if i % args.every == 0 or i == len(during) - 1)
     probes = [p for p in probe["probes"] if 0 <= p["t"] - t0 <= t_end]
@@ -682,7 +723,7 @@ def cmd_report(args):
         + f"; verified: job {fv.get('state')}, object {fv.get('object')}",
         f"- gateway RSS (VmRSS each second, {len(rss)} samples over the run): before {mib(pct(before, 50) or 0)} MiB; "
         f"during: min **{mib(min(rss))}**, median **{mib(pct(rss, 50))}**, max **{mib(max(rss))}** MiB; "
-        f"from 10 s in to the end **{growth_text}** MiB; VmHWM {mib(during[-1]['hwm_kib'] / 1024)} MiB; "
+        f"growth {steady_text}**{growth_text} MiB** from 10 s in to the end; VmHWM {mib(during[-1]['hwm_kib'] / 1024)} MiB; "
         f"after the run {mib(samples[-1]['rss_kib'] / 1024)} MiB; open files max {max(s['fds'] for s in during)}; "
         f"gateway CPU {during[-1]['cpu_s'] - during[0]['cpu_s']:.1f} s",
         f"- RSS curve (t s MiB, every {args.every} s): {curve}",
@@ -723,6 +764,8 @@ def cmd_report(args):
             parts.append(f"PostgreSQL commits in the gateway's database {(commits[-1][1] - commits[0][1]) / (commits[-1][0] - commits[0][0]):.0f}/s "
                          f"on average, {max(rates):.0f}/s at most (sampled every {args_scrape(scr)} s)")
         lines.append("- gateway gauges (/metrics every few seconds): " + "; ".join(parts))
+    if args.pg_note:
+        lines.append(f"- PostgreSQL, the gateway's database after the run: {args.pg_note}")
     if args.gateway_log_summary:
         lines.append(f"- gateway stderr (level warn): {args.gateway_log_summary}")
     print("\n".join(lines))
@@ -781,6 +824,7 @@ def main():
     q.add_argument("--verify", required=True)
     q.add_argument("--every", type=int, default=5)
     q.add_argument("--gateway-log-summary", default="")
+    q.add_argument("--pg-note", default="")
     q.set_defaults(func=cmd_report)
 
     args = p.parse_args()

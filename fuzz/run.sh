@@ -12,7 +12,7 @@ OUT="$ROOT/.build/fuzz"
 mkdir -p "$OUT/corpus"
 cp -n fuzz/corpus/* "$OUT/corpus/" 2>/dev/null || true
 swiftc -sanitize=fuzzer,address -parse-as-library -O -g -module-name HTTPServer \
-  -I Sources/CSystem Sources/HTTPServer/*.swift fuzz/HTTPParserFuzz.swift -o "$OUT/http-parser"
+  -I Sources/CSystem $(find Sources/HTTPServer -name "*.swift") fuzz/HTTPParserFuzz.swift -o "$OUT/http-parser"
 cd "$OUT"
 SWIFT_BACKTRACE=enable=no ./http-parser -max_total_time="$SECONDS_TO_RUN" -timeout=10 -rss_limit_mb=2048 \
   -max_len=8192 -print_final_stats=1 corpus

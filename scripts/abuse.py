@@ -755,7 +755,7 @@ def sc_crash(ctx: Ctx) -> None:
     fourth holder instead of taking instance after instance down."""
     gw = ctx.gateway()
     user, tok = ctx.user("crash")
-    size = pick(60, 30) * MiB
+    size = pick(60, 20) * MiB
 
     # (1) copy, paused, source overwritten, resumed
     s3_put(f"private/{user}/x/src", 11, size)
@@ -831,10 +831,10 @@ def sc_longpolls(ctx: Ctx) -> None:
     gw = ctx.gateway(GATEWAY_MAX_CONNECTIONS=200, GATEWAY_MAX_CONNECTIONS_PER_CLIENT=100000)
     user, tok = ctx.user("polls")
     job = create_job(tok, {"type": "upload", "accessLevel": "private", "key": "polls/p", "size": MiB})
-    total, lanes, watch = pick(3000, 1000), 150, 20
+    total, lanes, watch = pick(3000, 1000), 150, pick(20, 13)
 
     c0, t_idle = xact_commits(), time.monotonic()
-    time.sleep(5)
+    time.sleep(pick(5, 2))
     idle_tps = (xact_commits() - c0) / (time.monotonic() - t_idle)
     before = requests_by_status(metrics_text(), "/v1/jobs/{id}", "GET")
 
@@ -928,10 +928,10 @@ def sc_memory(ctx: Ctx) -> None:
     gw = ctx.gateway()
     user, tok = ctx.user("memory")
     n_up = 8
-    up_size = pick(300 * MiB + 4321, 48 * MiB + 4321)
-    up_part = pick(251658240, 20 * MiB)
-    imp_size = pick(600 * MiB + 777, 120 * MiB + 777)
-    imp_part = pick(268435456, 40 * MiB)
+    up_size = pick(300 * MiB + 4321, 24 * MiB + 4321)
+    up_part = pick(251658240, 10 * MiB)
+    imp_size = pick(600 * MiB + 777, 60 * MiB + 777)
+    imp_part = pick(268435456, 20 * MiB)
     log(f"[memory] putting the {imp_size / MiB:.0f} MiB import source")
     s3_put(f"private/{user}/m/source", 30, imp_size)
     url = presign_get(tok, "m/source")
@@ -1054,7 +1054,7 @@ def sc_imports(ctx: Ctx) -> None:
     gw = ctx.gateway()
     a, tok_a = ctx.user("importsa")
     b, tok_b = ctx.user("importsb")
-    size, rate = 50 * MiB, MiB
+    size, rate = pick(50, 12) * MiB, MiB
 
     # (a) timeout
     t0 = time.monotonic()
@@ -1152,15 +1152,17 @@ def sc_tails(ctx: Ctx) -> None:
 
 def sc_tus(ctx: Ctx) -> None:
     """tus — many checksummed chunks at once.
-    Replays: 24 parallel tus uploads of 64 MiB, each sent in one PATCH with
+    Replays (with GATEWAY_USER_MAX_ACTIVE_JOBS=32, since the default quota of 16 active jobs would
+    refuse the 17th tus upload: the bound must hold however generous the quotas):
+    24 parallel tus uploads of 64 MiB, each sent in one PATCH with
     `Upload-Checksum: sha1 <base64>` (a 503 is retried from HEAD's Upload-Offset after its
     Retry-After); and one PATCH whose checksum is wrong.
     Must hold: peak RSS < 128 MiB (the old code held each checksummed chunk in memory, up to 64 MiB
     apiece), every completed object byte-identical, and the wrong checksum answered 460 with
     nothing kept (HEAD says Upload-Offset 0)."""
-    gw = ctx.gateway()
+    gw = ctx.gateway(GATEWAY_USER_MAX_ACTIVE_JOBS=32)
     user, tok = ctx.user("tus")
-    n, size = pick(24, 8), pick(64, 16) * MiB
+    n, size = pick(24, 8), pick(64, 8) * MiB
     tus_h = {"Tus-Resumable": "1.0.0"}
 
     def create(key: str, length: int) -> str:
@@ -1259,7 +1261,7 @@ def sc_spool(ctx: Ctx) -> None:
     gw.stop()
 
     gw = ctx.gateway(port=PORT2, GATEWAY_SPOOL_BUDGET=268435456)
-    size = pick(64, 32) * MiB
+    size = pick(64, 24) * MiB
     s3_put(f"private/{user}/s/dl", 60, size)
     sampler = MetricSampler(PORT2, ["gateway_spool_used_bytes"], 0.1, du=gw.spool)
     sampler.start()
@@ -1277,7 +1279,7 @@ def sc_spool(ctx: Ctx) -> None:
         snapshot = (tuple(sorted(states.items())), sum((get_job(tok, i, PORT2) or {}).get("bytesTransferred", 0) for i in ids))
         if snapshot != last:
             last, still = snapshot, time.monotonic()
-        if all(s in FINAL for s in states) or time.monotonic() - still > 10:
+        if all(s in FINAL for s in states) or time.monotonic() - still > pick(10, 4):
             break
         time.sleep(0.5)
     sampler.finish()
@@ -1288,6 +1290,17 @@ def sc_spool(ctx: Ctx) -> None:
         states[j.get("state")] += 1
         if err_code(j):
             codes[err_code(j)] += 1
+    # Not an expectation of this scenario, a figure: can anyone else still run a job here now?
+    other, tok_o = ctx.user("spoolother")
+    s3_put(f"private/{other}/tiny", 61, 16)
+    t1 = time.monotonic()
+    probe = create_job(tok_o, {"type": "copy", "source": {"accessLevel": "private", "key": "tiny"},
+                               "destination": {"accessLevel": "private", "key": "tiny-copy"}}, port=PORT2)
+    try:
+        probe_state = wait_final(tok_o, probe["id"], pick(15, 5), port=PORT2)["state"]
+    except Problem:
+        probe_state = (get_job(tok_o, probe["id"], PORT2) or {}).get("state")
+    probe_fig = f"another identity's 16-byte copy meanwhile: {probe_state} after {time.monotonic() - t1:.1f}s"
     served = 0
     for i in ids:
         if (get_job(tok, i, PORT2) or {}).get("state") == "completed":
@@ -1295,10 +1308,12 @@ def sc_spool(ctx: Ctx) -> None:
             served += r.status == 200 and hashlib.sha256(r.body).digest() == digest(60, size)
     peak, du = sampler.peak("gateway_spool_used_bytes"), sampler.peak("du")
     ctx.fig(f"(b) {len(ids)} downloads of {size // MiB} MiB, spool budget 256 MiB: {dict(states)} {dict(codes)} after "
-            f"{time.monotonic() - t0:.0f}s, {served} served byte-identical; spool peak {peak / MiB:.1f} MiB, "
-            f"du peak {du / MiB:.1f} MiB ({len(sampler.series['du'])} samples)")
+            f"{time.monotonic() - t0:.0f}s, {served} served byte-identical; spool peak {peak:.0f} bytes, "
+            f"du peak {du:.0f} bytes (256 MiB = {256 * MiB}; {len(sampler.series['du'])} samples); {probe_fig}")
     ctx.check(len(ids) == 16, f"(b) 16 download jobs created ({len(ids)})")
-    ctx.check(peak <= 256 * MiB and du <= 256 * MiB, f"(b) spool <= 256 MiB (gauge {peak / MiB:.1f}, du {du / MiB:.1f})")
+    # ext4 gives a large file one 4 KiB extent-tree block, which du counts: 64 KiB for 16 files.
+    ctx.check(peak <= 256 * MiB and du <= 256 * MiB + 64 * 1024,
+              f"(b) spool <= 256 MiB (gauge {peak:.0f} bytes; du {du:.0f} bytes, 64 KiB of file-system blocks allowed)")
     ctx.check(served == states.get("completed", 0), "(b) every completed download served byte-identical")
 
 
@@ -1529,10 +1544,12 @@ def sc_quotas(ctx: Ctx) -> None:
 
 def sc_readyz(ctx: Ctx) -> None:
     """readyz — anonymous clients hammering the readiness check.
-    Replays: 300 concurrent anonymous kept-alive clients asking /readyz as fast as they can for 10 s.
+    Replays: 300 concurrent anonymous kept-alive clients asking /readyz as fast as they can for 10 s
+    (GATEWAY_MAX_CONNECTIONS_PER_CLIENT=1000: here they all come from 127.0.0.1, which the default
+    cap of 256 would otherwise refuse 44 of, as `bodies` shows).
     Must hold: every answer 200, PostgreSQL sees few backends (at most 10 for our database) and
     few transactions (under 20/s): the checks are cached ~1 s, not run per request."""
-    gw = ctx.gateway()
+    gw = ctx.gateway(GATEWAY_MAX_CONNECTIONS_PER_CLIENT=1000)
     duration = pick(10, 5)
     latencies: list = []
     statuses = collections.Counter()
@@ -1591,14 +1608,21 @@ def sc_smaller(ctx: Ctx) -> None:
     `cursor` of GET /v1/jobs; (d) two Authorization headers; (e) Content-Type application/jsonx on
     a JSON route; (f) tus creation-with-upload with a body past Upload-Length.
     Must hold: (a) all five uploads still exist after the janitor's passes (it touches only what
-    this deployment recorded; the full run waits until they are older than the TTL, ~80 s, the quick
-    one ~35 s); (b) 403; (c) 400; (d) 400; (e) 415; (f) 413."""
+    this deployment recorded; the old code aborted every upload in the bucket older than the TTL).
+    The full run waits ~85 s, until they are older than the TTL, and a control (an idle
+    POST /v1/uploads of ours) must then be aborted, which shows the janitor did pass; the quick run
+    waits ~35 s (two passes, uploads younger than the TTL, no control). (b) 403; (c) 400; (d) 400
+    `duplicate_authorization`; (e) 415; (f) 413."""
     gw = ctx.gateway(GATEWAY_UPLOAD_TTL=60)
     t_start = time.monotonic()
     user, tok = ctx.user("small")
     victim, tok_v = ctx.user("smallvictim")
     prefix = f"public/foreign/{CFG.run}/"
     foreign = [s3().create_multipart_upload(Bucket=CFG.bucket, Key=f"{prefix}k{i}")["UploadId"] for i in range(5)]
+    # The control: an upload this deployment recorded, left idle. Past the TTL the janitor must abort
+    # it, which shows its passes ran while the foreign ones were kept.
+    r = call("POST", "/v1/uploads", tok, json_body={"accessLevel": "private", "key": "a/control", "size": 6 * MiB})
+    control = r.json()["uploadId"] if r.status == 201 else None
 
     r1 = call("POST", "/v1/jobs", tok, json_body={"type": "upload", "accessLevel": "private", "key": "b/x",
                                                    "targetIdentityId": victim})
@@ -1645,15 +1669,19 @@ def sc_smaller(ctx: Ctx) -> None:
     ctx.fig(f"(f) tus creation-with-upload of 20 bytes, Upload-Length 10: {r}")
     ctx.check(r.status == 413, f"(f) 413 (got {r.status})")
 
-    wait = pick(80, 35) - (time.monotonic() - t_start)
+    wait = pick(85, 32) - (time.monotonic() - t_start)
     log(f"[smaller] waiting {wait:.0f}s for the janitor's passes")
     time.sleep(max(0, wait))
     left = {u["UploadId"] for u in s3_uploads(prefix)}
     kept = sum(1 for u in foreign if u in left)
-    passes = len(gw.log_tail(1000, "janitor").split(" | ")) if gw.log_tail(1000, "janitor") else 0
+    control_now = call("GET", f"/v1/uploads/{control}", tok).status if control else None
     ctx.fig(f"(a) foreign multipart uploads after {time.monotonic() - t_start:.0f}s (janitor every 15 s): "
-            f"{kept}/5 still there (janitor log lines: {passes})")
+            f"{kept}/5 still there; the control (an idle upload of ours): "
+            f"{'aborted (404)' if control_now == 404 else f'{control_now}'}")
     ctx.check(kept == 5, f"(a) all 5 foreign uploads kept ({kept})")
+    if not CFG.quick:
+        ctx.check(control_now == 404, f"(a) control: our own idle upload aborted past the TTL, so the janitor ran "
+                                      f"(GET answered {control_now})")
     for i, u in enumerate(foreign):
         try:
             s3().abort_multipart_upload(Bucket=CFG.bucket, Key=f"{prefix}k{i}", UploadId=u)
@@ -1693,6 +1721,39 @@ class Result:
         self.figures: list[str] = []
 
 
+def postmaster_started() -> str:
+    """When PostgreSQL last started: the shared stack's database may be restarted by someone else
+    (the project's own database-restart test does), which disturbs any scenario running then."""
+    try:
+        return psql("SELECT pg_postmaster_start_time()", stats=True)
+    except (Problem, subprocess.TimeoutExpired):
+        return "unreachable"
+
+
+def run_scenario_guarded(name: str, fn) -> Result:
+    """Runs a scenario; when PostgreSQL was restarted (or down) meanwhile, runs it again, up to two
+    more times, and says so. If every attempt was disturbed, the scenario is SKIP."""
+    notes = []
+    for attempt in range(3):
+        before = postmaster_started()
+        ODD_READS.clear()
+        res = run_scenario(name, fn)
+        after = postmaster_started()
+        if before == after and before != "unreachable":
+            if notes:
+                res.figures.append(notes[-1])
+                res.line += " | " + notes[-1]
+            return res
+        notes.append(f"attempt {attempt + 1} discarded: PostgreSQL was restarted by someone else during it "
+                     f"({before} -> {after}); its verdict was {res.verdict}")
+        log(f"[{name}] {notes[-1]}")
+        time.sleep(5)
+    res.verdict, res.failed = "SKIP", []
+    res.reason = "PostgreSQL was restarted by someone else during each of 3 attempts"
+    res.line = f"{name:<10} SKIP: {res.reason}"
+    return res
+
+
 def run_scenario(name: str, fn) -> Result:
     res = Result(name)
     ctx = Ctx(name)
@@ -1717,7 +1778,9 @@ def run_scenario(name: str, fn) -> Result:
     res.peak = sampler.peak
     last = ctx.gateways[-1] if ctx.gateways else None
     alive = last.alive() if last else False
-    deaths = [f"{gw.port}: {d}" for gw in ctx.gateways for d in (gw.note_death() or gw.deaths)]
+    for gw in ctx.gateways:
+        gw.note_death()
+    deaths = [f"{gw.port}: {d}" for gw in ctx.gateways for d in gw.deaths]
     if last is not None and alive:
         housekeeping(ctx, last)
     for gw in ctx.gateways:
@@ -1730,6 +1793,10 @@ def run_scenario(name: str, fn) -> Result:
         res.line = f"{name:<10} SKIP: {res.reason}"
         return res
     checks = list(ctx.checks)
+    odd5 = {k: v for k, v in ODD_READS.items() if k.startswith("5")}
+    if ODD_READS:
+        ctx.figures.append(f"job reads answered {dict(ODD_READS)}")
+    checks.append((not odd5, f"no 5xx to job reads ({sum(odd5.values())})"))
     if error:
         checks.append((False, f"scenario could not finish: {error}"))
     if ctx.gateways:
@@ -1820,7 +1887,7 @@ def main() -> int:
     t0 = time.monotonic()
     try:
         for name, fn in chosen:
-            res = run_scenario(name, fn)
+            res = run_scenario_guarded(name, fn)
             results.append(res)
             print(res.line, flush=True)
     except KeyboardInterrupt:
@@ -1832,10 +1899,11 @@ def main() -> int:
             except Exception:   # noqa: BLE001
                 pass
         identities = {f"abuse-{label}-{CFG.run}" for label in
-                      ("crash", "polls", "memory", "importsa", "importsb", "tails", "tus", "spool", "expiry", "quota",
+                      ("crash", "polls", "memory", "importsa", "importsb", "tails", "tus", "spool", "spoolother", "expiry", "quota",
                        "quotaother", "small", "smallvictim")}
-        log("removing this run's objects from the bucket")
+        t_clean = time.monotonic()
         cleanup_s3(identities)
+        log(f"removed this run's objects from the bucket in {time.monotonic() - t_clean:.0f}s")
 
     print("", flush=True)
     print(f"summary ({time.monotonic() - t0:.0f}s{', quick' if CFG.quick else ''}; rule: peak RSS < "

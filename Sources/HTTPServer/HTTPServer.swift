@@ -69,38 +69,29 @@ public final class HTTPServer: Sendable {
 
     private func acceptAll(_ listenFD: Int32) {
         for _ in 0..<256 {
-            var address = sockaddr_storage()
-            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-            let fd = withUnsafeMutablePointer(to: &address) { pointer in
-                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    Glibc.accept(listenFD, $0, &length)
+            let fd: Int32
+            var address: sockaddr_storage
+            switch SystemCall.accept(listenFD) {
+            case .connection(let accepted, let peer):
+                (fd, address) = (accepted, peer)
+            case .none:
+                return
+            case .exhausted:
+                // Out of descriptors: stop accepting for a moment instead of spinning.
+                state.withLock { running in
+                    guard running != nil, running?.acceptSuspended == false else { return }
+                    running?.acceptSource.suspend()
+                    running?.acceptSuspended = true
                 }
-            }
-            if fd < 0 {
-                switch errno {
-                case EINTR, ECONNABORTED: continue
-                case EMFILE, ENFILE, ENOBUFS, ENOMEM:
-                    // Out of descriptors: stop accepting for a moment instead of spinning.
+                acceptQueue.asyncAfter(deadline: .now() + .milliseconds(100)) { [self] in
                     state.withLock { running in
-                        guard running != nil, running?.acceptSuspended == false else { return }
-                        running?.acceptSource.suspend()
-                        running?.acceptSuspended = true
+                        guard running?.acceptSuspended == true else { return }
+                        running?.acceptSource.resume()
+                        running?.acceptSuspended = false
                     }
-                    acceptQueue.asyncAfter(deadline: .now() + .milliseconds(100)) { [self] in
-                        state.withLock { running in
-                            guard running?.acceptSuspended == true else { return }
-                            running?.acceptSource.resume()
-                            running?.acceptSuspended = false
-                        }
-                    }
-                    return
-                default:
-                    return
                 }
+                return
             }
-            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            SystemCall.setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
             let loop = loops[nextLoop.add(1, ordering: .relaxed).oldValue % loops.count]
             let connection = HTTPConnection(fd: fd, remoteAddress: Listener.describe(&address), peerAddress: Listener.host(&address),
                                             loop: loop, context: context)

@@ -50,7 +50,8 @@ public final class InMemoryJobStore: UploadStore {
     }
 
     private static func runnable(_ s: Tables, _ job: Job, now: Int64) -> Bool {
-        job.kind != .upload && (job.state == .queued || (job.state == .running && (s.leases[job.id]?.expiresAt ?? 0) < now))
+        job.kind != .upload && (JobLifecycle.allows(.claim, from: job.state)
+                                || (job.state == .running && (s.leases[job.id]?.expiresAt ?? 0) < now))
     }
 
     public func claim(owner: String, leaseMilliseconds: Int64) async throws -> (Job, Lease)? {
@@ -147,7 +148,7 @@ public final class InMemoryJobStore: UploadStore {
         let now = Int64(clock.now())
         try state.withLock { s in
             try guardWrite(s, lease, "finish")
-            s.jobs[lease.jobID]?.state = newState
+            s.jobs[lease.jobID]?.state = JobLifecycle.target(of: JobLifecycle.ending(newState))
             s.jobs[lease.jobID]?.etag = etag
             s.jobs[lease.jobID]?.error = error
             s.jobs[lease.jobID]?.completedAt = now
@@ -167,11 +168,13 @@ public final class InMemoryJobStore: UploadStore {
         }
     }
 
-    public func transition(id: String, from: Set<Job.State>, to: Job.State) async throws -> Job? {
-        state.withLock { s in
+    public func transition(id: String, _ action: JobLifecycle.Action) async throws -> Job? {
+        let now = Int64(clock.now())
+        return state.withLock { s in
             guard var job = s.jobs[id] else { return nil }
-            if from.contains(job.state) {
-                job.state = to
+            if JobLifecycle.allows(action, from: job.state) {
+                job.state = JobLifecycle.target(of: action)
+                if job.state.isFinal { job.completedAt = now }
                 job.version += 1
                 s.jobs[id] = job
             }
@@ -192,7 +195,7 @@ public final class InMemoryJobStore: UploadStore {
         return state.withLock { s in
             guard var job = s.jobs[id], job.kind == .upload else { return nil }
             let lease = s.leases[id]
-            let takeable = job.state == .pending
+            let takeable = JobLifecycle.allows(.claimUpload, from: job.state)
                 || (job.state == .running && ((lease?.expiresAt ?? 0) < now || lease?.owner == owner))
             guard takeable else { return nil }
             if job.state == .running, let lease, lease.owner != owner { job.crashes += 1 }
@@ -240,7 +243,7 @@ public final class InMemoryJobStore: UploadStore {
         try state.withLock { s in
             try beforeWrite("releaseUpload")
             guard owned(s, lease) else { return }
-            s.jobs[lease.jobID]?.state = .pending
+            s.jobs[lease.jobID]?.state = JobLifecycle.target(of: .releaseUpload)
             s.jobs[lease.jobID]?.version += 1
             s.leases[lease.jobID] = nil
         }

@@ -29,7 +29,7 @@ import TransferEngine
         do {
             _ = try Authenticator.authorization(twice)
         } catch {
-            #expect(error.status == 400 && error.code == "duplicate_authorization")
+            #expect(error.status == 400 && error.code == .duplicateAuthorization)
         }
         #expect(try Authenticator.authorization(request("GET", "/", headers: [("Authorization", "Bearer a")])) == "Bearer a")
     }

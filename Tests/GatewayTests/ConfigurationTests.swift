@@ -1,5 +1,6 @@
 import Testing
 @testable import Gateway
+@testable import TransferGateway
 
 @Test func defaultsMatchTheContract() throws {
     let c = try Configuration.fromEnvironment([:])

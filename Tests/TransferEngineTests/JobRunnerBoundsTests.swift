@@ -90,7 +90,7 @@ private struct SlowFetcher: SourceFetcher {
         var bench = Bench(objects: { clock in
             InMemoryObjectStore(beforePart: { part in
                 if part == 4, let store = storeBox.withLock({ $0 }) {
-                    _ = try await store.transition(id: jobID.withLock { $0 }, from: [.running], to: .paused)
+                    _ = try await store.transition(id: jobID.withLock { $0 }, .pause)
                 }
             }, clock: clock)
         })
@@ -103,7 +103,7 @@ private struct SlowFetcher: SourceFetcher {
         #expect(paused == .stopped(.paused))
         storeBox.withLock { $0 = nil }
         bench.objects.put("src", bytes(7 * MiB, seed: 2))
-        _ = try await bench.store.transition(id: job.id, from: [.paused], to: .queued)
+        _ = try await bench.store.transition(id: job.id, .resume)
         let (outcome, failed) = try await bench.run("b")
         #expect(outcome == .failed(code: "source_changed"))
         #expect(failed.error == #"{"code":"source_changed"}"#)
@@ -235,7 +235,7 @@ private struct SlowFetcher: SourceFetcher {
         let store = bench.store
         Task {
             while stream.read.load(ordering: .relaxed) < 3 { try await Task.sleep(for: .milliseconds(1)) }
-            _ = try await store.transition(id: job.id, from: [.running], to: .canceled)
+            _ = try await store.transition(id: job.id, .cancel)
         }
         let (outcome, canceled) = try await bench.run(runner: try bench.runner(fetcher: SlowFetcher(stream: stream)))
         #expect(outcome == .stopped(.canceled) && canceled.state == .canceled)

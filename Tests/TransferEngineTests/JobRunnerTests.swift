@@ -178,7 +178,7 @@ private func copySource(_ key: String) -> String { ObjectSource(key: key).json }
         // The owner pauses as part 3 starts: part 3 may finish moving, but 4 and 5 never start.
         let objects = InMemoryObjectStore(beforePart: { part in
             if part == 3, let store = storeBox.withLock({ $0 }) {
-                _ = try await store.transition(id: jobID.withLock { $0 }, from: [.running], to: .paused)
+                _ = try await store.transition(id: jobID.withLock { $0 }, .pause)
             }
         })
         var rig = Rig(objects: objects)
@@ -195,7 +195,7 @@ private func copySource(_ key: String) -> String { ObjectSource(key: key).json }
         rig.clock.advance(by: 600_000)
         #expect(try await rig.store.claim(owner: "b", leaseMilliseconds: 30_000) == nil)
         #expect(try await rig.store.job(id: job.id)!.bytesTransferred == paused.bytesTransferred)
-        _ = try await rig.store.transition(id: job.id, from: [.paused], to: .queued)
+        _ = try await rig.store.transition(id: job.id, .resume)
         storeBox.withLock { $0 = nil }
         let (resumed, done) = try await rig.claimAndRun("b")
         guard case .completed = resumed else { Issue.record("\(resumed)"); return }
@@ -209,7 +209,7 @@ private func copySource(_ key: String) -> String { ObjectSource(key: key).json }
         let jobID = Mutex("")
         let objects = InMemoryObjectStore(beforePart: { part in
             if part == 2, let store = storeBox.withLock({ $0 }) {
-                _ = try await store.transition(id: jobID.withLock { $0 }, from: [.running], to: .canceled)
+                _ = try await store.transition(id: jobID.withLock { $0 }, .cancel)
             }
         })
         var rig = Rig(objects: objects)
@@ -273,7 +273,7 @@ private func copySource(_ key: String) -> String { ObjectSource(key: key).json }
             try gate(); try await inner.finish(lease, state: state, etag: etag, error: error)
         }
         func list(owner: String?, state: Job.State?, limit: Int, after cursor: String?) async throws -> [Job] { [] }
-        func transition(id: String, from: Set<Job.State>, to: Job.State) async throws -> Job? { nil }
+        func transition(id: String, _ action: JobLifecycle.Action) async throws -> Job? { nil }
         func uploadIDsInUse(key: String) async throws -> Set<String> { try await inner.uploadIDsInUse(key: key) }
     }
 

@@ -169,7 +169,7 @@ private struct Uploads {
         let slow = SlowBody(clock: uploads.clock)
         Task {
             while slow.sent.load(ordering: .relaxed) < 3 { try await Task.sleep(for: .milliseconds(1)) }
-            _ = try await store.transition(id: job.id, from: [.running], to: .paused)
+            _ = try await store.transition(id: job.id, .pause)
         }
         let receiver = try uploads.receiver("a")
         let outcome = try await driving(uploads.clock) { try await receiver.receive(jobID: job.id, offset: 0, body: slow) }

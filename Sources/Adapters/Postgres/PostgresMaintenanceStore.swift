@@ -1,0 +1,56 @@
+import Foundation
+import Gateway
+import Postgres
+import TransferEngine
+
+/// `MaintenanceStore` over PostgreSQL: the janitor's questions about jobs.
+public struct PostgresMaintenanceStore: MaintenanceStore {
+    let pool: PostgresPool
+
+    public init(pool: PostgresPool) {
+        self.pool = pool
+    }
+
+    public func expireIdleUploads(before cutoff: Double, prefixes: [String]) async throws -> [ExpiredUpload] {
+        let expiring = JobLifecycle.Action.expire
+        let from = JobLifecycle.textArray(from: expiring)
+        let error = Job.errorJSON(code: FailureCode.uploadExpired)
+        return try await pool.withConnection { connection in
+            try prefixes.flatMap { prefix in
+                try connection.query("""
+                    UPDATE jobs SET state = \(JobLifecycle.target(of: expiring).rawValue), error = \(error)::jsonb,
+                           lease_owner = NULL, lease_expires_at = NULL, version = version + 1, updated_at = now(), completed_at = now()
+                    WHERE type = 'upload' AND starts_with(object_key, \(prefix))
+                      AND (state = ANY(\(from)::text[]) OR (state = 'running' AND lease_expires_at < now()))
+                      AND coalesce(bytes_at, created_at) <= to_timestamp(\(cutoff))
+                    RETURNING object_key, upload_id, upload_tail_segments::text AS tail
+                    """).map { row in
+                    ExpiredUpload(objectKey: try row.string("object_key"), uploadID: try row.optionalString("upload_id"),
+                                  tail: (try? JSONDecoder().decode([TailSegment].self, from: Data(row.string("tail").utf8))) ?? [])
+                }
+            }
+        }
+    }
+
+    public func activeJobIDs() async throws -> Set<String> {
+        try await pool.withConnection { connection in
+            Set(try connection.query("SELECT id::text AS id FROM jobs WHERE state IN ('queued', 'running')").map { try $0.string("id") })
+        }
+    }
+
+    public func liveTails(of ids: [String]) async throws -> [String: Set<String>] {
+        guard !ids.isEmpty else { return [:] }
+        let list = "{" + ids.joined(separator: ",") + "}"
+        return try await pool.withConnection { connection in
+            var live: [String: Set<String>] = [:]
+            for row in try connection.query("""
+                SELECT id::text AS id, upload_tail_segments::text AS tail FROM jobs
+                WHERE id = ANY(\(list)::uuid[]) AND state NOT IN ('completed', 'failed', 'canceled')
+                """) {
+                let segments = (try? JSONDecoder().decode([TailSegment].self, from: Data(row.string("tail").utf8))) ?? []
+                live[try row.string("id")] = Set(segments.map(\.key))
+            }
+            return live
+        }
+    }
+}

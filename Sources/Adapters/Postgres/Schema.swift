@@ -1,0 +1,105 @@
+import Postgres
+
+/// The gateway's PostgreSQL schema, as versioned migrations (applied by `transfer-gateway
+/// migrate` and at `serve` start; see `Migrations`). Never edit a shipped migration: add one.
+public enum Schema {
+    public static let migrations = Migrations([
+        .init(version: 1, name: "jobs and their parts", statements: [
+            """
+            CREATE TABLE jobs (
+                id uuid PRIMARY KEY,
+                owner text NOT NULL,
+                type text NOT NULL CHECK (type IN ('upload', 'import', 'copy', 'download')),
+                state text NOT NULL CHECK (state IN ('pending', 'queued', 'running', 'paused', 'completed', 'failed', 'canceled')),
+                object_key text,
+                source jsonb,
+                options jsonb NOT NULL DEFAULT '{}',
+                bytes_total bigint,
+                bytes_transferred bigint NOT NULL DEFAULT 0,
+                bytes_committed bigint NOT NULL DEFAULT 0,
+                part_size bigint NOT NULL,
+                parts_total integer,
+                upload_id text,
+                etag text,
+                error jsonb,
+                attempts integer NOT NULL DEFAULT 0,
+                lease_owner text,
+                lease_token bigint NOT NULL DEFAULT 0,
+                lease_expires_at timestamptz,
+                version bigint NOT NULL DEFAULT 1,
+                created_at timestamptz NOT NULL DEFAULT now(),
+                updated_at timestamptz NOT NULL DEFAULT now(),
+                completed_at timestamptz
+            )
+            """,
+            "CREATE INDEX jobs_by_owner ON jobs (owner, created_at DESC, id DESC)",
+            "CREATE INDEX jobs_claimable ON jobs (lease_expires_at) WHERE state IN ('queued', 'running')",
+            """
+            CREATE TABLE job_parts (
+                job_id uuid NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+                part_number integer NOT NULL CHECK (part_number BETWEEN 1 AND 10000),
+                size bigint NOT NULL,
+                etag text NOT NULL,
+                attempts integer NOT NULL DEFAULT 1,
+                completed_at timestamptz NOT NULL DEFAULT now(),
+                PRIMARY KEY (job_id, part_number)
+            )
+            """,
+        ]),
+        .init(version: 2, name: "upload tails", statements: [
+            // The bytes of an upload past its last full part, so any instance takes the next request.
+            "ALTER TABLE jobs ADD COLUMN upload_tail bytea",
+        ]),
+        .init(version: 3, name: "client-driven multipart uploads", statements: [
+            """
+            CREATE TABLE uploads (
+                id uuid PRIMARY KEY,
+                owner text NOT NULL,
+                object_key text NOT NULL,
+                s3_upload_id text NOT NULL,
+                size bigint NOT NULL,
+                part_size bigint NOT NULL,
+                part_count integer NOT NULL,
+                state text NOT NULL CHECK (state IN ('open', 'completed', 'aborted')),
+                etag text,
+                created_at timestamptz NOT NULL DEFAULT now(),
+                completed_at timestamptz
+            )
+            """,
+        ]),
+        .init(version: 4, name: "bounded uploads, crash counts, change notifications", statements: [
+            // Times a job's holder died with it: a poison job stops at `crash_loop`.
+            "ALTER TABLE jobs ADD COLUMN crashes integer NOT NULL DEFAULT 0",
+            // The source's ETag when the plan was made: a changed source is `source_changed`.
+            "ALTER TABLE jobs ADD COLUMN source_etag text",
+            // An upload's bytes past its last part, as staged objects (TailSegment JSON), not bytea.
+            "ALTER TABLE jobs ADD COLUMN upload_tail_segments jsonb NOT NULL DEFAULT '[]'",
+            // When an upload job last received bytes: the janitor's idle rule counts from here.
+            "ALTER TABLE jobs ADD COLUMN bytes_at timestamptz",
+            // Tails kept as bytea before: the client sends those bytes again (from the last part).
+            "UPDATE jobs SET bytes_committed = bytes_transferred, version = version + 1 WHERE upload_tail IS NOT NULL",
+            "ALTER TABLE jobs DROP COLUMN upload_tail",
+            "CREATE INDEX jobs_active_by_owner ON jobs (owner, type) WHERE state IN ('pending', 'queued', 'running', 'paused')",
+            // Every change of a job (its version moves) is announced to every instance's listener.
+            """
+            CREATE FUNCTION gateway_job_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                PERFORM pg_notify('gateway_jobs', NEW.id::text);
+                RETURN NEW;
+            END
+            $$
+            """,
+            """
+            CREATE TRIGGER jobs_changed AFTER UPDATE ON jobs FOR EACH ROW
+            WHEN (OLD.version IS DISTINCT FROM NEW.version) EXECUTE FUNCTION gateway_job_changed()
+            """,
+            // Client-driven uploads are recorded before S3 is asked (`creating`), so a crash in
+            // between leaves a record the janitor can act on, never an unknown upload.
+            "ALTER TABLE uploads DROP CONSTRAINT uploads_state_check",
+            "ALTER TABLE uploads ADD CONSTRAINT uploads_state_check CHECK (state IN ('creating', 'open', 'completed', 'aborted'))",
+            "ALTER TABLE uploads ALTER COLUMN s3_upload_id DROP NOT NULL",
+            "ALTER TABLE uploads ADD COLUMN touched_at timestamptz",
+            "CREATE INDEX uploads_open_by_owner ON uploads (owner) WHERE state IN ('creating', 'open')",
+        ]),
+    ])
+}

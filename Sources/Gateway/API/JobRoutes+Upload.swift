@@ -1,0 +1,83 @@
+import Auth
+import Foundation
+import HTTPServer
+import TransferEngine
+
+/// `PUT /v1/jobs/{id}/data` (from the start) and `PATCH /v1/jobs/{id}/data` (from
+/// `Upload-Offset`, which must equal the job's `bytesCommitted`): an upload job's bytes.
+extension JobRoutes {
+    func receive(_ http: HTTPRequest, id: String) async throws -> HTTPResponse {
+        let (job, identity) = try await visibleJob(http, id: id)
+        guard let caller = identity.id, AccessPolicy.same(job.owner, caller) else { throw APIError.forbidden }
+        guard job.kind == .upload else { throw APIError.notFound }
+        let offset: Int64
+        if http.method == "PATCH" {
+            let type = http.headers["content-type"]?.lowercased() ?? ""
+            guard type.hasPrefix("application/octet-stream") || type.hasPrefix("application/offset+octet-stream") else {
+                throw APIError(.unsupportedMediaType, "The body must be application/octet-stream or application/offset+octet-stream.")
+            }
+            guard let text = http.headers["upload-offset"], let value = Int64(text), value >= 0, text.allSatisfy(\.isNumber) else {
+                throw APIError.validation("Upload-Offset must be the job's bytesCommitted, a non-negative integer.")
+            }
+            offset = value
+        } else {
+            offset = 0
+        }
+        guard !job.state.isFinal else {
+            throw APIError(.jobNotPending, "The upload is \(job.state.rawValue).")
+        }
+        guard job.state != .paused else { throw APIError.jobPaused }
+        // The receiver's bookkeeping (parts recorded, the tail staged, the lease handed back) runs
+        // to its end even when the client hangs up mid-body.
+        let uploads = self.uploads, body = RequestBodyBytes(body: http.body)
+        let outcome = try await Shield.run { try await uploads.receive(jobID: job.id, offset: offset, body: body) }
+        func withOffset(_ response: HTTPResponse, _ committed: Int64) -> HTTPResponse {
+            var response = response
+            response.headers.add("Upload-Offset", String(committed))
+            return response
+        }
+        switch outcome {
+        case .completed, .waiting:
+            let current = try await store.job(id: job.id) ?? job
+            var response = withOffset(Responses.json(200, bytes: Self.json(current)), current.bytesCommitted)
+            response.headers.add("ETag", Self.etag(current))
+            return response
+        case .offsetMismatch(let committed):
+            return withOffset(Responses.problem(APIError(.offsetMismatch, "The upload has \(committed) bytes committed; send from there (Upload-Offset: \(committed)).")), committed)
+        case .busy:
+            throw APIError(.uploadInProgress, "Another request is sending this upload's bytes, or it does not wait for bytes.")
+        case .tooLarge(let declared, let committed):
+            return withOffset(Responses.problem(APIError(.payloadTooLarge, "The upload was declared as \(declared) bytes; the body goes past that.")), committed)
+        case .failed(let code, let committed):
+            return withOffset(Responses.problem(APIError(.storageError, "S3 refused a part (\(code.filter { $0.isLetter || $0.isNumber })) past the retry limit; the job failed.")), committed)
+        case .canceled:
+            throw APIError(.jobNotPending, "The upload was canceled.")
+        case .paused(let committed):
+            return withOffset(Responses.problem(.jobPaused), committed)
+        case .noRoom(let committed):
+            return withOffset(Responses.problem(.noRoom()), committed)
+        case .checksumMismatch(let committed):
+            return withOffset(Responses.problem(APIError(.checksumMismatch, "The body does not match its checksum; nothing of it was kept.")), committed)
+        }
+    }
+}
+
+extension Job {
+    /// A new `upload` job waiting for its bytes. Its parts are cut as the bytes arrive, so the
+    /// part size is fixed now, grown so that a declared size fits in 10,000 parts.
+    static func upload(owner: String, objectKey: String, size: Int64?, options: JobOptions, settings: EngineSettings) -> Job {
+        var partSize = options.partSize ?? settings.partSize
+        if let size, let plan = try? PartPlan(objectSize: size, requestedPartSize: partSize) { partSize = plan.partSize }
+        return Job(id: UUID().uuidString.lowercased(), owner: owner, kind: .upload, state: .pending, objectKey: objectKey,
+                   source: "{}", options: options.json, bytesTotal: size, partSize: partSize)
+    }
+}
+
+/// The request body as the engine's byte source.
+struct RequestBodyBytes: ByteSource {
+    let body: RequestBody
+
+    func next() async throws -> ArraySlice<UInt8>? {
+        try await body.read()
+    }
+}

@@ -1,0 +1,295 @@
+import Auth
+import Foundation
+import HTTPServer
+import TransferEngine
+
+/// `/v1/jobs`: server-side transfers (openapi.yaml, tag `jobs`): `copy`, `import` and
+/// `download` run on the worker; `upload` jobs take their bytes at `/v1/jobs/{id}/data`.
+struct JobRoutes: Sendable {
+    let authenticator: Authenticator
+    let policy: AccessPolicy
+    let store: any JobStore
+    let objects: any ObjectStore
+    let spool: DirectorySpool
+    let uploads: UploadReceiver
+    let settings: EngineSettings
+    let maxPartConcurrency: Int
+    let changes: JobChanges
+    let limits: RequestLimits
+
+    func register(in router: inout Router<RouteHandler>) {
+        router.add("POST", "/v1/jobs") { try await create($0.http) }
+        router.add("GET", "/v1/jobs") { try await list($0.http) }
+        router.add("GET", "/v1/jobs/{id}") { try await show($0.http, id: $0.parameters["id"] ?? "") }
+        router.add("POST", "/v1/jobs/{id}/pause") { try await change($0.http, id: $0.parameters["id"] ?? "", action: .pause) }
+        router.add("POST", "/v1/jobs/{id}/resume") { try await change($0.http, id: $0.parameters["id"] ?? "", action: .resume) }
+        router.add("POST", "/v1/jobs/{id}/cancel") { try await change($0.http, id: $0.parameters["id"] ?? "", action: .cancel) }
+        router.add("GET", "/v1/jobs/{id}/data") { try await data($0.http, id: $0.parameters["id"] ?? "") }
+        router.add("PUT", "/v1/jobs/{id}/data") { try await receive($0.http, id: $0.parameters["id"] ?? "") }
+        router.add("PATCH", "/v1/jobs/{id}/data") { try await receive($0.http, id: $0.parameters["id"] ?? "") }
+    }
+
+    // MARK: create
+
+    private func create(_ http: HTTPRequest) async throws -> HTTPResponse {
+        // The token first, then the rate: nothing of the body is read for a caller refused anyway.
+        let identity = try authenticator.identity(of: http)
+        guard let owner = identity.id else { throw APIError.unauthorized }
+        try limits.admitCreation(owner)
+        let fields = try await Responses.fields(from: http)
+        let type = try fields.requiredString("type")
+        guard let kind = Job.Kind(rawValue: type) else { throw APIError.validation("type must be upload, import, copy or download.") }
+        let options = try Self.options(fields, maxConcurrency: maxPartConcurrency)
+        if let partSize = options.partSize, partSize > settings.spoolCapacity {
+            throw APIError.validation("partSize may be at most the spool budget, \(settings.spoolCapacity) bytes.")
+        }
+        let objectKey: String, source: String
+        switch kind {
+        case .copy:
+            source = ObjectSource(key: try object(fields, "source", mode: .read, identity: identity)).json
+            objectKey = try object(fields, "destination", mode: .write, identity: identity)
+        case .download:
+            let key = try object(fields, "source", mode: .read, identity: identity)
+            source = ObjectSource(key: key).json
+            objectKey = key
+        case .import:
+            let url = try fields.requiredString("sourceUrl")
+            let lower = url.lowercased()
+            guard lower.hasPrefix("http://") || lower.hasPrefix("https://"), url.utf8.count <= 8192,
+                  url.utf8.allSatisfy({ $0 >= 0x20 && $0 <= 0x7E }) else {
+                throw APIError.validation("sourceUrl must be an http or https URL of at most 8192 printable ASCII characters.")
+            }
+            source = URLSource(url: url).json
+            objectKey = try key(fields, mode: .write, identity: identity)
+        case .upload:
+            let size = try fields.integer("size")
+            if let size, !(0...settings.maxObjectSize).contains(size) {
+                throw APIError.validation("size must be from 0 to \(settings.maxObjectSize) bytes.")
+            }
+            let job = Job.upload(owner: owner, objectKey: try key(fields, mode: .write, identity: identity),
+                                 size: size, options: options, settings: settings)
+            guard job.partSize <= settings.spoolCapacity else {
+                throw APIError.validation("An upload of this size needs parts of \(job.partSize) bytes, more than the spool budget.")
+            }
+            return try await created(job)
+        }
+        return try await created(Job(id: UUID().uuidString.lowercased(), owner: owner, kind: kind, state: .queued,
+                                     objectKey: objectKey, source: source, options: options.json, bytesTotal: nil,
+                                     partSize: options.partSize ?? settings.partSize))
+    }
+
+    /// Stores `job` (within the owner's quota) and answers 201 with it.
+    private func created(_ job: Job) async throws -> HTTPResponse {
+        let store = self.store, quota = limits.quota
+        let created = try await Shield.run { try await store.insert(job, quota: quota) }
+        var response = Responses.json(201, bytes: Self.json(created))
+        response.headers.add("Location", "/v1/jobs/\(job.id)")
+        response.headers.add("ETag", Self.etag(created))
+        return response
+    }
+
+    /// `{accessLevel, key, targetIdentityId?}` → the object key, access checked.
+    private func object(_ fields: JSONFields, _ name: String, mode: AccessMode, identity: Identity) throws(APIError) -> String {
+        try key(try fields.object(name), mode: mode, identity: identity)
+    }
+
+    /// `accessLevel`, `key` and `targetIdentityId` of `inner` → the object key, access checked
+    /// (on a write, `targetIdentityId` may name only the caller: anyone else is 403).
+    private func key(_ inner: JSONFields, mode: AccessMode, identity: Identity) throws(APIError) -> String {
+        let level = try inner.accessLevel("accessLevel")
+        let target = try inner.string("targetIdentityId")
+        return try policy.granted(mode, level: level, key: try inner.requiredString("key"), identity: identity, target: target)
+    }
+
+    static func options(_ fields: JSONFields, maxConcurrency: Int) throws(APIError) -> JobOptions {
+        var options = JobOptions()
+        if let partSize = try fields.integer("partSize") {
+            guard (PartPlan.minimumPartSize...PartPlan.maximumPartSize).contains(partSize) else {
+                throw APIError.validation("partSize must be from 5 MiB to 5 GiB.")
+            }
+            options.partSize = partSize
+        }
+        if let concurrency = try fields.integer("concurrency") {
+            guard (1...Int64(maxConcurrency)).contains(concurrency) else { throw APIError.validation("concurrency must be from 1 to \(maxConcurrency).") }
+            options.concurrency = Int(concurrency)
+        }
+        if let retries = try fields.integer("retryLimit") {
+            guard (0...100).contains(retries) else { throw APIError.validation("retryLimit must be from 0 to 100.") }
+            options.retryLimit = Int(retries)
+        }
+        if let timeout = try fields.integer("timeoutSeconds") {
+            guard (1...604_800).contains(timeout) else { throw APIError.validation("timeoutSeconds must be from 1 to 604800.") }
+            options.timeoutSeconds = Int(timeout)
+        }
+        if let limit = try fields.integer("bandwidthLimit") {
+            guard limit >= 1 else { throw APIError.validation("bandwidthLimit must be a positive number of bytes per second.") }
+            options.bandwidthLimit = limit
+        }
+        options.contentType = try fields.string("contentType")
+        options.cacheControl = try fields.string("cacheControl")
+        options.contentDisposition = try fields.string("contentDisposition")
+        if let sse = try fields.string("serverSideEncryption") {
+            guard sse == "AES256" || sse == "aws:kms" else { throw APIError.validation("serverSideEncryption must be AES256 or aws:kms.") }
+            options.serverSideEncryption = sse
+        }
+        for value in [options.contentType, options.cacheControl, options.contentDisposition].compactMap({ $0 }) {
+            try HeaderRules.checkValue(value, field: "a header option")
+        }
+        if let metadata = try fields.stringMap("metadata") {
+            _ = try HeaderRules.metadataHeaders(metadata)
+            options.metadata = Dictionary(uniqueKeysWithValues: metadata.map { ($0.key.lowercased(), $0.value) })
+        }
+        return options
+    }
+
+    // MARK: read
+
+    /// The job, if the caller may see it (its owner, or an admin); 404 otherwise.
+    func visibleJob(_ http: HTTPRequest, id: String) async throws -> (Job, Identity) {
+        let identity = try authenticator.identity(of: http)
+        guard UUID(uuidString: id) != nil, let job = try await store.job(id: id.lowercased()),
+              (identity.id.map { AccessPolicy.same(job.owner, $0) } ?? false) || identity.isAdmin else {
+            throw APIError.notFound
+        }
+        return (job, identity)
+    }
+
+    private func show(_ http: HTTPRequest, id: String) async throws -> HTTPResponse {
+        var (job, identity) = try await visibleJob(http, id: id)
+        let known = http.headers["if-none-match"]
+        // ?wait=N (N ≤ 60): hold the answer until the job changes from what the client has.
+        if let wait = PercentDecoding.query(http.query).first(where: { $0.0 == "wait" })?.1 {
+            guard let seconds = Int(wait), (0...60).contains(seconds) else { throw APIError.validation("wait must be from 0 to 60 seconds.") }
+            let baseline = known ?? Self.etag(job)
+            if seconds > 0 && Self.etag(job) == baseline && !job.state.isFinal {
+                job = try await limits.holdingWait(identity.id ?? "") {
+                    try await waitForChange(of: job, from: baseline, until: ContinuousClock.now + .seconds(seconds), http: http)
+                }
+            }
+        }
+        if let known, known == Self.etag(job) {
+            return HTTPResponse(status: 304, headers: HTTPHeaders([("ETag", Self.etag(job))]))
+        }
+        var response = Responses.json(200, bytes: Self.json(job))
+        response.headers.add("ETag", Self.etag(job))
+        response.headers.add("Cache-Control", "no-store")
+        return response
+    }
+
+    /// The job once its ETag differs from `baseline` (or it ended), or as it is at `deadline` or
+    /// at shutdown. Woken by the change itself (`JobChanges`), on whichever instance it happened;
+    /// a client that hangs up cancels the wait at once.
+    func waitForChange(of job: Job, from baseline: String, until deadline: ContinuousClock.Instant,
+                       http: HTTPRequest) async throws -> Job {
+        var job = job
+        while Self.etag(job) == baseline && !job.state.isFinal && !http.serverIsShuttingDown {
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { break }
+            // The ticket first, then the read: a change in between has marked the ticket already.
+            let ticket = changes.ticket(for: job.id)
+            job = try await store.job(id: job.id) ?? job
+            if Self.etag(job) != baseline || job.state.isFinal { break }
+            // Without the listener (the database was away) changes may go unheard: look again soon.
+            _ = await changes.wait(ticket, for: job.id, timeout: changes.isLive ? left : min(left, .seconds(2)))
+            try Task.checkCancellation()
+            job = try await store.job(id: job.id) ?? job
+        }
+        return job
+    }
+
+    private func list(_ http: HTTPRequest) async throws -> HTTPResponse {
+        let identity = try authenticator.identity(of: http)
+        guard let owner = identity.id else { throw APIError.unauthorized }
+        let query = Dictionary(PercentDecoding.query(http.query), uniquingKeysWith: { a, _ in a })
+        var state: Job.State?
+        if let raw = query["state"] {
+            guard let parsed = Job.State(rawValue: raw) else { throw APIError.validation("state is not a job state.") }
+            state = parsed
+        }
+        let limit = Int(query["limit"] ?? "20") ?? -1
+        guard (1...100).contains(limit) else { throw APIError.validation("limit must be from 1 to 100.") }
+        var cursor: String?
+        if let raw = query["cursor"] {
+            // A cursor is the last job of a page this identity was given: another's job is not one.
+            guard UUID(uuidString: raw) != nil, let mark = try await store.job(id: raw.lowercased()),
+                  AccessPolicy.same(mark.owner, owner) else {
+                throw APIError.validation("cursor is not one this API gave.")
+            }
+            cursor = mark.id
+        }
+        let jobs = try await store.list(owner: owner, state: state, limit: limit, after: cursor)
+        var text = JSONText()
+        text.begin()
+        text.rawField("jobs", Array("[".utf8) + Array(jobs.map(Self.json).joined(separator: Array(",".utf8))) + Array("]".utf8))
+        if jobs.count == limit, let last = jobs.last { text.field("nextCursor", .string(last.id)) } else { text.rawField("nextCursor", Array("null".utf8)) }
+        text.end()
+        return Responses.json(200, bytes: text.bytes)
+    }
+
+    // MARK: pause, resume, cancel
+
+    private func change(_ http: HTTPRequest, id: String, action: JobLifecycle.Action) async throws -> HTTPResponse {
+        let (visible, identity) = try await visibleJob(http, id: id)
+        guard let id = identity.id, AccessPolicy.same(visible.owner, id) else { throw APIError.forbidden }
+        let updated: Job?
+        switch action {
+        case .cancel:
+            let store = self.store, objects = self.objects, spool = self.spool
+            updated = try await Shield.run {
+                let after = try await store.cancel(visible, objects: objects)
+                // A running job's worker cleans up after itself; a waiting one has nobody else to.
+                if visible.state != .running, after?.state == .canceled { spool.removeAll(jobID: visible.id, keeping: []) }
+                return after
+            }
+        case .resume:
+            // An upload waits for its bytes again (`pending`); the worker claims only the others.
+            updated = try await store.transition(id: visible.id, JobLifecycle.resume(visible.kind))
+        default:
+            updated = try await store.transition(id: visible.id, action)
+        }
+        guard let job = updated else { throw APIError.notFound }
+        var response = Responses.json(200, bytes: Self.json(job))
+        response.headers.add("ETag", Self.etag(job))
+        return response
+    }
+
+    // MARK: JSON
+
+    static func etag(_ job: Job) -> String { "\"\(job.version)\"" }
+
+    static func json(_ job: Job) -> [UInt8] {
+        var text = JSONText()
+        text.begin()
+        text.field("id", .string(job.id))
+        text.field("type", .string(job.kind.rawValue))
+        text.field("state", .string(job.state.rawValue))
+        optional(&text, "objectKey", job.objectKey.map { .string($0) })
+        optional(&text, "bytesTotal", job.bytesTotal.map { .int(Int($0)) })
+        text.field("bytesTransferred", .int(Int(job.bytesTransferred)))
+        text.field("bytesCommitted", .int(Int(job.bytesCommitted)))
+        optional(&text, "partsTotal", job.partsTotal.map { .int($0) })
+        text.field("partsCompleted", .int(job.partsCompleted))
+        text.field("partSize", .int(Int(job.partSize)))
+        let fraction: Double
+        if job.state == .completed {
+            fraction = 1
+        } else if let total = job.bytesTotal, total > 0 {
+            fraction = min(1, Double(job.bytesCommitted) / Double(total))
+        } else {
+            fraction = 0
+        }
+        text.field("fractionCompleted", .double((fraction * 10_000).rounded() / 10_000))
+        text.field("attempts", .int(job.attempts))
+        if let error = job.error { text.rawField("error", Array(error.utf8)) } else { text.rawField("error", Array("null".utf8)) }
+        text.field("createdAt", .string(Timestamp.rfc3339(milliseconds: job.createdAt)))
+        text.field("updatedAt", .string(Timestamp.rfc3339(milliseconds: job.updatedAt)))
+        optional(&text, "completedAt", job.completedAt.map { .string(Timestamp.rfc3339(milliseconds: $0)) })
+        optional(&text, "etag", job.etag.map { .string($0) })
+        text.end()
+        return text.bytes
+    }
+
+    private static func optional(_ text: inout JSONText, _ key: String, _ value: LogValue?) {
+        if let value { text.field(key, value) } else { text.rawField(key, Array("null".utf8)) }
+    }
+}

@@ -1,0 +1,151 @@
+import Auth
+import Foundation
+import HTTPServer
+
+/// `POST /v1/presign` and `POST /v1/presign/post`: URLs a frontend uses to talk to S3 directly,
+/// only for keys its identity may touch (the access levels of `AccessPolicy`).
+struct PresignRoutes: Sendable {
+    let authenticator: Authenticator
+    let policy: AccessPolicy
+    let presigner: any Presigner
+    let defaultExpiry: Int
+    let maxExpiry: Int
+    let maxObjectSize: Int64
+    let now: @Sendable () -> Int
+
+    struct PresignRequest {
+        let operation: String
+        let accessLevel: AccessLevel
+        let key: String
+        let targetIdentityId: String?
+        let contentType: String?
+        let contentLength: Int64?
+        let contentMD5: String?
+        let metadata: [String: String]?
+        let expiresIn: Int?
+
+        init(_ fields: JSONFields) throws(APIError) {
+            operation = try fields.requiredString("operation")
+            accessLevel = try fields.accessLevel("accessLevel")
+            key = try fields.requiredString("key")
+            targetIdentityId = try fields.string("targetIdentityId")
+            contentType = try fields.string("contentType")
+            contentLength = try fields.integer("contentLength")
+            contentMD5 = try fields.string("contentMD5")
+            metadata = try fields.stringMap("metadata")
+            expiresIn = try fields.integer("expiresIn").map { Int(clamping: $0) }
+        }
+    }
+
+    struct PostRequest {
+        let accessLevel: AccessLevel
+        let key: String
+        let contentType: String?
+        let maxSize: Int64?
+        let expiresIn: Int?
+
+        init(_ fields: JSONFields) throws(APIError) {
+            accessLevel = try fields.accessLevel("accessLevel")
+            key = try fields.requiredString("key")
+            contentType = try fields.string("contentType")
+            maxSize = try fields.integer("maxSize")
+            expiresIn = try fields.integer("expiresIn").map { Int(clamping: $0) }
+        }
+    }
+
+    func register(in router: inout Router<RouteHandler>) {
+        router.add("POST", "/v1/presign") { request in try await presign(request.http) }
+        router.add("POST", "/v1/presign/post") { request in try await presignPost(request.http) }
+    }
+
+    private func presign(_ http: HTTPRequest) async throws -> HTTPResponse {
+        // The token before the body: without one the caller is answered 401 at once, unless
+        // guests may read (what the body asks for decides then). The body is the only wait; the
+        // rest runs in a plain call, so its locals stay out of the task's async frame.
+        let identity = try authenticator.identity(of: http, guestAllowed: true)
+        return try presign(PresignRequest(try await Responses.fields(from: http)), identity)
+    }
+
+    private func presign(_ body: PresignRequest, _ identity: Identity) throws -> HTTPResponse {
+        let method: String
+        let mode: AccessMode
+        switch body.operation {
+        case "get": (method, mode) = ("GET", .read)
+        case "head": (method, mode) = ("HEAD", .read)
+        case "put": (method, mode) = ("PUT", .write)
+        case "delete": (method, mode) = ("DELETE", .write)
+        default: throw APIError.validation("operation must be get, put, head or delete.")
+        }
+        let objectKey = try policy.granted(mode, level: body.accessLevel, key: body.key, identity: identity,
+                                           target: body.targetIdentityId)
+        let expires = try lifetime(body.expiresIn)
+        var signed: [(String, String)] = []
+        if method == "PUT" {
+            signed.reserveCapacity(4 + (body.metadata?.count ?? 0))
+            if let contentType = body.contentType {
+                try HeaderRules.checkValue(contentType, field: "contentType")
+                signed.append(("Content-Type", contentType))
+            }
+            if let md5 = body.contentMD5 {
+                guard let raw = Data(base64Encoded: md5), raw.count == 16 else {
+                    throw APIError.validation("contentMD5 must be the base64 of a 16-byte MD5 digest.")
+                }
+                signed.append(("Content-MD5", md5))
+            }
+            if let length = body.contentLength {
+                guard (0...min(maxObjectSize, 5 << 30)).contains(length) else {
+                    throw APIError.validation("contentLength must be from 0 to \(min(maxObjectSize, 5 << 30)) (a single PUT's limit).")
+                }
+                signed.append(("Content-Length", String(length)))
+            }
+            signed += try HeaderRules.metadataHeaders(body.metadata)
+        } else if body.contentType != nil || body.contentMD5 != nil || body.contentLength != nil || body.metadata != nil {
+            throw APIError.validation("contentType, contentLength, contentMD5 and metadata apply to put only.")
+        }
+        let issued = now()
+        // Written by hand: this is the hottest answer a frontend asks for. The URL is signed
+        // straight into the answer.
+        var json = JSONText()
+        json.begin(capacity: objectKey.utf8.count * 4 + 1024)
+        json.plainStringField("url") { out in
+            presigner.appendURL(to: &out, method: method, key: objectKey, expires: expires, headers: signed, query: [], at: issued)
+        }
+        json.field("method", .string(method))
+        json.stringsField("headers", signed)
+        json.plainStringField("expiresAt") { Timestamp.append(milliseconds: Int64(issued + expires) * 1000, to: &$0) }
+        json.field("objectKey", .string(objectKey))
+        json.end()
+        return Responses.json(200, bytes: json.bytes)
+    }
+
+    private func presignPost(_ http: HTTPRequest) async throws -> HTTPResponse {
+        let identity = try authenticator.identity(of: http)
+        let body = try PostRequest(try await Responses.fields(from: http))
+        let objectKey = try policy.granted(.write, level: body.accessLevel, key: body.key, identity: identity)
+        let expires = try lifetime(body.expiresIn)
+        let ceiling = min(maxObjectSize, 5 << 30)  // S3 takes at most 5 GiB in one POST
+        let maxSize = body.maxSize ?? ceiling
+        guard (1...ceiling).contains(maxSize) else { throw APIError.validation("maxSize must be from 1 to \(ceiling).") }
+        if let contentType = body.contentType { try HeaderRules.checkValue(contentType, field: "contentType") }
+        let issued = now()
+        let form = presigner.postForm(key: objectKey, contentType: body.contentType, maxSize: maxSize, expires: expires, at: issued)
+        var json = JSONText()
+        json.begin()
+        json.field("url", .string(form.url))
+        json.stringsField("fields", form.fields)
+        json.field("expiresAt", .string(Timestamp.rfc3339(milliseconds: Int64(issued + expires) * 1000)))
+        json.field("objectKey", .string(objectKey))
+        json.end()
+        return Responses.json(200, bytes: json.bytes)
+    }
+
+    /// The URL's lifetime: the default, or what the client asks up to the maximum, and never
+    /// past the moment temporary credentials stop working.
+    private func lifetime(_ asked: Int?) throws(APIError) -> Int {
+        let expires = asked ?? defaultExpiry
+        guard (1...maxExpiry).contains(expires) else {
+            throw APIError.validation("expiresIn must be from 1 to \(maxExpiry) seconds.")
+        }
+        return try presigner.lifetime(atMost: expires, now: now())
+    }
+}

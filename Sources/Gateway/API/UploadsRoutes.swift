@@ -1,0 +1,290 @@
+import Auth
+import Foundation
+import HTTPServer
+import TransferEngine
+
+/// `/v1/uploads`: client-driven multipart (openapi.yaml, tag `uploads`). The browser sends each
+/// part straight to S3 on a presigned URL that pins the part's `Content-Length`, so every part
+/// but the last has the same size (what Cloudflare R2 requires); the gateway re-signs part URLs
+/// whenever asked, lists the parts itself at completion (browsers often cannot read ETags), and
+/// records each upload with its owner (`ClientUploadStore`).
+struct UploadsRoutes: Sendable {
+    let authenticator: Authenticator
+    let policy: AccessPolicy
+    let store: any ClientUploadStore
+    let objects: any ObjectStore
+    let presigner: any Presigner
+    let partSize: Int64
+    let maxObjectSize: Int64
+    let expiry: Int
+    let now: @Sendable () -> Int
+    let limits: RequestLimits
+
+    /// Part URLs handed out in one answer; ask `/parts` for the others.
+    static let urlsPerAnswer = 1000
+
+    func register(in router: inout Router<RouteHandler>) {
+        router.add("POST", "/v1/uploads") { try await create($0.http) }
+        router.add("GET", "/v1/uploads/{id}") { try await show($0.http, id: $0.parameters["id"] ?? "") }
+        router.add("POST", "/v1/uploads/{id}/parts") { try await sign($0.http, id: $0.parameters["id"] ?? "") }
+        router.add("POST", "/v1/uploads/{id}/complete") { try await complete($0.http, id: $0.parameters["id"] ?? "") }
+        router.add("DELETE", "/v1/uploads/{id}") { try await abort($0.http, id: $0.parameters["id"] ?? "") }
+    }
+
+    /// An open (or ended) upload the caller owns, with its plan.
+    struct Upload: Sendable {
+        let record: ClientUpload
+        let s3UploadID: String
+        let plan: PartPlan
+
+        var id: String { record.id }
+        var objectKey: String { record.objectKey }
+        var size: Int64 { record.size }
+    }
+
+    // MARK: create
+
+    private func create(_ http: HTTPRequest) async throws -> HTTPResponse {
+        let identity = try authenticator.identity(of: http)
+        guard let owner = identity.id else { throw APIError.unauthorized }
+        try limits.admitCreation(owner)
+        let fields = try await Responses.fields(from: http)
+        let level = try fields.accessLevel("accessLevel")
+        let key = try fields.requiredString("key")
+        guard let size = try fields.integer("size") else { throw APIError.validation("size is required (bytes).") }
+        guard (0...maxObjectSize).contains(size) else { throw APIError.validation("size must be from 0 to \(maxObjectSize).") }
+        let requested = try fields.integer("partSize") ?? partSize
+        let plan: PartPlan
+        do {
+            plan = try PartPlan(objectSize: size, requestedPartSize: requested)
+        } catch {
+            throw APIError.validation("partSize must be from 5 MiB to 5 GiB.")
+        }
+        let objectKey = try policy.granted(.write, level: level, key: key, identity: identity,
+                                           target: try fields.string("targetIdentityId"))
+        var attributes = ObjectAttributesSpec()
+        if let contentType = try fields.string("contentType") {
+            try HeaderRules.checkValue(contentType, field: "contentType")
+            attributes.contentType = contentType
+        }
+        if let metadata = try fields.stringMap("metadata") {
+            _ = try HeaderRules.metadataHeaders(metadata)
+            attributes.metadata = metadata
+        }
+        let record = ClientUpload(id: UUID().uuidString.lowercased(), owner: owner, objectKey: objectKey, s3UploadID: nil,
+                                  size: size, partSize: plan.partSize, partCount: plan.partCount, state: .creating)
+        let store = self.store, objects = self.objects, quota = limits.quota, chosen = attributes
+        // Recorded before S3 is asked (`creating`), within the owner's quota: a crash between the
+        // two leaves a record the janitor can act on, never an upload nobody knows.
+        let s3UploadID = try await Shield.run {
+            try await store.begin(record, quota: quota)
+            let created: String
+            do {
+                created = try await objects.createMultipartUpload(key: objectKey, attributes: chosen)
+            } catch {
+                _ = try? await store.aborted(id: record.id)
+                throw error
+            }
+            try await store.opened(id: record.id, s3UploadID: created)
+            return created
+        }
+        var opened = record
+        opened.state = .open
+        let upload = Upload(record: opened, s3UploadID: s3UploadID, plan: plan)
+        let numbers = Array(1...min(plan.partCount, Self.urlsPerAnswer))
+        var text = JSONText()
+        text.begin(capacity: 512 * numbers.count + 256)
+        text.field("uploadId", .string(record.id))
+        text.field("objectKey", .string(objectKey))
+        text.field("partSize", .int(Int(plan.partSize)))
+        text.field("partCount", .int(plan.partCount))
+        try appendParts(&text, upload, numbers)
+        text.end()
+        var response = Responses.json(201, bytes: text.bytes)
+        response.headers.add("Location", "/v1/uploads/\(record.id)")
+        return response
+    }
+
+    /// `parts: [{partNumber, url}]` and `expiresAt`. Each URL signs the part's exact length,
+    /// and lives no longer than temporary S3 credentials do.
+    private func appendParts(_ text: inout JSONText, _ upload: Upload, _ numbers: [Int]) throws(APIError) {
+        let issued = now()
+        let expiry = try presigner.lifetime(atMost: self.expiry, now: issued)
+        var parts: [UInt8] = [UInt8(ascii: "[")]
+        for (index, number) in numbers.enumerated() {
+            if index > 0 { parts.append(UInt8(ascii: ",")) }
+            parts.append(contentsOf: #"{"partNumber":"#.utf8)
+            parts.append(contentsOf: String(number).utf8)
+            parts.append(contentsOf: #","url":""#.utf8)
+            presigner.appendURL(to: &parts, method: "PUT", key: upload.objectKey, expires: expiry,
+                                headers: [("Content-Length", String(upload.plan.size(ofPart: number)))],
+                                query: [("partNumber", String(number)), ("uploadId", upload.s3UploadID)], at: issued)
+            parts.append(contentsOf: #""}"#.utf8)
+        }
+        parts.append(UInt8(ascii: "]"))
+        text.rawField("parts", parts)
+        text.field("expiresAt", .string(Timestamp.rfc3339(milliseconds: Int64(issued + expiry) * 1000)))
+    }
+
+    // MARK: the rest
+
+    /// The caller's own upload (404 for anyone else's, once aborted, and while still created).
+    private func upload(_ http: HTTPRequest, id: String) async throws -> Upload {
+        let identity = try authenticator.identity(of: http)
+        guard UUID(uuidString: id) != nil, let caller = identity.id,
+              let record = try await store.upload(id: id.lowercased()), AccessPolicy.same(record.owner, caller),
+              record.state == .open || record.state == .completed, let s3UploadID = record.s3UploadID else {
+            throw APIError.notFound
+        }
+        guard let plan = try? PartPlan(objectSize: record.size, requestedPartSize: record.partSize) else { throw APIError.internalError }
+        return Upload(record: record, s3UploadID: s3UploadID, plan: plan)
+    }
+
+    /// What S3 holds of an open upload. S3 no longer having it (the janitor aborted it past
+    /// `GATEWAY_UPLOAD_TTL` between our read of the record and this call, or someone aborted it
+    /// outside the gateway) is the answer for a gone upload, not a server error.
+    private func heldParts(_ upload: Upload) async throws -> [RecordedPart] {
+        do {
+            return try await objects.listParts(key: upload.objectKey, uploadID: upload.s3UploadID)
+        } catch let error as TransferError where error.code == "NoSuchUpload" {
+            throw Self.gone
+        }
+    }
+
+    static let gone = APIError(.notFound, "The upload has expired or was aborted.")
+
+    /// An S3 part number (a whole number from 1 to 10,000), checked before it becomes an Int:
+    /// a Double out of Int's range would trap the whole process.
+    private static func partNumber(_ value: JSONValue?) -> Int? {
+        guard case .number(let n)? = value, n == n.rounded(), n >= 1, n <= Double(PartPlan.maximumPartCount) else { return nil }
+        return Int(n)
+    }
+
+    private func requireOpen(_ upload: Upload) throws(APIError) {
+        guard upload.record.state == .open else {
+            throw APIError(.uploadNotOpen, "The upload is \(upload.record.state.rawValue).")
+        }
+    }
+
+    private func sign(_ http: HTTPRequest, id: String) async throws -> HTTPResponse {
+        let upload = try await upload(http, id: id)
+        try requireOpen(upload)
+        let fields = try await Responses.fields(from: http)
+        guard let values = try fields.array("partNumbers"), !values.isEmpty, values.count <= Self.urlsPerAnswer else {
+            throw APIError.validation("partNumbers must list 1 to \(Self.urlsPerAnswer) part numbers.")
+        }
+        var numbers: [Int] = []
+        for value in values {
+            guard let n = Self.partNumber(value) else {
+                throw APIError.validation("part numbers must be whole numbers from 1 to 10000.")
+            }
+            // A valid part number, but past this upload's last part: the upload's state says no.
+            guard n <= upload.plan.partCount else {
+                throw APIError(.partOutOfRange, "This upload has \(upload.plan.partCount) parts; part \(n) is not one of them.")
+            }
+            numbers.append(n)
+        }
+        // Asking for part URLs is activity: the upload is not idle while its client works on it.
+        try await store.touch(id: upload.id)
+        var text = JSONText()
+        text.begin(capacity: 512 * numbers.count + 128)
+        try appendParts(&text, upload, numbers)
+        text.end()
+        return Responses.json(200, bytes: text.bytes)
+    }
+
+    private func show(_ http: HTTPRequest, id: String) async throws -> HTTPResponse {
+        let upload = try await upload(http, id: id)
+        let held = upload.record.state == .open ? try await heldParts(upload) : []
+        let bytes = upload.record.state == .completed ? upload.size : held.reduce(Int64(0)) { $0 + $1.size }
+        var text = JSONText()
+        text.begin()
+        text.field("uploadId", .string(upload.id))
+        text.field("state", .string(upload.record.state.rawValue))
+        text.field("objectKey", .string(upload.objectKey))
+        text.field("size", .int(Int(upload.size)))
+        text.field("partSize", .int(Int(upload.plan.partSize)))
+        text.field("partCount", .int(upload.plan.partCount))
+        var parts: [UInt8] = [UInt8(ascii: "[")]
+        for (index, part) in held.enumerated() {
+            var item = JSONText()
+            item.begin()
+            item.field("partNumber", .int(part.number))
+            item.field("size", .int(Int(part.size)))
+            item.field("etag", .string(part.etag))
+            item.end()
+            if index > 0 { parts.append(UInt8(ascii: ",")) }
+            parts += item.bytes
+        }
+        parts.append(UInt8(ascii: "]"))
+        text.rawField("parts", parts)
+        text.field("bytesUploaded", .int(Int(bytes)))
+        let fraction = upload.size > 0 ? min(1, Double(bytes) / Double(upload.size)) : (upload.record.state == .completed ? 1 : 0)
+        text.field("fractionCompleted", .double((fraction * 10_000).rounded() / 10_000))
+        if let etag = upload.record.etag { text.field("etag", .string(etag)) } else { text.rawField("etag", Array("null".utf8)) }
+        text.end()
+        return Responses.json(200, bytes: text.bytes)
+    }
+
+    private func complete(_ http: HTTPRequest, id: String) async throws -> HTTPResponse {
+        let upload = try await upload(http, id: id)
+        try requireOpen(upload)
+        let fields = try await Responses.fields(from: http)
+        // The parts S3 holds are the truth; a client's list, when sent, must agree with it.
+        let byNumber = Dictionary(try await heldParts(upload).map { ($0.number, $0) }, uniquingKeysWith: { a, _ in a })
+        if let sent = try fields.array("parts") {
+            for value in sent {
+                guard case .object(let members) = value, let n = Self.partNumber(members["partNumber"]),
+                      case .string(let etag)? = members["etag"] else {
+                    throw APIError.validation("parts must be [{partNumber, etag}], part numbers whole from 1 to 10000.")
+                }
+                guard let part = byNumber[n], MultipartETag.same(part.etag, etag) else {
+                    throw APIError(.partMismatch, "Part \(n) is not the one S3 holds.")
+                }
+            }
+        }
+        var parts: [RecordedPart] = []
+        for number in 1...upload.plan.partCount {
+            guard let part = byNumber[number], upload.plan.holds(part) else {
+                throw APIError(.partsMissing, "Part \(number) of \(upload.plan.partCount) is missing or not \(upload.plan.size(ofPart: number)) bytes.")
+            }
+            parts.append(part)
+        }
+        let store = self.store, objects = self.objects, chosen = parts
+        // Completion and its record run to their end even if the client hangs up meanwhile.
+        let etag: String = try await Shield.run {
+            let etag: String
+            do {
+                etag = try await objects.completeMultipartUpload(key: upload.objectKey, uploadID: upload.s3UploadID, parts: chosen)
+            } catch let error as TransferError where error.code == "NoSuchUpload" {
+                throw Self.gone
+            }
+            let size = try await objects.size(of: upload.objectKey).size
+            guard size == upload.size else {
+                throw APIError(.sizeMismatch, "The object is \(size) bytes, not \(upload.size).")
+            }
+            try await store.completed(id: upload.id, etag: etag)
+            return etag
+        }
+        var text = JSONText()
+        text.begin()
+        text.field("objectKey", .string(upload.objectKey))
+        text.field("size", .int(Int(upload.size)))
+        text.field("etag", .string(etag))
+        text.end()
+        return Responses.json(200, bytes: text.bytes)
+    }
+
+    private func abort(_ http: HTTPRequest, id: String) async throws -> HTTPResponse {
+        let upload = try await upload(http, id: id)
+        guard upload.record.state != .completed else {
+            throw APIError(.uploadNotOpen, "The upload is completed; delete the object instead.")
+        }
+        let store = self.store, objects = self.objects
+        try await Shield.run {
+            try await objects.abortIfOpen(key: upload.objectKey, uploadID: upload.s3UploadID)
+            try await store.aborted(id: upload.id)
+        }
+        return HTTPResponse(status: 204)
+    }
+}

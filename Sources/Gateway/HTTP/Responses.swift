@@ -1,0 +1,58 @@
+import Foundation
+import HTTPServer
+
+/// JSON answers (written with `JSONText`), problem+json errors, and the JSON request reader.
+public enum Responses {
+    static let jsonType = "application/json"
+    static let problemType = "application/problem+json"
+
+    /// Fixed JSON bytes (already encoded).
+    static func json(_ status: Int, bytes: [UInt8]) -> HTTPResponse {
+        HTTPResponse(status: status, headers: HTTPHeaders([("Content-Type", jsonType)]), body: .bytes(bytes))
+    }
+
+    public static func problem(_ error: APIError, extra: KeyValuePairs<String, LogValue> = [:]) -> HTTPResponse {
+        var text = JSONText()
+        text.begin()
+        text.field("type", "about:blank")
+        text.field("title", .string(title(error.status)))
+        text.field("status", .int(error.status))
+        text.field("code", .string(error.code.rawValue))
+        text.field("detail", .string(error.detail))
+        for (key, value) in extra { text.field(key, value) }
+        text.end()
+        var headers = HTTPHeaders([("Content-Type", problemType)])
+        if let seconds = error.retryAfter { headers.add("Retry-After", String(seconds)) }
+        return HTTPResponse(status: error.status, headers: headers, body: .bytes(text.bytes))
+    }
+
+    static func title(_ status: Int) -> String { HTTPStatus.reason(status) }
+
+    /// Reads a JSON object body of at most `limit` bytes (the one JSON reader of the API).
+    static func fields(from request: HTTPRequest, limit: Int = 64 * 1024) async throws -> JSONFields {
+        let bytes = try await jsonBody(of: request, limit: limit)
+        guard let value = try? JSONValue.parse(bytes) else { throw APIError.invalidJSON("The body is not valid JSON.") }
+        return try JSONFields(value)
+    }
+
+    /// Whether a Content-Type names JSON: the media type exactly `application/json` (any case),
+    /// parameters after a `;` allowed (RFC 9110 §8.3.1): `application/jsonx` is not JSON.
+    /// Compared over UTF-8 bytes, not Characters.
+    static func isJSON(_ contentType: String) -> Bool {
+        let utf8 = contentType.utf8
+        let end = utf8.firstIndex(of: UInt8(ascii: ";")) ?? utf8.endIndex
+        return Substring(utf8[utf8.startIndex..<end]).trimmingOWS().equalsIgnoringASCIICase("application/json")
+    }
+
+    /// The body of a JSON request: 415 for another media type, 413 past `limit`.
+    private static func jsonBody(of request: HTTPRequest, limit: Int) async throws -> [UInt8] {
+        if let contentType = request.headers["content-type"], !isJSON(contentType) {
+            throw APIError.unsupportedMediaType
+        }
+        do {
+            return try await request.body.collect(upTo: limit)
+        } catch RequestBodyError.tooLarge {
+            throw APIError.tooLarge(limit)
+        }
+    }
+}

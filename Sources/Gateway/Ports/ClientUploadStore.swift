@@ -1,0 +1,53 @@
+import TransferEngine
+
+/// A client-driven multipart upload (`/v1/uploads`) as recorded: who owns it, its S3 upload and
+/// its plan. Recorded `creating` before S3 is asked, so a crash in between leaves a record.
+public struct ClientUpload: Sendable, Equatable {
+    public enum State: String, Sendable {
+        case creating, open, completed, aborted
+    }
+
+    public var id: String
+    public var owner: String
+    public var objectKey: String
+    public var s3UploadID: String?
+    public var size: Int64
+    public var partSize: Int64
+    public var partCount: Int
+    public var state: State
+    public var etag: String?
+    /// Seconds since 1970.
+    public var createdAt: Double
+
+    public init(id: String, owner: String, objectKey: String, s3UploadID: String?, size: Int64, partSize: Int64,
+                partCount: Int, state: State, etag: String? = nil, createdAt: Double = 0) {
+        self.id = id
+        self.owner = owner
+        self.objectKey = objectKey
+        self.s3UploadID = s3UploadID
+        self.size = size
+        self.partSize = partSize
+        self.partCount = partCount
+        self.state = state
+        self.etag = etag
+        self.createdAt = createdAt
+    }
+}
+
+/// Where client-driven uploads are recorded (PostgreSQL; memory in tests).
+public protocol ClientUploadStore: Sendable {
+    /// Records a new upload (`creating`) within the owner's quota; throws `QuotaExceeded`.
+    func begin(_ upload: ClientUpload, quota: OwnerQuota) async throws
+    /// S3 gave the upload its id: it is `open`.
+    func opened(id: String, s3UploadID: String) async throws
+    func upload(id: String) async throws -> ClientUpload?
+    /// The client asked for part URLs: the upload is not idle.
+    func touch(id: String) async throws
+    func completed(id: String, etag: String) async throws
+    /// Marks the upload aborted if it is `open` or `creating`; returns whether it was.
+    @discardableResult
+    func aborted(id: String) async throws -> Bool
+    /// Uploads `open` or `creating` under `prefixes` that nobody touched since `cutoff`
+    /// (seconds since 1970): the janitor's candidates.
+    func idle(since cutoff: Double, prefixes: [String]) async throws -> [ClientUpload]
+}

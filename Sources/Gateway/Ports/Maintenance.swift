@@ -1,0 +1,40 @@
+import Foundation
+import TransferEngine
+
+/// An upload job the janitor expired: its S3 upload and staged tail are to be removed.
+public struct ExpiredUpload: Sendable, Equatable {
+    public let objectKey: String
+    public let uploadID: String?
+    public let tail: [TailSegment]
+
+    public init(objectKey: String, uploadID: String?, tail: [TailSegment]) {
+        self.objectKey = objectKey
+        self.uploadID = uploadID
+        self.tail = tail
+    }
+}
+
+/// What the janitor asks of the job database, no more.
+public protocol MaintenanceStore: Sendable {
+    /// Upload jobs under `prefixes` that received no byte since `cutoff` (seconds since 1970)
+    /// and that nobody streams (waiting, paused, or their holder's lease lapsed): failed with
+    /// `upload_expired`, in the lifecycle's one transition for it. Returns what they held.
+    func expireIdleUploads(before cutoff: Double, prefixes: [String]) async throws -> [ExpiredUpload]
+    /// Ids of the jobs queued or running now (their spool files stay).
+    func activeJobIDs() async throws -> Set<String>
+    /// Of `ids`, the jobs not yet ended, each with the staged tail pieces it lists.
+    func liveTails(of ids: [String]) async throws -> [String: Set<String>]
+}
+
+/// What the janitor asks of the bucket, no more.
+public protocol BucketMaintenance: Sendable {
+    /// Aborts, taking an upload S3 no longer has as already done.
+    func abortIfOpen(key: String, uploadID: String) async throws
+    /// The unfinished multipart uploads of exactly `key`, with when each began (when S3 says).
+    func uploads(of key: String) async throws -> [(id: String, initiated: Date?)]
+    /// When the newest part of an upload landed, if S3 says and there is one.
+    func newestPart(key: String, uploadID: String) async throws -> Date?
+    /// The objects under `prefix`, with when each was last written.
+    func objects(under prefix: String) async throws -> [(key: String, modified: Date?)]
+    func delete(key: String) async throws
+}

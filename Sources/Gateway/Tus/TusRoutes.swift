@@ -1,0 +1,257 @@
+import Auth
+import Crypto
+import Foundation
+import HTTPServer
+import TransferEngine
+
+/// tus 1.0 at `/v1/tus/` (core, creation, creation-with-upload, termination, expiration,
+/// checksum with sha1 and md5), so existing tus clients work unchanged. A tus upload is an
+/// `upload` job: its id is the job's, its offset the job's `bytesCommitted`, and its bytes go
+/// through the same `UploadReceiver` (parts in S3, the tail in PostgreSQL, the lease keeping two
+/// PATCHes from writing at once).
+///
+/// `Upload-Metadata` names the object: `key` (or else `filename`), `accessLevel` (default
+/// `private`), `filetype` or `contentType` for its content type.
+struct TusRoutes: Sendable {
+    let authenticator: Authenticator
+    let policy: AccessPolicy
+    let store: any UploadStore
+    let objects: any ObjectStore
+    let uploads: UploadReceiver
+    let settings: EngineSettings
+    let uploadTTLSeconds: Int
+    let now: @Sendable () -> Int
+    let limits: RequestLimits
+
+    static let version = "1.0.0"
+    static let extensions = "creation,creation-with-upload,termination,expiration,checksum"
+
+    func register(in router: inout Router<RouteHandler>) {
+        router.add("OPTIONS", "/v1/tus/") { _ in options() }
+        router.add("OPTIONS", "/v1/tus/{id}") { _ in options() }
+        router.add("POST", "/v1/tus/") { try await create($0.http) }
+        router.add("HEAD", "/v1/tus/{id}") { try await head($0.http, id: $0.parameters["id"] ?? "") }
+        router.add("PATCH", "/v1/tus/{id}") { try await patch($0.http, id: $0.parameters["id"] ?? "") }
+        router.add("DELETE", "/v1/tus/{id}") { try await terminate($0.http, id: $0.parameters["id"] ?? "") }
+    }
+
+    // MARK: answers
+
+    private func answer(_ status: Int, _ headers: [(String, String)] = []) -> HTTPResponse {
+        var response = HTTPResponse(status: status, headers: HTTPHeaders(headers))
+        response.headers.add("Tus-Resumable", Self.version)
+        return response
+    }
+
+    private func refuse(_ code: APIError.Code, _ detail: String, _ headers: [(String, String)] = []) -> HTTPResponse {
+        var response = Responses.problem(APIError(code, detail))
+        response.headers.add("Tus-Resumable", Self.version)
+        for (name, value) in headers { response.headers.add(name, value) }
+        return response
+    }
+
+    private func options() -> HTTPResponse {
+        answer(200, [("Tus-Version", Self.version), ("Tus-Extension", Self.extensions),
+                     ("Tus-Max-Size", String(settings.maxObjectSize)), ("Tus-Checksum-Algorithm", "sha1,md5")])
+    }
+
+    /// Every request but OPTIONS names the protocol version it speaks (412 otherwise).
+    private func versionRefusal(_ http: HTTPRequest) -> HTTPResponse? {
+        guard http.headers["tus-resumable"] != Self.version else { return nil }
+        return refuse(.tusVersionUnsupported, "Tus-Resumable must be \(Self.version).", [("Tus-Version", Self.version)])
+    }
+
+    /// An upload expires `GATEWAY_UPLOAD_TTL` after its last byte (its creation before any).
+    private func expires(_ job: Job) -> Int { Int(max(job.bytesAt, job.createdAt) / 1000) + uploadTTLSeconds }
+
+    // MARK: creation
+
+    private func create(_ http: HTTPRequest) async throws -> HTTPResponse {
+        if let refusal = versionRefusal(http) { return refusal }
+        let identity = try authenticator.identity(of: http)
+        guard let owner = identity.id else { throw APIError.unauthorized }
+        try limits.admitCreation(owner)
+        if http.headers["upload-defer-length"] != nil {
+            return refuse(.validationFailed, "Upload-Defer-Length is not supported; send Upload-Length.")
+        }
+        guard let text = http.headers["upload-length"], text.allSatisfy(\.isNumber), let length = Int64(text) else {
+            return refuse(.validationFailed, "Upload-Length must be the upload's size in bytes.")
+        }
+        guard length <= settings.maxObjectSize else {
+            return refuse(.payloadTooLarge, "Upload-Length is past Tus-Max-Size (\(settings.maxObjectSize)).")
+        }
+        guard let metadata = Self.metadata(http.headers["upload-metadata"] ?? "") else {
+            return refuse(.validationFailed, "Upload-Metadata must be comma-separated `key base64` pairs.")
+        }
+        guard let name = metadata["key"] ?? metadata["filename"], !name.isEmpty else {
+            return refuse(.validationFailed, "Upload-Metadata must name the object (`key` or `filename`).")
+        }
+        guard let level = AccessLevel(rawValue: metadata["accessLevel"] ?? "private") else {
+            return refuse(.validationFailed, "accessLevel must be public, protected or private.")
+        }
+        let objectKey = try policy.granted(.write, level: level, key: name, identity: identity)
+        var options = JobOptions()
+        if let type = metadata["filetype"] ?? metadata["contentType"], !type.isEmpty {
+            try HeaderRules.checkValue(type, field: "filetype")
+            options.contentType = type
+        }
+        let store = self.store, uploads = self.uploads, quota = limits.quota
+        let pending = Job.upload(owner: owner, objectKey: objectKey, size: length, options: options, settings: settings)
+        guard pending.partSize <= settings.spoolCapacity else {
+            return refuse(.payloadTooLarge, "An upload of this length needs parts larger than the gateway's spool budget.")
+        }
+        let job = try await Shield.run { try await store.insert(pending, quota: quota) }
+        var headers = [("Location", "/v1/tus/\(job.id)"), ("Upload-Expires", httpDate(secondsSince1970: expires(job)))]
+        // creation-with-upload: the first bytes ride along.
+        if let type = http.headers["content-type"], type.lowercased().hasPrefix("application/offset+octet-stream") {
+            let body = RequestBodyBytes(body: http.body)
+            let outcome = try await Shield.run { try await uploads.receive(jobID: job.id, offset: 0, body: body) }
+            if let offset = Self.offset(after: outcome) { headers.append(("Upload-Offset", String(offset))) }
+            // The upload exists (its Location is valid), but the bytes went past Upload-Length.
+            if case .tooLarge = outcome {
+                return refuse(.payloadTooLarge, "The body goes past Upload-Length (\(length) bytes).", headers)
+            }
+        }
+        return answer(201, headers)
+    }
+
+    /// `key base64value` pairs separated by commas (the value may be absent).
+    static func metadata(_ header: String) -> [String: String]? {
+        var out: [String: String] = [:]
+        for pair in header.split(separator: ",") {
+            let parts = pair.trimmingCharacters(in: .whitespaces).split(separator: " ", maxSplits: 1)
+            guard let key = parts.first, !key.isEmpty else { continue }
+            if parts.count == 2 {
+                guard let data = Data(base64Encoded: String(parts[1])), let value = String(data: data, encoding: .utf8) else { return nil }
+                out[String(key)] = value
+            } else {
+                out[String(key)] = ""
+            }
+        }
+        return out
+    }
+
+    // MARK: core
+
+    /// The caller's own upload job, or the answer that refuses it (404, or 410 once expired).
+    private enum Lookup {
+        case success(Job)
+        case failure(HTTPResponse)
+    }
+
+    private func upload(_ http: HTTPRequest, id: String) async throws -> Lookup {
+        let identity = try authenticator.identity(of: http)
+        guard UUID(uuidString: id) != nil, let job = try await store.job(id: id.lowercased()), job.kind == .upload,
+              let caller = identity.id, AccessPolicy.same(job.owner, caller) else {
+            return .failure(refuse(.notFound, "No such upload."))
+        }
+        if job.state == .canceled || (job.state != .completed && now() > expires(job)) {
+            return .failure(refuse(.gone, "The upload was terminated or has expired."))
+        }
+        return .success(job)
+    }
+
+    private func head(_ http: HTTPRequest, id: String) async throws -> HTTPResponse {
+        if let refusal = versionRefusal(http) { return refusal }
+        let job: Job
+        switch try await upload(http, id: id) {
+        case .success(let found): job = found
+        case .failure(let refusal): return refusal
+        }
+        var headers = [("Upload-Offset", String(job.bytesCommitted)), ("Cache-Control", "no-store"),
+                       ("Upload-Expires", httpDate(secondsSince1970: expires(job)))]
+        if let length = job.bytesTotal { headers.append(("Upload-Length", String(length))) }
+        return answer(200, headers)
+    }
+
+    private func patch(_ http: HTTPRequest, id: String) async throws -> HTTPResponse {
+        if let refusal = versionRefusal(http) { return refusal }
+        guard http.headers["content-type"]?.lowercased().hasPrefix("application/offset+octet-stream") == true else {
+            return refuse(.unsupportedMediaType, "A PATCH body must be application/offset+octet-stream.")
+        }
+        guard let text = http.headers["upload-offset"], text.allSatisfy(\.isNumber), let offset = Int64(text) else {
+            return refuse(.validationFailed, "Upload-Offset must be a non-negative integer.")
+        }
+        let job: Job
+        switch try await upload(http, id: id) {
+        case .success(let found): job = found
+        case .failure(let refusal): return refusal
+        }
+        guard job.state != .paused else {
+            return refuse(.jobPaused, "The upload is paused; resume its job, then send the rest.",
+                          [("Upload-Offset", String(job.bytesCommitted))])
+        }
+        guard offset == job.bytesCommitted else {
+            return refuse(.offsetMismatch, "The upload is at \(job.bytesCommitted) bytes.", [("Upload-Offset", String(job.bytesCommitted))])
+        }
+        var checksum: UploadReceiver.Checksum?
+        if let header = http.headers["upload-checksum"] {
+            // Hashed as the chunk streams to the spool; nothing of it counts until it matches.
+            let parts = header.split(separator: " ", maxSplits: 1)
+            guard parts.count == 2, let expected = Data(base64Encoded: String(parts[1])) else {
+                return refuse(.validationFailed, "Upload-Checksum must be `algorithm base64digest`.")
+            }
+            switch parts[0].lowercased() {
+            case "sha1": checksum = UploadReceiver.Checksum(algorithm: .sha1, expected: Array(expected))
+            case "md5": checksum = UploadReceiver.Checksum(algorithm: .md5, expected: Array(expected))
+            default: return refuse(.checksumAlgorithmUnsupported, "Tus-Checksum-Algorithm: sha1, md5.")
+            }
+        }
+        let uploads = self.uploads, body = RequestBodyBytes(body: http.body), chosen = checksum
+        let outcome = try await Shield.run { try await uploads.receive(jobID: job.id, offset: offset, body: body, checksum: chosen) }
+        switch outcome {
+        case .completed, .waiting:
+            return answer(204, [("Upload-Offset", String(Self.offset(after: outcome) ?? offset)),
+                                ("Upload-Expires", httpDate(secondsSince1970: expires(job)))])
+        case .offsetMismatch(let committed):
+            return refuse(.offsetMismatch, "The upload is at \(committed) bytes.", [("Upload-Offset", String(committed))])
+        case .busy:
+            return refuse(.uploadInProgress, "Another request is sending this upload's bytes.")
+        case .tooLarge(let declared, let committed):
+            return refuse(.payloadTooLarge, "The upload's length is \(declared) bytes.", [("Upload-Offset", String(committed))])
+        case .failed(_, let committed):
+            return refuse(.storageError, "S3 refused a part past the retry limit; the upload failed.", [("Upload-Offset", String(committed))])
+        case .canceled:
+            return refuse(.gone, "The upload was terminated.")
+        case .paused(let committed):
+            return refuse(.jobPaused, "The upload is paused; resume its job, then send the rest.",
+                          [("Upload-Offset", String(committed))])
+        case .noRoom(let committed):
+            return refuse(.insufficientStorage, "No room for more bytes right now; send them again shortly.",
+                          [("Upload-Offset", String(committed)), ("Retry-After", "5")])
+        case .checksumMismatch(let committed):
+            return refuse(.checksumMismatch, "The chunk does not match its Upload-Checksum; nothing was kept.",
+                          [("Upload-Offset", String(committed))])
+        }
+    }
+
+    static func offset(after outcome: UploadReceiver.Outcome) -> Int64? {
+        switch outcome {
+        case .completed(_, let size): return size
+        case .waiting(let committed), .offsetMismatch(let committed): return committed
+        case .tooLarge(_, let committed), .failed(_, let committed): return committed
+        case .paused(let committed), .noRoom(let committed), .checksumMismatch(let committed): return committed
+        case .busy, .canceled: return nil
+        }
+    }
+
+    // MARK: termination
+
+    private func terminate(_ http: HTTPRequest, id: String) async throws -> HTTPResponse {
+        if let refusal = versionRefusal(http) { return refusal }
+        let job: Job
+        switch try await upload(http, id: id) {
+        case .success(let found): job = found
+        case .failure(let refusal): return refusal
+        }
+        guard job.state != .completed else {
+            return refuse(.jobNotPending, "The upload is complete; delete the object instead.")
+        }
+        // As the jobs API cancels: a paused upload too.
+        let store = self.store, objects = self.objects
+        _ = try await Shield.run { try await store.cancel(job, objects: objects) }
+        return answer(204)
+    }
+}
+
+import Synchronization

@@ -1,0 +1,222 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Reading: the socket into the inbound buffer, heads through the parser, bodies to handlers.
+extension HTTPConnection {
+    /// Reads while the connection wants bytes and the kernel has them. Bounded per call so one
+    /// busy client cannot starve the others on this loop.
+    func onReadable() {
+        guard !closed, !inReadLoop else { return }
+        inReadLoop = true
+        var rounds = 0
+        while !closed && socketReadable {
+            if state.isLingering {
+                lingerRead()
+                continue
+            }
+            guard wantsRead() else { break }
+            rounds += 1
+            if rounds > 16 {
+                scheduleRead()
+                break
+            }
+            switch inbound.read(from: fd) {
+            case .bytes:
+                state.bytesRead(now: Clock.now())
+                process()
+            case .wouldBlock:
+                socketReadable = false
+            case .endOfFile:
+                socketReadable = false
+                endOfFile()
+            case .failed:
+                close()
+            }
+        }
+        inReadLoop = false
+        updateInterest()
+    }
+
+    private func endOfFile() {
+        peerHungUp()
+        var current = exchange?.state
+        let outcome = state.endOfFile(exchange: &current, pendingOutbound: pendingOutbound)
+        if let current { exchange?.state = current }
+        switch outcome {
+        case .failBody(let closeNow):
+            exchange?.body.fail(.connectionClosed)
+            if closeNow { closeAfterFlush() }
+        case .closeAfterFlush: closeAfterFlush()
+        case .close: close()
+        case .none: break
+        }
+    }
+
+    /// The client shut its side (or the connection failed) while its request is in flight:
+    /// nobody waits for the answer, so the handler's task is cancelled (a long poll frees its
+    /// slot at once). A body still arriving fails on its own; handlers that must finish what
+    /// they started (an upload's bookkeeping) shield that work from cancellation.
+    func peerHungUp() {
+        guard let exchange, !exchange.state.responseDone else { return }
+        exchange.handlerTask?.cancel()
+    }
+
+    func scheduleRead() {
+        guard !readScheduled else { return }
+        readScheduled = true
+        loop.execute {
+            self.readScheduled = false
+            self.onReadable()
+        }
+    }
+
+    private func lingerRead() {
+        switch inbound.read(from: fd) {
+        case .bytes(let n):
+            lingered += n
+            inbound.consume(inbound.readableCount)
+            if lingered > 1 << 20 { close() }
+        case .wouldBlock:
+            socketReadable = false
+        case .endOfFile, .failed:
+            close()
+        }
+    }
+
+    /// Moves as far as the buffered bytes allow: parses heads, feeds bodies.
+    func process() {
+        while !closed {
+            if let exchange {
+                guard pumpBody(exchange) else { break }
+                continue
+            }
+            if inbound.isEmpty || !state.mayParseNext(pendingOutbound: pendingOutbound) { break }
+            let outcome = inbound.withReadableBytes { parser.parse($0) }
+            switch outcome {
+            case .incomplete:
+                state.headIncomplete(now: Clock.now())
+                updateInterest()
+                return
+            case .invalid(let error):
+                refuse(error)
+                return
+            case .complete(let head, let consumed):
+                inbound.consume(consumed)
+                parser.reset()
+                begin(head)
+            }
+        }
+        updateInterest()
+    }
+
+    private func begin(_ head: HTTPRequestHead) {
+        var client: String?
+        if peerIsProxy {
+            // Behind a trusted proxy the cap counts each forwarded client's requests in flight.
+            let forwarded = ForwardedClient.resolve(peer: peerAddress, forwardedFor: head.headers.values("x-forwarded-for"),
+                                                    trusted: context.configuration.trustedProxies)
+            guard context.take(forwarded) else {
+                return refuse(HTTPParseError(status: 429, code: "client_connection_limit",
+                                             detail: "This client has too many requests in flight."))
+            }
+            client = forwarded
+        }
+        state.requestBegan()
+        let body: RequestBody
+        var bodyArrivedWithHead = false
+        switch head.framing {
+        case .none:
+            body = RequestBody.shared
+        case .length(let n) where n <= inbound.readableCount && n <= context.configuration.bodyHighWater
+                                  && !head.expectContinue:
+            // The usual small JSON body, already here with its head: handed over whole.
+            body = RequestBody.whole(inbound.copy(0..<n))
+            inbound.consume(n)
+            bodyArrivedWithHead = true
+        case .length(let n):
+            body = RequestBody(expectedLength: n, highWater: context.configuration.bodyHighWater, onDemand: demandHandler())
+        case .chunked:
+            body = RequestBody(expectedLength: nil, highWater: context.configuration.bodyHighWater, onDemand: demandHandler())
+        }
+        let exchange = Exchange(head: head, body: body, limits: context.configuration.limits, bodyArrived: bodyArrivedWithHead)
+        self.exchange = exchange
+        exchange.countedClient = client
+        let request = HTTPRequest(head: head, body: body, remoteAddress: remoteAddress, clientAddress: client, server: context)
+        let responder = context.responder
+        exchange.handlerTask = Task(executorPreference: loop) {
+            let response = await responder.respond(to: request)
+            await self.send(response, for: exchange)
+        }
+    }
+
+    private func demandHandler() -> RequestBody.DemandHandler {
+        { [weak self] in
+            guard let self else { return }
+            self.loop.execute { self.onBodyDemand() }
+        }
+    }
+
+    private func onBodyDemand() {
+        guard !closed, let exchange, !exchange.state.bodyDone else { return }
+        if exchange.state.awaitsContinue {
+            // Once a final response has started, a 100 would be out of place; the client
+            // sends the body anyway (RFC 9110 §10.1.1), and the body timeout still applies.
+            exchange.state.sentContinue = true
+            if !exchange.state.responseStarted { enqueue(ResponseHead.continueLine[...]) }
+        }
+        state.bodyDemanded(now: Clock.now())
+        process()
+    }
+
+    /// Feeds buffered bytes to the current body. Returns true when the exchange ended and the
+    /// next request may be parsed.
+    private func pumpBody(_ exchange: Exchange) -> Bool {
+        while !exchange.state.bodyDone && !inbound.isEmpty {
+            if !exchange.state.discarding {
+                if exchange.state.awaitsContinue { return false }
+                guard exchange.body.wantsData else { return false }
+            }
+            let step: ChunkedDecoder.Step
+            do {
+                step = try exchange.decode(&inbound)
+            } catch {
+                bodyMalformed(exchange, error as? HTTPParseError ?? .badChunk("The chunked body is malformed."))
+                return false
+            }
+            if exchange.state.discarding {
+                exchange.state.discarded += step.consumed
+                if exchange.state.discarded > context.configuration.discardLimit {
+                    exchange.state.bodyDone = true
+                    closeAfterFlush()
+                    return false
+                }
+            } else if let data = step.data, !data.isEmpty {
+                exchange.body.deliver(inbound.copy(data)[...])
+            }
+            inbound.consume(step.consumed)
+            if step.finished {
+                exchange.state.bodyDone = true
+                exchange.body.finish()
+            }
+        }
+        if exchange.state.bodyDone && exchange.state.responseDone {
+            finishExchange()
+            return true
+        }
+        return false
+    }
+
+    private func bodyMalformed(_ exchange: Exchange, _ error: HTTPParseError) {
+        exchange.body.fail(.malformed(error))
+        exchange.state.bodyDone = true
+        exchange.state.closeAfter = true
+        if exchange.state.responseDone { closeAfterFlush() }
+    }
+
+    func finishExchange() {
+        if let counted = exchange?.countedClient { context.give(counted) }
+        exchange = nil
+        perform(state.exchangeEnded(now: Clock.now(), pendingOutbound: pendingOutbound))
+    }
+}

@@ -1,0 +1,66 @@
+/// Where jobs live (PostgreSQL in production, memory in tests). Lists only what the engine and
+/// the API use. Every write under a lease fails with `LeaseLost` when the lease's token is no
+/// longer the job's: another instance took the job over.
+public protocol JobStore: Sendable {
+    /// Stores a new job; returns it as stored (timestamps set by the store). With a `quota`,
+    /// throws `QuotaExceeded` (and stores nothing) when the owner is at its limit.
+    @discardableResult
+    func insert(_ job: Job, quota: OwnerQuota?) async throws -> Job
+    func job(id: String) async throws -> Job?
+
+    /// Takes a runnable job (queued, or running with a lapsed lease) for the instance `owner`:
+    /// of the identities waiting, the one running fewest jobs goes first (then the oldest job),
+    /// so one identity's queue never holds another's back. A job taken from a holder that
+    /// neither finished nor released it counts a crash (`Job.crashes`).
+    func claim(owner: String, leaseMilliseconds: Int64) async throws -> (Job, Lease)?
+    /// Identities (job owners) with runnable jobs waiting to be claimed, at most `limit`.
+    func waitingOwners(limit: Int) async throws -> [String]
+    /// Extends the lease; throws `LeaseLost` if it was taken over.
+    func renew(_ lease: Lease, leaseMilliseconds: Int64) async throws -> Lease
+    /// Gives the job back at once (SIGTERM): it is runnable again for any instance.
+    func release(_ lease: Lease) async throws
+
+    /// Records a finished part and adds its bytes to the job's progress, atomically.
+    func recordPart(_ part: RecordedPart, under lease: Lease) async throws
+    func parts(of jobID: String) async throws -> [RecordedPart]
+    /// Begins a fresh plan: sets the multipart upload id, the plan and the source's ETag, and
+    /// forgets parts recorded under an earlier plan (they belonged to another upload).
+    /// `bytesTotal` nil: not known yet (a streamed source); the job's size is then its
+    /// committed bytes once it completes.
+    func start(_ lease: Lease, uploadID: String?, partsTotal: Int, partSize: Int64, bytesTotal: Int64?,
+               sourceETag: String?) async throws
+    /// Ends the job as completed or failed.
+    func finish(_ lease: Lease, state: Job.State, etag: String?, error: String?) async throws
+
+    /// The owner's jobs, newest first, after `cursor` (the last id of the previous page).
+    func list(owner: String?, state: Job.State?, limit: Int, after cursor: String?) async throws -> [Job]
+    /// Moves a job as `action` does (`JobLifecycle`: pause, resume, cancel on its owner's
+    /// request), if its state allows. Returns the job as it is afterwards, or nil when there is
+    /// no such job.
+    func transition(id: String, _ action: JobLifecycle.Action) async throws -> Job?
+    /// Multipart upload ids on `key` that an unfinished job (or open client upload) owns.
+    func uploadIDsInUse(key: String) async throws -> Set<String>
+}
+
+extension JobStore {
+    @discardableResult
+    public func insert(_ job: Job) async throws -> Job { try await insert(job, quota: nil) }
+
+    /// Cancels `job` (as it was read), for the jobs API and tus alike. A running job aborts its
+    /// own multipart upload when its worker or streaming request sees the cancel; one that was
+    /// waiting has nobody else to do it, so it is aborted here. Returns the job afterwards, as
+    /// `transition` does.
+    public func cancel(_ job: Job, objects: any ObjectStore) async throws -> Job? {
+        let after = try await transition(id: job.id, .cancel)
+        if job.state != .running, after?.state == .canceled, let uploadID = job.uploadID, let key = job.objectKey {
+            try? await objects.abortMultipartUpload(key: key, uploadID: uploadID)
+        }
+        return after
+    }
+}
+
+/// A write under a lease that is no longer the job's.
+public struct LeaseLost: Error, Equatable, Sendable {
+    public let jobID: String
+    public init(jobID: String) { self.jobID = jobID }
+}

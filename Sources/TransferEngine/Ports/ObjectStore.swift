@@ -1,0 +1,67 @@
+/// The S3 operations the engine needs, no more (the S3 adapter implements them; tests use an
+/// in-memory twin). Errors carry whether a retry can help.
+public protocol ObjectStore: Sendable {
+    func size(of key: String) async throws -> (size: Int64, etag: String)
+    func createMultipartUpload(key: String, attributes: ObjectAttributesSpec) async throws -> String
+    /// UploadPartCopy, pinned to the source's ETag when `ifMatch` is given (a source replaced
+    /// meanwhile fails with `TransferError.sourceChanged`).
+    func copyPart(key: String, uploadID: String, part: Int, sourceKey: String, range: ClosedRange<Int64>?,
+                  ifMatch: String?) async throws -> String
+    func listParts(key: String, uploadID: String) async throws -> [RecordedPart]
+    func completeMultipartUpload(key: String, uploadID: String, parts: [RecordedPart]) async throws -> String
+    func abortMultipartUpload(key: String, uploadID: String) async throws
+    /// The ids of unfinished multipart uploads of exactly `key` begun at least `age` seconds
+    /// ago: the store's record of when each began, against this process's clock (so a store
+    /// whose clock runs more than `age` behind makes new uploads look old); an upload whose
+    /// start is unknown counts as old.
+    func openUploads(key: String, olderThan age: Double) async throws -> [String]
+    func copyObject(from sourceKey: String, to key: String, attributes: ObjectAttributesSpec, ifMatch: String?) async throws -> String
+    func uploadPart(key: String, uploadID: String, part: Int, data: PartData) async throws -> String
+    func putObject(key: String, data: PartData, attributes: ObjectAttributesSpec) async throws -> String
+    /// The bytes of `range` of `key` (pinned to `ifMatch`) written into `file` from `fileOffset`.
+    func read(key: String, range: ClosedRange<Int64>, ifMatch: String?, into file: SpoolFile, at fileOffset: Int64) async throws
+    func deleteObject(key: String) async throws
+}
+
+/// The bytes of one part: in memory, or a range of a spool file.
+public enum PartData: Sendable {
+    case bytes([UInt8])
+    case file(SpoolFile, offset: Int64, length: Int64)
+
+    public var count: Int64 {
+        switch self {
+        case .bytes(let bytes): return Int64(bytes.count)
+        case .file(_, _, let length): return length
+        }
+    }
+}
+
+/// Object attributes a job sets (content type, metadata, …), independent of the S3 client.
+public struct ObjectAttributesSpec: Sendable, Equatable {
+    public var contentType: String?
+    public var cacheControl: String?
+    public var contentDisposition: String?
+    public var serverSideEncryption: String?
+    public var metadata: [String: String]
+
+    public init(contentType: String? = nil, cacheControl: String? = nil, contentDisposition: String? = nil,
+                serverSideEncryption: String? = nil, metadata: [String: String] = [:]) {
+        self.contentType = contentType
+        self.cacheControl = cacheControl
+        self.contentDisposition = contentDisposition
+        self.serverSideEncryption = serverSideEncryption
+        self.metadata = metadata
+    }
+}
+
+extension ObjectStore {
+    /// Aborts, taking an upload S3 no longer has (aborted or completed by someone else) as
+    /// already done.
+    public func abortIfOpen(key: String, uploadID: String) async throws {
+        do {
+            try await abortMultipartUpload(key: key, uploadID: uploadID)
+        } catch let error as TransferError where error.code == "NoSuchUpload" {
+            return
+        }
+    }
+}

@@ -1,0 +1,151 @@
+import Gateway
+
+/// Every setting (README, "Settings") as one validated value, read from the environment here and
+/// nowhere else. A malformed setting stops start-up with one line naming the variable.
+public struct Configuration: Sendable {
+    public typealias LogLevel = Logger.Level
+
+    public var host = "127.0.0.1"
+    public var port = 8080
+    public var databaseURL: String?
+    public var s3Endpoint: String?
+    public var s3PublicEndpoint: String?
+    public var s3Region = "us-east-1"
+    public var s3Bucket: String?
+    public var s3AccessKeyID: String?
+    public var s3SecretAccessKey: String?
+    public var s3SessionToken: String?
+    /// When the S3 credentials stop working, in seconds since 1970 (temporary credentials).
+    public var s3CredentialExpiration: Int?
+    public var s3PathStyle: Bool?
+    public var s3Accelerate = false
+    public var jwtSecret: String?
+    public var jwtPublicKeyFile: String?
+    public var jwtIssuer: String?
+    public var jwtAudience: String?
+    public var allowGuestRead = false
+    public var presignExpiry = 3000
+    public var presignMaxExpiry = 604_800
+    public var partSize = 5 * 1024 * 1024
+    public var partConcurrency = 5
+    public var maxPartConcurrency = 32
+    public var retryLimit = 3
+    public var jobTimeout = 3000
+    public var workers = 8
+    public var leaseSeconds = 30
+    public var maxObjectSize = 5_497_558_138_880
+    public var uploadTTL = 86_400
+    public var spoolDirectory = "./.spool"
+    public var downloadTTL = 3600
+    public var importAllowHosts: [String] = []
+    /// Allowed browser origins; `["*"]` allows any.
+    public var corsOrigins: [String] = []
+    public var logLevel = LogLevel.info
+    /// Open HTTP connections at most (beyond the table of §2; see README).
+    public var maxConnections = 4096
+    /// Seconds SIGTERM waits for requests in flight.
+    public var shutdownGrace = 10.0
+    /// Where `/openapi.yaml` is read from; found next to the binary or in the working folder when unset.
+    public var openAPIPath: String?
+    /// Bytes all in-memory transfer buffers of this instance may hold together.
+    public var memoryBudget = 256 << 20
+    /// Bytes the spool may hold on disk.
+    public var spoolBudget = 10 << 30
+    /// Open connections from one remote address (the forwarded client behind a trusted proxy).
+    public var maxConnectionsPerClient = 256
+    /// Load balancers whose `X-Forwarded-For` names the client: addresses or CIDRs.
+    public var trustedProxies: [String] = []
+    /// Jobs one identity may have pending, queued, running or paused.
+    public var userMaxActiveJobs = 16
+    /// Open client-driven and tus uploads per identity.
+    public var userMaxOpenUploads = 64
+    /// Creations (jobs, uploads) per second per identity; bursts of five times as many.
+    public var userRate = 10.0
+    /// Long polls and event streams one identity may hold open at once.
+    public var userMaxWaits = 32
+
+    public init() {}
+
+    /// One bad setting: which variable, and what was wrong with it.
+    public struct Invalid: Error, CustomStringConvertible {
+        public let variable: String
+        public let reason: String
+        public var description: String { "\(variable): \(reason)" }
+    }
+
+    /// Reads and checks every variable. Values that are not secret are quoted in errors.
+    public static func fromEnvironment(_ env: [String: String]) throws(Invalid) -> Configuration {
+        let reader = EnvironmentReader(env: env)
+        var c = Configuration()
+        c.host = try reader.string("GATEWAY_HOST") ?? c.host
+        c.port = try reader.integer("GATEWAY_PORT", in: 0...65535) ?? c.port
+        c.databaseURL = try reader.string("GATEWAY_DATABASE_URL", secret: true)
+        c.s3Endpoint = try reader.url("GATEWAY_S3_ENDPOINT")
+        c.s3PublicEndpoint = try reader.url("GATEWAY_S3_PUBLIC_ENDPOINT")
+        c.s3Region = try reader.string("GATEWAY_S3_REGION") ?? c.s3Region
+        c.s3Bucket = try reader.string("GATEWAY_S3_BUCKET")
+        let awsKey = try reader.string("AWS_ACCESS_KEY_ID")
+        let awsSecret = try reader.string("AWS_SECRET_ACCESS_KEY", secret: true)
+        let awsToken = try reader.string("AWS_SESSION_TOKEN", secret: true)
+        c.s3AccessKeyID = try reader.string("GATEWAY_S3_ACCESS_KEY_ID") ?? awsKey
+        c.s3SecretAccessKey = try reader.string("GATEWAY_S3_SECRET_ACCESS_KEY", secret: true) ?? awsSecret
+        c.s3SessionToken = try reader.string("GATEWAY_S3_SESSION_TOKEN", secret: true) ?? awsToken
+        // Temporary credentials' end (the AWS SDKs' AWS_CREDENTIAL_EXPIRATION): no presigned
+        // URL outlives it, and presigning stops at it.
+        let awsExpiration = try reader.timestamp("AWS_CREDENTIAL_EXPIRATION")
+        c.s3CredentialExpiration = try reader.timestamp("GATEWAY_S3_CREDENTIAL_EXPIRATION") ?? awsExpiration
+        c.s3PathStyle = try reader.bool("GATEWAY_S3_PATH_STYLE")
+        c.s3Accelerate = try reader.bool("GATEWAY_S3_ACCELERATE") ?? false
+        c.jwtSecret = try reader.string("GATEWAY_JWT_SECRET", secret: true)
+        c.jwtPublicKeyFile = try reader.string("GATEWAY_JWT_PUBLIC_KEY_FILE")
+        c.jwtIssuer = try reader.string("GATEWAY_JWT_ISSUER")
+        c.jwtAudience = try reader.string("GATEWAY_JWT_AUDIENCE")
+        c.allowGuestRead = try reader.bool("GATEWAY_ALLOW_GUEST_READ") ?? false
+        c.presignMaxExpiry = try reader.integer("GATEWAY_PRESIGN_MAX_EXPIRY", in: 1...604_800) ?? c.presignMaxExpiry
+        let expiryDefault = min(c.presignExpiry, c.presignMaxExpiry)
+        c.presignExpiry = try reader.integer("GATEWAY_PRESIGN_EXPIRY", in: 1...c.presignMaxExpiry) ?? expiryDefault
+        c.partSize = try reader.integer("GATEWAY_PART_SIZE", in: 5_242_880...5_368_709_120) ?? c.partSize
+        c.maxPartConcurrency = try reader.integer("GATEWAY_MAX_PART_CONCURRENCY", in: 1...1024) ?? c.maxPartConcurrency
+        let concurrencyDefault = min(c.partConcurrency, c.maxPartConcurrency)
+        c.partConcurrency = try reader.integer("GATEWAY_PART_CONCURRENCY", in: 1...c.maxPartConcurrency) ?? concurrencyDefault
+        c.retryLimit = try reader.integer("GATEWAY_RETRY_LIMIT", in: 0...100) ?? c.retryLimit
+        c.jobTimeout = try reader.integer("GATEWAY_JOB_TIMEOUT", in: 1...31_536_000) ?? c.jobTimeout
+        c.workers = try reader.integer("GATEWAY_WORKERS", in: 1...1024) ?? c.workers
+        c.leaseSeconds = try reader.integer("GATEWAY_LEASE_SECONDS", in: 2...3600) ?? c.leaseSeconds
+        c.maxObjectSize = try reader.integer("GATEWAY_MAX_OBJECT_SIZE", in: 1...5_497_558_138_880) ?? c.maxObjectSize
+        c.uploadTTL = try reader.integer("GATEWAY_UPLOAD_TTL", in: 60...31_536_000) ?? c.uploadTTL
+        c.spoolDirectory = try reader.string("GATEWAY_SPOOL_DIR") ?? c.spoolDirectory
+        c.downloadTTL = try reader.integer("GATEWAY_DOWNLOAD_TTL", in: 1...31_536_000) ?? c.downloadTTL
+        c.importAllowHosts = try reader.hostList("GATEWAY_IMPORT_ALLOW_HOSTS")
+        c.corsOrigins = try reader.originList("GATEWAY_CORS_ORIGINS")
+        c.logLevel = try reader.logLevel("GATEWAY_LOG_LEVEL") ?? c.logLevel
+        c.maxConnections = try reader.integer("GATEWAY_MAX_CONNECTIONS", in: 1...1_000_000) ?? c.maxConnections
+        let grace = try reader.integer("GATEWAY_SHUTDOWN_GRACE", in: 0...3600)
+        c.shutdownGrace = Double(grace ?? 10)
+        c.openAPIPath = try reader.string("GATEWAY_OPENAPI_PATH")
+        c.memoryBudget = try reader.integer("GATEWAY_MEMORY_BUDGET", in: (16 << 20)...(1 << 50)) ?? c.memoryBudget
+        c.spoolBudget = try reader.integer("GATEWAY_SPOOL_BUDGET", in: (16 << 20)...(1 << 60)) ?? c.spoolBudget
+        c.maxConnectionsPerClient = try reader.integer("GATEWAY_MAX_CONNECTIONS_PER_CLIENT", in: 1...1_000_000) ?? c.maxConnectionsPerClient
+        c.trustedProxies = try reader.cidrList("GATEWAY_TRUSTED_PROXIES")
+        c.userMaxActiveJobs = try reader.integer("GATEWAY_USER_MAX_ACTIVE_JOBS", in: 1...1_000_000) ?? c.userMaxActiveJobs
+        c.userMaxOpenUploads = try reader.integer("GATEWAY_USER_MAX_OPEN_UPLOADS", in: 1...1_000_000) ?? c.userMaxOpenUploads
+        c.userRate = Double(try reader.integer("GATEWAY_USER_RATE", in: 1...1_000_000) ?? Int(c.userRate))
+        c.userMaxWaits = try reader.integer("GATEWAY_USER_MAX_WAITS", in: 1...1_000_000) ?? c.userMaxWaits
+        return c
+    }
+
+    /// What `serve` cannot run without.
+    public func checkServeRequirements() throws(Invalid) {
+        if databaseURL == nil { throw Invalid(variable: "GATEWAY_DATABASE_URL", reason: "is required") }
+        if s3Bucket == nil { throw Invalid(variable: "GATEWAY_S3_BUCKET", reason: "is required") }
+        if s3AccessKeyID == nil {
+            throw Invalid(variable: "GATEWAY_S3_ACCESS_KEY_ID", reason: "is required (or AWS_ACCESS_KEY_ID)")
+        }
+        if s3SecretAccessKey == nil {
+            throw Invalid(variable: "GATEWAY_S3_SECRET_ACCESS_KEY", reason: "is required (or AWS_SECRET_ACCESS_KEY)")
+        }
+        if jwtSecret == nil && jwtPublicKeyFile == nil {
+            throw Invalid(variable: "GATEWAY_JWT_SECRET", reason: "is required (or GATEWAY_JWT_PUBLIC_KEY_FILE)")
+        }
+    }
+}

@@ -1,0 +1,197 @@
+import Adapters
+import Auth
+import Crypto
+import Foundation
+import Gateway
+import HTTPServer
+import Postgres
+import S3
+import TransferEngine
+
+/// The composition root: builds the real parts from one `Configuration` and wires the adapters
+/// (PostgreSQL, S3, the disk) into the ports of the engine and the routes.
+public struct GatewayApp: Sendable {
+    public let configuration: Configuration
+    public let logger: Logger
+    public let metrics: Metrics
+    public let server: HTTPServer
+    /// Runs this instance's share of the jobs (nil without a database).
+    public let worker: JobWorker?
+    /// Aborts abandoned multipart uploads (nil without a database).
+    public let janitor: Janitor?
+    /// Wakes long polls when their job changes.
+    public let changes: JobChanges
+    /// Hears every job change from PostgreSQL (nil without a database).
+    public let listener: PostgresListener?
+
+    /// Whole seconds since 1970, read without building a `Date` (presigning asks twice a request).
+    static let wallClock: @Sendable () -> Int = { Int(time(nil)) }
+
+    /// Fails with a `Configuration.Invalid` naming the variable when a setting cannot be used.
+    public init(configuration: Configuration, logger: Logger) throws(Configuration.Invalid) {
+        self.configuration = configuration
+        self.logger = logger
+        let metrics = Metrics()
+        self.metrics = metrics
+        let s3 = try configuration.makeS3Client()
+        let authenticator = Authenticator(verifier: try Self.verifier(configuration), allowGuestRead: configuration.allowGuestRead,
+                                          now: Self.wallClock)
+        let settings = try Self.settings(configuration)
+        let objects = S3ObjectStore(client: s3)
+        let spool: DirectorySpool
+        do {
+            spool = try DirectorySpool(directory: configuration.spoolDirectory, budget: Int64(configuration.spoolBudget))
+        } catch {
+            throw Configuration.Invalid(variable: "GATEWAY_SPOOL_DIR", reason: "\(error)")
+        }
+        let memory = settings.engine.memory
+        metrics.registerGauge(name: "gateway_memory_budget_used_bytes", help: "Bytes of the memory budget held now.") { Int(memory.used) }
+        metrics.registerGauge(name: "gateway_spool_used_bytes", help: "Bytes of the spool budget held now.") { Int(spool.usage.used) }
+        let changes = JobChanges()
+        self.changes = changes
+        var checks: [any DependencyCheck] = []
+        var jobs: GatewayRoutes.Jobs?
+        if let url = configuration.databaseURL {
+            checks.append(PostgresCheck(probe: PostgresProbe(url: url)))
+            let pool = PostgresPool(url: url, size: configuration.workers + 4)
+            let store = PostgresJobStore(pool: pool)
+            let clientUploads = PostgresClientUploadStore(pool: pool)
+            janitor = Janitor(jobs: PostgresMaintenanceStore(pool: pool), uploads: clientUploads, jobStore: store,
+                              bucket: S3BucketMaintenance(client: s3), ttlSeconds: configuration.uploadTTL, spool: spool,
+                              downloadTTLSeconds: configuration.downloadTTL, stagingPrefix: settings.engine.stagingPrefix)
+            listener = PostgresListener(url: url, channel: "gateway_jobs", onNotify: { changes.notify($0) },
+                                        onReconnect: { changes.setLive(true); changes.notifyAll() })
+            let instance = "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)-\(Digest.hex(Digest.randomBytes(3)))"
+            let receiver = UploadReceiver(store: store, objects: objects, spool: spool, settings: settings.engine, instance: instance,
+                                          observer: JobMetrics(metrics: metrics))
+            jobs = GatewayRoutes.Jobs(store: store, objects: objects, spool: spool, receiver: receiver, clientUploads: clientUploads,
+                                      changes: changes)
+            let fetcher = HTTPSourceFetcher(fetcher: s3.urlFetcher(allowedHosts: configuration.importAllowHosts))
+            let jobWorker = JobWorker(store: store, objects: objects, fetcher: fetcher, spool: spool,
+                                      observer: JobMetrics(metrics: metrics), settings: settings.engine, instance: instance,
+                                      slots: configuration.workers)
+            metrics.registerGauge(name: "gateway_jobs_running", help: "Jobs this instance runs now.") { jobWorker.activeJobs }
+            worker = jobWorker
+        } else {
+            worker = nil
+            janitor = nil
+            listener = nil
+        }
+        checks.append(S3Check(client: s3))
+        let routes = GatewayRoutes(authenticator: authenticator,
+                                   presigner: S3Presigner(client: s3, publicEndpoint: try configuration.s3PublicEndpointValue()),
+                                   checks: checks, metrics: metrics, openAPI: Self.loadOpenAPI(configuration.openAPIPath),
+                                   jobs: jobs, settings: settings, now: Self.wallClock, monotonic: Self.monotonicSeconds)
+        let responder = GatewayResponder(router: routes.router(), cors: CORS(origins: configuration.corsOrigins), logger: logger,
+                                         metrics: metrics, instancePrefix: Digest.hex(Digest.randomBytes(3)) + "-",
+                                         isUnavailable: { ($0 as? PostgresError)?.meansUnavailable ?? false })
+        let server: HTTPServer
+        do {
+            server = try HTTPServer(configuration: Self.http(configuration), responder: responder)
+        } catch {
+            throw Configuration.Invalid(variable: "GATEWAY_HOST", reason: "\(error)")
+        }
+        self.server = server
+        metrics.registerGauge(name: "gateway_http_open_connections", help: "Open HTTP connections.") { server.openConnections }
+    }
+
+    /// What the engine and the routes are told by the settings.
+    static func settings(_ configuration: Configuration) throws(Configuration.Invalid) -> GatewayRoutes.Settings {
+        var engine = EngineSettings()
+        engine.partSize = Int64(configuration.partSize)
+        engine.concurrency = configuration.partConcurrency
+        engine.maxConcurrency = configuration.maxPartConcurrency
+        engine.retryLimit = configuration.retryLimit
+        engine.maxObjectSize = Int64(configuration.maxObjectSize)
+        engine.leaseMilliseconds = Int64(configuration.leaseSeconds) * 1000
+        engine.tickMilliseconds = min(500, max(100, configuration.leaseSeconds * 1000 / 6))
+        engine.timeoutSeconds = configuration.jobTimeout
+        engine.memory = ByteBudget(capacity: Int64(configuration.memoryBudget))
+        engine.spoolCapacity = Int64(configuration.spoolBudget)
+        var settings = GatewayRoutes.Settings()
+        settings.engine = engine
+        settings.allowGuestRead = configuration.allowGuestRead
+        settings.presignExpiry = configuration.presignExpiry
+        settings.presignMaxExpiry = configuration.presignMaxExpiry
+        settings.uploadTTL = configuration.uploadTTL
+        settings.quota = OwnerQuota(maxActiveJobs: configuration.userMaxActiveJobs, maxOpenUploads: configuration.userMaxOpenUploads)
+        settings.userRate = configuration.userRate
+        settings.userMaxWaits = configuration.userMaxWaits
+        return settings
+    }
+
+    static func http(_ configuration: Configuration) -> HTTPServerConfiguration {
+        var http = HTTPServerConfiguration()
+        http.host = configuration.host
+        http.port = configuration.port
+        http.maxConnections = configuration.maxConnections
+        http.maxConnectionsPerClient = configuration.maxConnectionsPerClient
+        http.trustedProxies = configuration.trustedProxies.compactMap(AddressBlock.init)
+        return http
+    }
+
+    /// Starts the background parts (the job worker, the change listener).
+    public func startBackground() {
+        listener?.start()
+        worker?.start()
+    }
+
+    /// SIGTERM: jobs handed back first (another instance takes them at once), then waiting
+    /// requests answered and requests in flight finished for up to `grace` seconds.
+    public func shutdown(grace: Double) async {
+        await worker?.stop()
+        await server.shutdown(grace: grace) { [changes] in changes.close() }
+        listener?.stop()
+    }
+
+    /// Seconds on the monotonic clock (for rates).
+    static let monotonicSeconds: @Sendable () -> Double = {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
+    }
+
+    /// Applies the missing schema migrations; returns the versions applied now.
+    public static func migrate(databaseURL: String) async throws -> [Int] {
+        try await Schema.migrations.apply(using: PostgresPool(url: databaseURL, size: 1))
+    }
+
+    /// The JWT keys: the HS256 secret and/or the PEM public key file (RS256 or ES256).
+    static func verifier(_ configuration: Configuration) throws(Configuration.Invalid) -> JWTVerifier {
+        var keys: [JWTVerifier.Key] = []
+        if let secret = configuration.jwtSecret {
+            guard secret.utf8.count >= 32 else {
+                throw Configuration.Invalid(variable: "GATEWAY_JWT_SECRET", reason: "must be at least 32 bytes")
+            }
+            keys.append(.hmac(Array(secret.utf8)))
+        }
+        if let path = configuration.jwtPublicKeyFile {
+            guard let pem = FileManager.default.contents(atPath: path) else {
+                throw Configuration.Invalid(variable: "GATEWAY_JWT_PUBLIC_KEY_FILE", reason: "cannot read '\(path)'")
+            }
+            do {
+                keys.append(.publicKey(try PublicKey(pem: Array(pem))))
+            } catch {
+                throw Configuration.Invalid(variable: "GATEWAY_JWT_PUBLIC_KEY_FILE", reason: "\(error)")
+            }
+        }
+        return JWTVerifier(keys: keys, issuer: configuration.jwtIssuer, audience: configuration.jwtAudience,
+                           cache: VerifiedTokenCache())
+    }
+
+    /// The OpenAPI document: `GATEWAY_OPENAPI_PATH`, else `openapi.yaml` in the working folder,
+    /// beside the executable's package root, or where the container image puts it.
+    static func loadOpenAPI(_ explicit: String?) -> [UInt8]? {
+        var candidates: [String] = []
+        if let explicit { candidates.append(explicit) }
+        candidates.append("openapi.yaml")
+        let executable = URL(fileURLWithPath: CommandLine.arguments.first ?? "").resolvingSymlinksInPath()
+        candidates.append(executable.deletingLastPathComponent().appendingPathComponent("../../openapi.yaml").path)
+        candidates.append(executable.deletingLastPathComponent().appendingPathComponent("../../../openapi.yaml").path)
+        candidates.append("/usr/share/transfer-gateway/openapi.yaml")
+        for path in candidates {
+            if let data = FileManager.default.contents(atPath: path) { return Array(data) }
+        }
+        return nil
+    }
+}
