@@ -661,17 +661,18 @@ def cmd_report(args):
     at10 = [s for s in during if s["t"] - t0 >= 10]
     growth = (at10[-1]["rss_kib"] - at10[0]["rss_kib"]) / 1024 if len(at10) > 1 else None
     growth_text = "-" if growth is None else f"{growth:+.1f}"
-    first_done = min([r["t_answer"] for r in jobs if r.get("t_answer") and r.get("sent") == run["size"]] or [t_end])
+    first_done = min([r["t_last"] for r in jobs if r.get("sent") == run["size"]] or [t_end])
     all_in = max([r["t_put"] for r in jobs if "t_put" in r] or [0]) + 1
     steady = [s for s in during if all_in <= s["t"] - t0 <= first_done]
     steady_text = (f"{(steady[-1]['rss_kib'] - steady[0]['rss_kib']) / 1024:+.1f} MiB from {steady[0]['t'] - t0:.0f} s "
-                   f"to {steady[-1]['t'] - t0:.0f} s (every upload streaming), " if len(steady) > 1 else "")
+                   f"to {steady[-1]['t'] - t0:.0f} s (every upload streaming, before the first body ended), " if len(steady) > 1 else "")
     curve = " · ".join(f"{int(round(s['t'] - t0))} s {mib(s['rss_kib'] / 1024)}"
                        for i, s in enumerate(during) if i % args.every == 0 or i == len(during) - 1)
     probes = [p for p in probe["probes"] if 0 <= p["t"] - t0 <= t_end]
     ok = [p["ms"] for p in probes if p.get("status") == 200]
     bad = [p for p in probes if p.get("status") != 200]
     f = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
+    ms = lambda v: "-" if v is None else (f"{v / 1000:.1f} s" if v >= 1000 else f"{v:.0f} ms")  # noqa: E731
 
     statuses = {}
     for r in jobs:
@@ -712,8 +713,8 @@ def cmd_report(args):
                      + " KiB of the body; nothing committed")
     fast_answer = fast.get("state") or (fast.get("answer") or {}).get("code") or fast.get("error")
     lines += [
-        f"- answer after the last byte (full bodies): p50 {f(pct(finish, 50))} ms, p99 {f(pct(finish, 99))} ms, "
-        f"max {f(max(finish or [0]))} ms",
+        f"- answer after the last byte (full bodies): p50 **{ms(pct(finish, 50))}**, p99 **{ms(pct(finish, 99))}**, "
+        f"max **{ms(max(finish or [0]))}**; the last answer {max([r.get('t_answer') or 0 for r in jobs]):.0f} s in",
         f"- verified after the run: job states **{', '.join(f'{v} {k}' for k, v in verify['states'].items())}**; "
         f"objects (S3 GET, SHA-256 and MD5 of the body = what was sent, ETag = MD5) "
         f"**{', '.join(f'{v} {k}' for k, v in verify['objects'].items())}**",

@@ -14,7 +14,10 @@ Each scenario prints ONE result line with its figures: the gateway's peak RSS (V
 measurements. Then a summary gives each scenario PASS, FAIL or SKIP. A scenario passes when its
 peak RSS stays below GATEWAY_MEMORY_BUDGET + 64 MiB, its gateway is alive at the end, and its own
 expectation holds. A measurement that cannot be taken is SKIP with the reason, never PASS.
+The stack is shared: when PostgreSQL or SeaweedFS is restarted by someone else during a scenario,
+the scenario is run again (three attempts at most, then SKIP), and its line says so.
 Progress goes to stderr; the result lines and the summary to stdout. Exit status 1 if any FAIL.
+Each attempt's gateways keep their logs in the temp dir (ABUSE_KEEP=1 in abuse.sh keeps it).
 """
 from __future__ import annotations
 
@@ -582,7 +585,7 @@ class Ctx:
         return gw
 
     def user(self, label: str) -> tuple[str, str]:
-        sub = f"abuse-{label}-{CFG.run}"
+        sub = f"abuse-{CFG.run}-{label}"
         self.identities.add(sub)
         return sub, token(sub)
 
@@ -1721,35 +1724,43 @@ class Result:
         self.figures: list[str] = []
 
 
-def postmaster_started() -> str:
-    """When PostgreSQL last started: the shared stack's database may be restarted by someone else
-    (the project's own database-restart test does), which disturbs any scenario running then."""
+def stack_identity() -> str:
+    """When PostgreSQL last started and which SeaweedFS process serves S3: the shared stack may be
+    restarted by someone else (the project's own database-restart test stops PostgreSQL, and
+    `scripts/stack.sh down` both), which disturbs any scenario running then."""
     try:
-        return psql("SELECT pg_postmaster_start_time()", stats=True)
+        pg = psql("SELECT pg_postmaster_start_time()", stats=True)
     except (Problem, subprocess.TimeoutExpired):
-        return "unreachable"
+        pg = "unreachable"
+    try:
+        pid = (CFG.root / ".stack" / "weed.pid").read_text().strip()
+        with open(f"/proc/{pid}/stat") as f:
+            weed = f"{pid}@{f.read().rsplit(')', 1)[1].split()[19]}"
+    except (OSError, IndexError):
+        weed = "unreachable"
+    return f"PostgreSQL started {pg}, SeaweedFS pid {weed}"
 
 
 def run_scenario_guarded(name: str, fn) -> Result:
-    """Runs a scenario; when PostgreSQL was restarted (or down) meanwhile, runs it again, up to two
-    more times, and says so. If every attempt was disturbed, the scenario is SKIP."""
+    """Runs a scenario; when PostgreSQL or SeaweedFS was restarted (or down) meanwhile, runs it
+    again, up to two more times, and says so. If every attempt was disturbed, the scenario is SKIP."""
     notes = []
     for attempt in range(3):
-        before = postmaster_started()
+        before = stack_identity()
         ODD_READS.clear()
         res = run_scenario(name, fn)
-        after = postmaster_started()
-        if before == after and before != "unreachable":
+        after = stack_identity()
+        if before == after and "unreachable" not in before:
             if notes:
                 res.figures.append(notes[-1])
                 res.line += " | " + notes[-1]
             return res
-        notes.append(f"attempt {attempt + 1} discarded: PostgreSQL was restarted by someone else during it "
+        notes.append(f"attempt {attempt + 1} discarded: the stack was restarted by someone else during it "
                      f"({before} -> {after}); its verdict was {res.verdict}")
         log(f"[{name}] {notes[-1]}")
         time.sleep(5)
     res.verdict, res.failed = "SKIP", []
-    res.reason = "PostgreSQL was restarted by someone else during each of 3 attempts"
+    res.reason = "the stack (PostgreSQL or SeaweedFS) was restarted by someone else during each of 3 attempts"
     res.line = f"{name:<10} SKIP: {res.reason}"
     return res
 
@@ -1815,10 +1826,10 @@ def run_scenario(name: str, fn) -> Result:
     return res
 
 
-def cleanup_s3(identities: set[str]) -> None:
-    """Removes the objects and open multipart uploads of this run's identities (and staged tails of
-    our database's jobs) from the abuse bucket."""
-    prefixes = [f"private/{i}/" for i in identities] + [f"protected/{i}/" for i in identities] + [f"public/foreign/{CFG.run}/"]
+def cleanup_s3() -> None:
+    """Removes the objects and open multipart uploads of this run's identities (abuse-RUN-*) from
+    the abuse bucket."""
+    prefixes = [f"private/abuse-{CFG.run}-", f"protected/abuse-{CFG.run}-", f"public/foreign/{CFG.run}/"]
     for prefix in prefixes:
         try:
             for u in s3_uploads(prefix):
@@ -1883,7 +1894,6 @@ def main() -> int:
     log(f"run {CFG.run}: {len(chosen)} scenario(s){' (quick)' if CFG.quick else ''}, binary {CFG.bin}, "
         f"database {CFG.db_name}, bucket {CFG.bucket}")
     results: list[Result] = []
-    identities: set[str] = set()
     t0 = time.monotonic()
     try:
         for name, fn in chosen:
@@ -1898,11 +1908,8 @@ def main() -> int:
                 gw.stop(grace=5)
             except Exception:   # noqa: BLE001
                 pass
-        identities = {f"abuse-{label}-{CFG.run}" for label in
-                      ("crash", "polls", "memory", "importsa", "importsb", "tails", "tus", "spool", "spoolother", "expiry", "quota",
-                       "quotaother", "small", "smallvictim")}
         t_clean = time.monotonic()
-        cleanup_s3(identities)
+        cleanup_s3()
         log(f"removed this run's objects from the bucket in {time.monotonic() - t_clean:.0f}s")
 
     print("", flush=True)

@@ -70,10 +70,7 @@ extension JobRoutes {
         let spec = value.dropFirst(6)
         guard let dash = spec.firstIndex(of: "-") else { return .whole }
         let first = spec[..<dash], last = spec[spec.index(after: dash)...]
-        func number(_ text: Substring) -> Int64? {
-            guard !text.isEmpty, text.count <= 18, text.allSatisfy(\.isASCII), text.allSatisfy(\.isNumber) else { return nil }
-            return Int64(text)
-        }
+        let number = { (text: Substring) in DecimalNumber.parse(text) }
         if first.isEmpty {
             guard let suffix = number(last) else { return .whole }
             guard suffix > 0, size > 0 else { return .unsatisfiable }

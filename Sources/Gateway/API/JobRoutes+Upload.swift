@@ -16,7 +16,7 @@ extension JobRoutes {
             guard type.hasPrefix("application/octet-stream") || type.hasPrefix("application/offset+octet-stream") else {
                 throw APIError(.unsupportedMediaType, "The body must be application/octet-stream or application/offset+octet-stream.")
             }
-            guard let text = http.headers["upload-offset"], let value = Int64(text), value >= 0, text.allSatisfy(\.isNumber) else {
+            guard let value = http.headers["upload-offset"].flatMap(DecimalNumber.parse) else {
                 throw APIError.validation("Upload-Offset must be the job's bytesCommitted, a non-negative integer.")
             }
             offset = value

@@ -146,12 +146,8 @@ struct JobRoutes: Sendable {
 
     /// The job, if the caller may see it (its owner, or an admin); 404 otherwise.
     func visibleJob(_ http: HTTPRequest, id: String) async throws -> (Job, Identity) {
-        let identity = try authenticator.identity(of: http)
-        guard UUID(uuidString: id) != nil, let job = try await store.job(id: id.lowercased()),
-              (identity.id.map { AccessPolicy.same(job.owner, $0) } ?? false) || identity.isAdmin else {
-            throw APIError.notFound
-        }
-        return (job, identity)
+        try await OwnedResource.find(http, id: id, authenticator: authenticator, adminMayRead: true,
+                                     load: { try await store.job(id: $0) }, owner: \.owner)
     }
 
     private func show(_ http: HTTPRequest, id: String) async throws -> HTTPResponse {
@@ -159,7 +155,7 @@ struct JobRoutes: Sendable {
         let known = http.headers["if-none-match"]
         // ?wait=N (N ≤ 60): hold the answer until the job changes from what the client has.
         if let wait = PercentDecoding.query(http.query).first(where: { $0.0 == "wait" })?.1 {
-            guard let seconds = Int(wait), (0...60).contains(seconds) else { throw APIError.validation("wait must be from 0 to 60 seconds.") }
+            guard let seconds = DecimalNumber.parse(wait).map(Int.init), (0...60).contains(seconds) else { throw APIError.validation("wait must be from 0 to 60 seconds.") }
             let baseline = known ?? Self.etag(job)
             if seconds > 0 && Self.etag(job) == baseline && !job.state.isFinal {
                 job = try await limits.holdingWait(identity.id ?? "") {
@@ -206,7 +202,7 @@ struct JobRoutes: Sendable {
             guard let parsed = Job.State(rawValue: raw) else { throw APIError.validation("state is not a job state.") }
             state = parsed
         }
-        let limit = Int(query["limit"] ?? "20") ?? -1
+        let limit = DecimalNumber.parse(query["limit"] ?? "20").map(Int.init) ?? -1
         guard (1...100).contains(limit) else { throw APIError.validation("limit must be from 1 to 100.") }
         var cursor: String?
         if let raw = query["cursor"] {

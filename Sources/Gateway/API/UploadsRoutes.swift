@@ -130,10 +130,9 @@ struct UploadsRoutes: Sendable {
 
     /// The caller's own upload (404 for anyone else's, once aborted, and while still created).
     private func upload(_ http: HTTPRequest, id: String) async throws -> Upload {
-        let identity = try authenticator.identity(of: http)
-        guard UUID(uuidString: id) != nil, let caller = identity.id,
-              let record = try await store.upload(id: id.lowercased()), AccessPolicy.same(record.owner, caller),
-              record.state == .open || record.state == .completed, let s3UploadID = record.s3UploadID else {
+        let (record, _) = try await OwnedResource.find(http, id: id, authenticator: authenticator,
+                                                       load: { try await store.upload(id: $0) }, owner: \.owner)
+        guard record.state == .open || record.state == .completed, let s3UploadID = record.s3UploadID else {
             throw APIError.notFound
         }
         guard let plan = try? PartPlan(objectSize: record.size, requestedPartSize: record.partSize) else { throw APIError.internalError }

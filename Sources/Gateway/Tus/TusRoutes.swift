@@ -74,7 +74,7 @@ struct TusRoutes: Sendable {
         if http.headers["upload-defer-length"] != nil {
             return refuse(.validationFailed, "Upload-Defer-Length is not supported; send Upload-Length.")
         }
-        guard let text = http.headers["upload-length"], text.allSatisfy(\.isNumber), let length = Int64(text) else {
+        guard let length = http.headers["upload-length"].flatMap(DecimalNumber.parse) else {
             return refuse(.validationFailed, "Upload-Length must be the upload's size in bytes.")
         }
         guard length <= settings.maxObjectSize else {
@@ -140,11 +140,14 @@ struct TusRoutes: Sendable {
     }
 
     private func upload(_ http: HTTPRequest, id: String) async throws -> Lookup {
-        let identity = try authenticator.identity(of: http)
-        guard UUID(uuidString: id) != nil, let job = try await store.job(id: id.lowercased()), job.kind == .upload,
-              let caller = identity.id, AccessPolicy.same(job.owner, caller) else {
+        let job: Job
+        do {
+            (job, _) = try await OwnedResource.find(http, id: id, authenticator: authenticator,
+                                                    load: { try await store.job(id: $0) }, owner: \.owner)
+        } catch let error as APIError where error.code == .notFound {
             return .failure(refuse(.notFound, "No such upload."))
         }
+        guard job.kind == .upload else { return .failure(refuse(.notFound, "No such upload.")) }
         if job.state == .canceled || (job.state != .completed && now() > expires(job)) {
             return .failure(refuse(.gone, "The upload was terminated or has expired."))
         }
@@ -169,7 +172,7 @@ struct TusRoutes: Sendable {
         guard http.headers["content-type"]?.lowercased().hasPrefix("application/offset+octet-stream") == true else {
             return refuse(.unsupportedMediaType, "A PATCH body must be application/offset+octet-stream.")
         }
-        guard let text = http.headers["upload-offset"], text.allSatisfy(\.isNumber), let offset = Int64(text) else {
+        guard let offset = http.headers["upload-offset"].flatMap(DecimalNumber.parse) else {
             return refuse(.validationFailed, "Upload-Offset must be a non-negative integer.")
         }
         let job: Job

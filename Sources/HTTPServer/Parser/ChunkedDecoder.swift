@@ -39,49 +39,8 @@ public struct ChunkedDecoder: Sendable {
         while i < count {
             let byte = bytes[i]
             switch state {
-            case .size:
-                lineBytes += 1
-                if let hex = ByteClass.hexValue(byte) {
-                    digits += 1
-                    // 15 hex digits is 2^60: far past any body we accept, and no overflow.
-                    guard digits <= 15 else { throw HTTPParseError.badChunk("The chunk size is too large.") }
-                    chunkSize = chunkSize * 16 + hex
-                } else if digits == 0 {
-                    throw HTTPParseError.badChunk("A chunk size must start with a hex digit.")
-                } else if byte == ByteClass.cr {
-                    state = .sizeLF
-                } else if byte == UInt8(ascii: ";") {
-                    state = .extensions
-                } else if ByteClass.isWhite(byte) {
-                    state = .sizeWhite
-                } else {
-                    throw HTTPParseError.badChunk("The chunk size is not hexadecimal.")
-                }
-            case .sizeWhite:
-                lineBytes += 1
-                if byte == UInt8(ascii: ";") {
-                    state = .extensions
-                } else if !ByteClass.isWhite(byte) {
-                    throw HTTPParseError.badChunk("Only a chunk extension may follow the chunk size.")
-                }
-            case .extensions:
-                lineBytes += 1
-                if byte == ByteClass.cr {
-                    state = .sizeLF
-                } else if !ByteClass.isFieldValue(byte) {
-                    throw HTTPParseError.badChunk("A chunk extension has a control character.")
-                }
-            case .sizeLF:
-                guard byte == ByteClass.lf else { throw HTTPParseError.badChunk("The chunk-size line must end with CRLF.") }
-                if chunkSize == 0 {
-                    state = .trailerLine
-                } else {
-                    state = .data
-                    remaining = chunkSize
-                }
-                lineBytes = 0
-                digits = 0
-                chunkSize = 0
+            case .size, .sizeWhite, .extensions, .sizeLF:
+                try sizeLine(byte)
             case .data:
                 let take = min(remaining, count - i)
                 remaining -= take
@@ -93,22 +52,8 @@ public struct ChunkedDecoder: Sendable {
             case .dataLF:
                 guard byte == ByteClass.lf else { throw HTTPParseError.badChunk("Chunk data must end with CRLF.") }
                 state = .size
-            case .trailerLine:
-                if byte == ByteClass.cr {
-                    state = lineBytes == 0 ? .finalLF : .trailerLF
-                } else {
-                    if lineBytes == 0 && ByteClass.isWhite(byte) {
-                        throw HTTPParseError.badChunk("Trailer fields may not be folded.")
-                    }
-                    guard ByteClass.isFieldValue(byte) else { throw HTTPParseError.badChunk("A trailer field has a control character.") }
-                    lineBytes += 1
-                }
-                trailerBytes += 1
-                if trailerBytes > limits.maxTrailerBytes { throw HTTPParseError.badChunk("The trailer section is too large.") }
-            case .trailerLF:
-                guard byte == ByteClass.lf else { throw HTTPParseError.badChunk("A trailer line must end with CRLF.") }
-                lineBytes = 0
-                state = .trailerLine
+            case .trailerLine, .trailerLF:
+                try trailer(byte)
             case .finalLF:
                 guard byte == ByteClass.lf else { throw HTTPParseError.badChunk("The chunked body must end with CRLF.") }
                 state = .done
@@ -120,5 +65,73 @@ public struct ChunkedDecoder: Sendable {
             i += 1
         }
         return Step(consumed: count, data: nil, finished: state == .done)
+    }
+
+    /// One byte of a chunk-size line: hex digits, optional white space and extensions, CRLF.
+    private mutating func sizeLine(_ byte: UInt8) throws {
+        switch state {
+        case .size:
+            lineBytes += 1
+            if let hex = ByteClass.hexValue(byte) {
+                digits += 1
+                // 15 hex digits is 2^60: far past any body we accept, and no overflow.
+                guard digits <= 15 else { throw HTTPParseError.badChunk("The chunk size is too large.") }
+                chunkSize = chunkSize * 16 + hex
+            } else if digits == 0 {
+                throw HTTPParseError.badChunk("A chunk size must start with a hex digit.")
+            } else if byte == ByteClass.cr {
+                state = .sizeLF
+            } else if byte == UInt8(ascii: ";") {
+                state = .extensions
+            } else if ByteClass.isWhite(byte) {
+                state = .sizeWhite
+            } else {
+                throw HTTPParseError.badChunk("The chunk size is not hexadecimal.")
+            }
+        case .sizeWhite:
+            lineBytes += 1
+            if byte == UInt8(ascii: ";") {
+                state = .extensions
+            } else if !ByteClass.isWhite(byte) {
+                throw HTTPParseError.badChunk("Only a chunk extension may follow the chunk size.")
+            }
+        case .extensions:
+            lineBytes += 1
+            if byte == ByteClass.cr {
+                state = .sizeLF
+            } else if !ByteClass.isFieldValue(byte) {
+                throw HTTPParseError.badChunk("A chunk extension has a control character.")
+            }
+        default:
+            guard byte == ByteClass.lf else { throw HTTPParseError.badChunk("The chunk-size line must end with CRLF.") }
+            if chunkSize == 0 {
+                state = .trailerLine
+            } else {
+                state = .data
+                remaining = chunkSize
+            }
+            lineBytes = 0
+            digits = 0
+            chunkSize = 0
+        }
+    }
+
+    /// One byte of the trailer section: lines of field values, ended by an empty line.
+    private mutating func trailer(_ byte: UInt8) throws {
+        if state == .trailerLF {
+            guard byte == ByteClass.lf else { throw HTTPParseError.badChunk("A trailer line must end with CRLF.") }
+            lineBytes = 0
+            state = .trailerLine
+            return
+        }
+        if byte == ByteClass.cr {
+            state = lineBytes == 0 ? .finalLF : .trailerLF
+        } else {
+            if lineBytes == 0 && ByteClass.isWhite(byte) { throw HTTPParseError.badChunk("Trailer fields may not be folded.") }
+            guard ByteClass.isFieldValue(byte) else { throw HTTPParseError.badChunk("A trailer field has a control character.") }
+            lineBytes += 1
+        }
+        trailerBytes += 1
+        if trailerBytes > limits.maxTrailerBytes { throw HTTPParseError.badChunk("The trailer section is too large.") }
     }
 }

@@ -57,118 +57,140 @@ extension JobRunner {
         }
     }
 
-    /// One read of the whole source; parts S3 already holds (from `recorded`) are not sent again.
-    private func streamOnce(_ job: Job, _ options: JobOptions, _ lease: Lease, _ source: StreamSource, partSize: Int64,
-                            upload: UploadHandle, recorded: inout [Int: RecordedPart]) async throws -> Outcome {
-        guard let fetcher, let spool else { throw Failure(code: FailureCode.invalidJob) }
-        let streamBuffer = try await settings.memory.reserve(settings.transferBufferBytes)
-        defer { streamBuffer.release() }
-        let body = try await fetcher.stream(source.url, limit: settings.maxObjectSize)
-        let concurrency = min(max(options.concurrency ?? settings.concurrency, 1), settings.maxConcurrency)
-        let retryLimit = options.retryLimit ?? settings.retryLimit
-        let store = self.store, objects = self.objects, clock = self.clock, observer = self.observer
-        let memory = settings.memory, buffer = settings.transferBufferBytes, backoff = settings.backoff, random = settings.random
-        let kind = job.kind, key = source.key, jobID = job.id
+    /// One read's progress: the part being filled and the parts sent or found already in S3.
+    struct StreamPass {
+        let source: StreamSource
+        let partSize: Int64
+        let concurrency: Int
+        let retryLimit: Int
+        /// Parts a previous run recorded (and S3 still holds).
+        let known: [Int: RecordedPart]
         var total: Int64 = 0
         var number = 1
         var current: (file: SpoolFile, filled: Int64, md5: Digest.Context)?
-        let known = recorded
-        let sent: [RecordedPart] = try await withThrowingTaskGroup(of: RecordedPart?.self) { group in
-            var inFlight = 0
-            var done: [RecordedPart] = []
-            func take(_ part: RecordedPart?) {
-                inFlight -= 1
-                if let part { done.append(part) }
-            }
-            func open() async throws -> (file: SpoolFile, filled: Int64, md5: Digest.Context) {
-                guard number <= PartPlan.maximumPartCount else { throw Failure(code: FailureCode.entityTooLarge) }
-                try await spool.reserve(jobID: jobID, name: .part(number), bytes: partSize)
-                guard let file = try spool.open(jobID: jobID, name: .part(number), create: true, truncate: true) else {
-                    throw Failure(code: FailureCode.spoolFailed)
-                }
-                return (file, 0, Digest.Context(.md5))
-            }
-            /// Sends the part now in `current` (unless S3 holds its bytes already).
-            func seal() async throws {
-                guard let part = current else { return }
-                current = nil
-                let partNumber = number, size = part.filled, file = part.file
-                let etag = "\"" + Digest.hex(part.md5.finish()) + "\""
-                number += 1
-                if let held = known[partNumber], held.size == size, MultipartETag.same(held.etag, etag) {
-                    spool.remove(jobID: jobID, name: .part(partNumber))
-                    done.append(held)
-                    return
-                }
-                let uploadID = try await openUpload(job, options, lease, key: key, partSize: partSize, size: source.size,
-                                                    etag: source.etag, upload: upload)
-                while inFlight >= concurrency, let finished = try await group.next() { take(finished) }
-                inFlight += 1
-                group.addTask {
-                    defer { spool.remove(jobID: jobID, name: .part(partNumber)) }
-                    let held = try await memory.reserve(buffer)
-                    defer { held.release() }
-                    let partETag = try await clock.retrying(limit: retryLimit, backoff: backoff, random: random) {
-                        try await objects.uploadPart(key: key, uploadID: uploadID, part: partNumber,
-                                                     data: .file(file, offset: 0, length: size))
-                    }
-                    let recordedPart = RecordedPart(number: partNumber, size: size, etag: partETag)
-                    try await store.recordPart(recordedPart, under: lease)
-                    observer.partMoved(kind: kind, bytes: size)
-                    return recordedPart
-                }
-            }
+        var inFlight = 0
+        var done: [RecordedPart] = []
+    }
+
+    typealias StreamTasks = ThrowingTaskGroup<RecordedPart, any Error>
+
+    /// One read of the whole source; parts S3 already holds (from `recorded`) are not sent again.
+    private func streamOnce(_ job: Job, _ options: JobOptions, _ lease: Lease, _ source: StreamSource, partSize: Int64,
+                            upload: UploadHandle, recorded: inout [Int: RecordedPart]) async throws -> Outcome {
+        guard let fetcher else { throw Failure(code: FailureCode.invalidJob) }
+        let streamBuffer = try await settings.memory.reserve(settings.transferBufferBytes)
+        defer { streamBuffer.release() }
+        let body = try await fetcher.stream(source.url, limit: settings.maxObjectSize)
+        var pass = StreamPass(source: source, partSize: partSize,
+                              concurrency: min(max(options.concurrency ?? settings.concurrency, 1), settings.maxConcurrency),
+                              retryLimit: options.retryLimit ?? settings.retryLimit, known: recorded)
+        try await withThrowingTaskGroup(of: RecordedPart.self) { group in
             while let chunk = try await body.next() {
-                var rest = chunk
-                while !rest.isEmpty {
-                    var part: (file: SpoolFile, filled: Int64, md5: Digest.Context)
-                    if let open = current { part = open } else { part = try await open() }
-                    let take = Int(min(partSize - part.filled, Int64(rest.count)))
-                    try rest.prefix(take).withUnsafeBytes { bytes in
-                        try part.file.write(bytes, at: part.filled)
-                        part.md5.update(bytes)
-                    }
-                    part.filled += Int64(take)
-                    total += Int64(take)
-                    rest = rest.dropFirst(take)
-                    current = part
-                    if part.filled == partSize { try await seal() }
-                }
+                try await write(chunk, &pass, &group, job, options, lease, upload)
             }
-            if let size = source.size, size != total { throw TransferError.sourceChanged }
-            if let pinned = job.bytesTotal, job.partsTotal != nil, pinned != total { throw TransferError.sourceChanged }
-            if upload.id == nil && number == 1 {
-                return []  // the whole object fits one part: one PutObject below
-            }
-            try await seal()
-            while let finished = try await group.next() { take(finished) }
-            return done
+            if let size = source.size, size != pass.total { throw TransferError.sourceChanged }
+            if let pinned = job.bytesTotal, job.partsTotal != nil, pinned != pass.total { throw TransferError.sourceChanged }
+            // The whole object fits one part: one PutObject below.
+            guard upload.id != nil || pass.number > 1 else { return }
+            try await seal(&pass, &group, job, options, lease, upload)
+            while let finished = try await group.next() { pass.inFlight -= 1; pass.done.append(finished) }
         }
-        if upload.id == nil && number == 1 {
-            let file = try current?.file ?? emptyPart(spool, jobID)
-            let filled = current?.filled ?? 0
-            defer { spool.remove(jobID: jobID, name: .part(1)) }
-            try await store.start(lease, uploadID: nil, partsTotal: 1, partSize: partSize, bytesTotal: total, sourceETag: source.etag)
-            let etag = try await clock.retrying(limit: retryLimit, backoff: backoff, random: random) {
-                try await objects.putObject(key: key, data: .file(file, offset: 0, length: filled),
-                                            attributes: options.attributes)
-            }
-            try Task.checkCancellation()
-            observer.partMoved(kind: kind, bytes: total)
-            try await store.recordPart(RecordedPart(number: 1, size: total, etag: etag), under: lease)
-            try await store.finish(lease, state: .completed, etag: etag, error: nil)
-            observer.jobEnded(kind: kind, state: .completed)
-            return .completed(etag: etag)
-        }
-        for part in sent { recorded[part.number] = part }
+        if upload.id == nil && pass.number == 1 { return try await putWhole(pass, job, options, lease) }
+        for part in pass.done { recorded[part.number] = part }
         guard let uploadID = upload.id else { throw Failure(code: "InternalError") }
-        let parts = (1..<number).compactMap { recorded[$0] }
-        guard parts.count == number - 1 else { throw Failure(code: "InternalError") }
-        let etag = try await completeUpload(key: key, uploadID: uploadID, parts: parts, size: total)
+        let parts = (1..<pass.number).compactMap { recorded[$0] }
+        guard parts.count == pass.number - 1 else { throw Failure(code: "InternalError") }
+        let etag = try await completeUpload(key: source.key, uploadID: uploadID, parts: parts, size: pass.total)
         try Task.checkCancellation()
         cleanUp(job, after: .completed)
         try await store.finish(lease, state: .completed, etag: etag, error: nil)
-        observer.jobEnded(kind: kind, state: .completed)
+        observer.jobEnded(kind: job.kind, state: .completed)
+        return .completed(etag: etag)
+    }
+
+    /// A chunk of the body into the part being filled; every full part is sealed.
+    private func write(_ chunk: ArraySlice<UInt8>, _ pass: inout StreamPass, _ group: inout StreamTasks, _ job: Job,
+                       _ options: JobOptions, _ lease: Lease, _ upload: UploadHandle) async throws {
+        var rest = chunk
+        while !rest.isEmpty {
+            var part: (file: SpoolFile, filled: Int64, md5: Digest.Context)
+            if let open = pass.current { part = open } else { part = try await openPart(pass.number, pass.partSize, job.id) }
+            let take = Int(min(pass.partSize - part.filled, Int64(rest.count)))
+            try rest.prefix(take).withUnsafeBytes { bytes in
+                try part.file.write(bytes, at: part.filled)
+                part.md5.update(bytes)
+            }
+            part.filled += Int64(take)
+            pass.total += Int64(take)
+            rest = rest.dropFirst(take)
+            pass.current = part
+            if part.filled == pass.partSize { try await seal(&pass, &group, job, options, lease, upload) }
+        }
+    }
+
+    /// A part file, reserved on the spool first (the stream waits for room).
+    private func openPart(_ number: Int, _ partSize: Int64, _ jobID: String) async throws -> (file: SpoolFile, filled: Int64, md5: Digest.Context) {
+        guard let spool else { throw Failure(code: FailureCode.invalidJob) }
+        guard number <= PartPlan.maximumPartCount else { throw Failure(code: FailureCode.entityTooLarge) }
+        try await spool.reserve(jobID: jobID, name: .part(number), bytes: partSize)
+        guard let file = try spool.open(jobID: jobID, name: .part(number), create: true, truncate: true) else {
+            throw Failure(code: FailureCode.spoolFailed)
+        }
+        return (file, 0, Digest.Context(.md5))
+    }
+
+    /// Sends the part being filled (unless S3 holds its bytes already), at most `concurrency`
+    /// in flight: the stream waits for a slot.
+    private func seal(_ pass: inout StreamPass, _ group: inout StreamTasks, _ job: Job, _ options: JobOptions, _ lease: Lease,
+                      _ upload: UploadHandle) async throws {
+        guard let part = pass.current else { return }
+        pass.current = nil
+        let number = pass.number, size = part.filled, file = part.file, jobID = job.id
+        let etag = "\"" + Digest.hex(part.md5.finish()) + "\""
+        pass.number += 1
+        if let held = pass.known[number], held.size == size, MultipartETag.same(held.etag, etag) {
+            spool?.remove(jobID: jobID, name: .part(number))
+            pass.done.append(held)
+            return
+        }
+        let uploadID = try await openUpload(job, options, lease, key: pass.source.key, partSize: pass.partSize, size: pass.source.size,
+                                            etag: pass.source.etag, upload: upload)
+        while pass.inFlight >= pass.concurrency, let finished = try await group.next() {
+            pass.inFlight -= 1
+            pass.done.append(finished)
+        }
+        pass.inFlight += 1
+        let key = pass.source.key, retryLimit = pass.retryLimit
+        group.addTask {
+            defer { self.spool?.remove(jobID: jobID, name: .part(number)) }
+            let held = try await self.settings.memory.reserve(self.settings.transferBufferBytes)
+            defer { held.release() }
+            let partETag = try await self.clock.retrying(limit: retryLimit, backoff: self.settings.backoff, random: self.settings.random) {
+                try await self.objects.uploadPart(key: key, uploadID: uploadID, part: number, data: .file(file, offset: 0, length: size))
+            }
+            let recorded = RecordedPart(number: number, size: size, etag: partETag)
+            try await self.store.recordPart(recorded, under: lease)
+            self.observer.partMoved(kind: job.kind, bytes: size)
+            return recorded
+        }
+    }
+
+    /// A body of one part or less: one PutObject from its file.
+    private func putWhole(_ pass: StreamPass, _ job: Job, _ options: JobOptions, _ lease: Lease) async throws -> Outcome {
+        guard let spool else { throw Failure(code: FailureCode.invalidJob) }
+        let file = try pass.current?.file ?? emptyPart(spool, job.id)
+        let filled = pass.current?.filled ?? 0, key = pass.source.key, objects = self.objects
+        defer { spool.remove(jobID: job.id, name: .part(1)) }
+        try await store.start(lease, uploadID: nil, partsTotal: 1, partSize: pass.partSize, bytesTotal: pass.total,
+                              sourceETag: pass.source.etag)
+        let etag = try await clock.retrying(limit: pass.retryLimit, backoff: settings.backoff, random: settings.random) {
+            try await objects.putObject(key: key, data: .file(file, offset: 0, length: filled), attributes: options.attributes)
+        }
+        try Task.checkCancellation()
+        observer.partMoved(kind: job.kind, bytes: pass.total)
+        try await store.recordPart(RecordedPart(number: 1, size: pass.total, etag: etag), under: lease)
+        try await store.finish(lease, state: .completed, etag: etag, error: nil)
+        observer.jobEnded(kind: job.kind, state: .completed)
         return .completed(etag: etag)
     }
 

@@ -11,22 +11,22 @@ struct UploadRequest: Sendable {
     let body: any ByteSource
     let checksum: UploadReceiver.Checksum?
 
-    private var job: Job { claim.job }
-    private var lease: Lease { claim.lease }
-    private var spool: any Spool { receiver.spool }
-    private var settings: EngineSettings { receiver.settings }
+    var job: Job { claim.job }
+    var lease: Lease { claim.lease }
+    var spool: any Spool { receiver.spool }
+    var settings: EngineSettings { receiver.settings }
 
-    private struct PartResult: Sendable {
+    struct PartResult: Sendable {
         let part: RecordedPart?
         let error: TransferError?
     }
 
-    private enum Ending {
+    enum Ending {
         case clean, broken, tooLarge, noRoom
     }
 
     /// What the request has done so far.
-    private struct Progress {
+    struct Progress {
         /// The parts recorded, in order.
         var parts: [RecordedPart]
         /// The tail's pieces the store lists (emptied once a part is recorded).
@@ -125,147 +125,8 @@ struct UploadRequest: Sendable {
         return true
     }
 
-    /// Reads the body into the tail file, sending every whole part as it forms.
-    private func stream(_ progress: inout Progress) async throws -> Ending {
-        let options = JobOptions.decode(job.options)
-        let partSize = job.partSize
-        let declared = job.bytesTotal
-        let concurrency = min(max(options.concurrency ?? settings.concurrency, 1), settings.maxConcurrency)
-        let retryLimit = options.retryLimit ?? settings.retryLimit
-        let deferRecording = checksum != nil
-        let hasher = checksum.map { Digest.Context($0.algorithm) }
-        // A part is recorded the moment it and every part before it are in S3, not when the
-        // body's reader next looks: a client that pauses mid-body has its finished parts counted.
-        let turns = InOrderTurns(first: progress.nextPart)
-        let receiver = self.receiver, spool = self.spool, lease = self.lease, key = self.key, jobID = job.id
-        let objects = receiver.objects, clock = receiver.clock, store = receiver.store, observer = receiver.observer
-        let backoff = settings.backoff, random = settings.random, memory = settings.memory, buffer = settings.transferBufferBytes
-        var ending = Ending.clean
-
-        try await withThrowingTaskGroup(of: PartResult.self) { group in
-            var inFlight = 0
-            func settle(_ result: PartResult) {
-                inFlight -= 1
-                if let part = result.part {
-                    if deferRecording { progress.unrecorded.append(part) } else { progress.parts.append(part) }
-                    progress.segments = []
-                } else if let error = result.error {
-                    observer.partFailed(kind: .upload, code: error.code)
-                    progress.failedCode = progress.failedCode ?? error.code
-                }
-            }
-            /// The full tail becomes part `number`'s file and goes to S3; a new tail is opened.
-            func launch() async throws -> Bool {
-                guard let file = progress.tailFile else { return false }
-                let uploadID = try await openUpload(&progress)
-                while inFlight >= concurrency, let result = try await group.next() { settle(result) }
-                let number = progress.nextPart
-                let size = progress.tailSize
-                try spool.rename(jobID: jobID, from: .tail, to: .part(number))
-                progress.nextPart += 1
-                progress.tailFile = nil
-                progress.tailSize = 0
-                inFlight += 1
-                group.addTask {
-                    defer { spool.remove(jobID: jobID, name: .part(number)) }
-                    let etag: String
-                    do {
-                        let held = try await memory.reserve(buffer)
-                        defer { held.release() }
-                        etag = try await clock.retrying(limit: retryLimit, backoff: backoff, random: random) {
-                            try await objects.uploadPart(key: key, uploadID: uploadID, part: number,
-                                                         data: .file(file, offset: 0, length: size))
-                        }
-                    } catch let error as TransferError {
-                        turns.stop()  // the job fails: nothing after this part counts
-                        return PartResult(part: nil, error: error)
-                    } catch {
-                        turns.stop()
-                        throw error
-                    }
-                    let part = RecordedPart(number: number, size: size, etag: etag)
-                    if deferRecording { return PartResult(part: part, error: nil) }
-                    guard await turns.wait(for: number) else { return PartResult(part: nil, error: nil) }
-                    do {
-                        let replaced = try await store.recordUploadPart(part, under: lease)
-                        observer.partMoved(kind: .upload, bytes: size)
-                        await receiver.deleteStaged(replaced)
-                    } catch {
-                        turns.stop()  // committed bytes stay a prefix: no later part may be recorded
-                        throw error
-                    }
-                    turns.recorded(number)
-                    return PartResult(part: part, error: nil)
-                }
-                // The next part's room on the spool, before any of its bytes are read.
-                let room = min(partSize, (declared ?? Int64.max) - progress.received)
-                guard try await receiver.room({ try await spool.reserve(jobID: jobID, name: .tail, bytes: room) }) != nil,
-                      let next = try spool.open(jobID: jobID, name: .tail, create: true, truncate: true) else { return false }
-                progress.tailFile = next
-                return true
-            }
-
-            reading: while progress.failedCode == nil {
-                let chunk: ArraySlice<UInt8>?
-                do {
-                    chunk = try await body.next()
-                } catch is CancellationError {
-                    throw CancellationError()
-                } catch {
-                    ending = .broken
-                    break reading
-                }
-                guard let chunk else { break reading }
-                if let declared, progress.received + Int64(chunk.count) > declared {
-                    ending = .tooLarge
-                    break reading
-                }
-                var rest = chunk
-                while !rest.isEmpty {
-                    guard let file = progress.tailFile else {
-                        // No room for the rest: what was written so far is kept; the client
-                        // sends the rest again after a moment.
-                        ending = .noRoom
-                        break reading
-                    }
-                    let take = Int(min(partSize - progress.tailSize, Int64(rest.count)))
-                    try rest.prefix(take).withUnsafeBytes { bytes in
-                        try file.write(bytes, at: progress.tailSize)
-                        hasher?.update(bytes)
-                    }
-                    progress.tailSize += Int64(take)
-                    progress.received += Int64(take)
-                    rest = rest.dropFirst(take)
-                    // A whole object of exactly one part is left for one PutObject at the end.
-                    let wholeObjectIsThisPart = progress.uploadID == nil && progress.nextPart == 1
-                        && declared == progress.received && rest.isEmpty
-                    if progress.tailSize == partSize && !wholeObjectIsThisPart {
-                        do {
-                            if try await !launch() { progress.tailFile = nil }
-                        } catch let error as TransferError {
-                            progress.failedCode = error.code
-                            break reading
-                        }
-                    }
-                }
-            }
-            do {
-                while let result = try await group.next() { settle(result) }
-            } catch {
-                turns.stop()
-                throw error
-            }
-        }
-        if deferRecording && progress.failedCode == nil, let hasher {
-            progress.digest = hasher.finish()
-        }
-        progress.parts.sort { $0.number < $1.number }
-        progress.unrecorded.sort { $0.number < $1.number }
-        return ending
-    }
-
     /// The job's multipart upload, created (and recorded) the first time a part needs it.
-    private func openUpload(_ progress: inout Progress) async throws -> String {
+    func openUpload(_ progress: inout Progress) async throws -> String {
         if let id = progress.uploadID { return id }
         let options = JobOptions.decode(job.options)
         let created = try await receiver.objects.createMultipartUpload(key: key, attributes: options.attributes)

@@ -1,0 +1,141 @@
+/// The part loop of a job whose parts are planned: at most `concurrency` parts in flight, each
+/// recorded before it counts, failed ones retried after a backoff, `bandwidthLimit` pacing part
+/// starts. A requested yield stops new parts and hands the job back once those in flight are
+/// recorded.
+extension JobRunner {
+    enum PartEvent: Sendable {
+        case moved(part: Int, size: Int64, etag: String)
+        case failed(part: Int, error: TransferError)
+        case wake
+    }
+
+    typealias PartTasks = ThrowingTaskGroup<PartEvent, any Error>
+
+    /// The loop's state for one run.
+    struct PartLoop {
+        var scheduler: PartScheduler
+        var recorded: [Int: RecordedPart]
+        /// bandwidthLimit paces part starts: part n may start once the bytes of the parts
+        /// started before it in this run would have moved at the limit.
+        let pacingStart: Int
+        let bytesPerSecond: Int64?
+        var bytesScheduled: Int64 = 0
+        var wakeAt: Int?
+        var yielding = false
+    }
+
+    func moveParts(_ job: Job, _ options: JobOptions, _ lease: Lease, _ work: Work, _ upload: UploadHandle,
+                   _ done: [Int: RecordedPart], _ control: JobControl) async throws -> Outcome {
+        let concurrency = min(max(options.concurrency ?? settings.concurrency, 1), settings.maxConcurrency)
+        var loop = PartLoop(scheduler: PartScheduler(partCount: work.plan.partCount, concurrency: concurrency,
+                                                     retryLimit: options.retryLimit ?? settings.retryLimit,
+                                                     backoff: settings.backoff, completed: Set(done.keys), random: settings.random),
+                            recorded: done, pacingStart: clock.now(), bytesPerSecond: options.bandwidthLimit.map { max(1, $0) })
+        let uploadID = upload.id
+        let ending = try await withThrowingTaskGroup(of: PartEvent.self) { group in
+            try await runParts(&group, &loop, job, lease, work, uploadID, control)
+        }
+        try Task.checkCancellation()
+        switch ending {
+        case nil:
+            // Handed back between parts: any instance takes it again, the fairest claim first.
+            try await store.release(lease)
+            return .stopped(.queued)
+        case .fail(_, let code)?:
+            return try await fail(lease, job, code: code, upload: upload)
+        case .finish?, .start?:
+            let etag: String
+            do {
+                etag = try await complete(work, uploadID: uploadID, parts: loop.recorded.values.sorted { $0.number < $1.number })
+            } catch let failure as Failure {
+                return try await fail(lease, job, code: failure.code, upload: upload)
+            } catch let error as TransferError {
+                return try await fail(lease, job, code: error.code, upload: upload)
+            }
+            try Task.checkCancellation()
+            cleanUp(job, after: .completed)
+            try await store.finish(lease, state: .completed, etag: etag, error: nil)
+            observer.jobEnded(kind: job.kind, state: .completed)
+            return .completed(etag: etag)
+        }
+    }
+
+    /// Runs parts until every one is done, one failed for good, or the job yields (nil).
+    private func runParts(_ group: inout PartTasks, _ loop: inout PartLoop, _ job: Job, _ lease: Lease, _ work: Work,
+                          _ uploadID: String?, _ control: JobControl) async throws -> PartScheduler.Action? {
+        var terminal = launch(&group, &loop, work, uploadID)
+        while terminal == nil, let event = try await group.next() {
+            switch event {
+            case .moved(let part, let size, let etag):
+                let record = RecordedPart(number: part, size: size, etag: etag)
+                try await store.recordPart(record, under: lease)
+                observer.partMoved(kind: job.kind, bytes: size)
+                loop.recorded[part] = record
+                loop.scheduler.partSucceeded(part)
+            case .failed(let part, let error):
+                observer.partFailed(kind: job.kind, code: error.code)
+                terminal = loop.scheduler.partFailed(part, retryable: error.retryable, error: error.code, now: clock.now())
+            case .wake:
+                loop.wakeAt = nil
+            }
+            if terminal == nil && !loop.yielding && control.yieldRequested {
+                loop.yielding = true
+                loop.scheduler.pause()
+            }
+            if loop.yielding && loop.scheduler.partsInFlight == 0 {
+                group.cancelAll()
+                return nil
+            }
+            if terminal == nil {
+                terminal = launch(&group, &loop, work, uploadID)
+                armWake(&group, &loop)
+            }
+        }
+        group.cancelAll()
+        return terminal
+    }
+
+    /// Starts what the scheduler says; returns its verdict when it is the end.
+    private func launch(_ group: inout PartTasks, _ loop: inout PartLoop, _ work: Work, _ uploadID: String?) -> PartScheduler.Action? {
+        for action in loop.scheduler.nextActions(now: clock.now()) {
+            guard case .start(let part, let attempt) = action else { return action }
+            let size = work.plan.size(ofPart: part)
+            let notBefore = loop.bytesPerSecond.map { loop.pacingStart + Int(loop.bytesScheduled * 1000 / $0) }
+            if attempt == 1 { loop.bytesScheduled += size }
+            group.addTask { try await self.move(part, size: size, work, uploadID, notBefore: notBefore) }
+        }
+        return nil
+    }
+
+    /// One part, its buffers reserved from the memory budget first; its failure as an event.
+    private func move(_ part: Int, size: Int64, _ work: Work, _ uploadID: String?, notBefore: Int?) async throws -> PartEvent {
+        do {
+            if let notBefore { try await clock.sleep(until: notBefore) }
+            let held = try await settings.memory.reserve(settings.transferBufferBytes)
+            defer { held.release() }
+            let etag = try await work.move(part, work.plan.range(ofPart: part), uploadID)
+            return .moved(part: part, size: size, etag: etag)
+        } catch let error as TransferError {
+            try Task.checkCancellation()
+            return .failed(part: part, error: error)
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch is ByteBudget.TooLarge {
+            return .failed(part: part, error: TransferError(code: FailureCode.spoolTooSmall, retryable: false))
+        } catch {
+            try Task.checkCancellation()
+            return .failed(part: part, error: TransferError(code: "InternalError", retryable: true))
+        }
+    }
+
+    /// A timer for the earliest retry due, unless one already wakes the loop sooner.
+    private func armWake(_ group: inout PartTasks, _ loop: inout PartLoop) {
+        guard let next = loop.scheduler.nextWakeup, loop.wakeAt.map({ next < $0 }) ?? true else { return }
+        loop.wakeAt = next
+        let clock = self.clock
+        group.addTask {
+            try await clock.sleep(until: next)
+            return .wake
+        }
+    }
+}

@@ -1,0 +1,156 @@
+import Crypto
+
+/// Streaming a request's body into parts: the tail file fills, each whole part goes to S3 from
+/// its file (at most `concurrency` in flight, recorded in order), and a new tail is opened once
+/// the spool has room for it.
+extension UploadRequest {
+    typealias Parts = ThrowingTaskGroup<PartResult, any Error>
+
+    /// What streaming needs, fixed for the request.
+    struct Streaming: Sendable {
+        let partSize: Int64
+        let declared: Int64?
+        let concurrency: Int
+        let retryLimit: Int
+        /// A checksummed request records nothing until its checksum matches.
+        let deferRecording: Bool
+        /// A part is recorded the moment it and every part before it are in S3, not when the
+        /// body's reader next looks: a client that pauses mid-body has its finished parts counted.
+        let turns: InOrderTurns
+    }
+
+    /// Reads the body into the tail file, sending every whole part as it forms.
+    func stream(_ progress: inout Progress) async throws -> Ending {
+        let options = JobOptions.decode(job.options)
+        let streaming = Streaming(partSize: job.partSize, declared: job.bytesTotal,
+                                  concurrency: min(max(options.concurrency ?? settings.concurrency, 1), settings.maxConcurrency),
+                                  retryLimit: options.retryLimit ?? settings.retryLimit, deferRecording: checksum != nil,
+                                  turns: InOrderTurns(first: progress.nextPart))
+        let hasher = checksum.map { Digest.Context($0.algorithm) }
+        var ending = Ending.clean
+        try await withThrowingTaskGroup(of: PartResult.self) { group in
+            var inFlight = 0
+            ending = try await readBody(&group, &inFlight, &progress, streaming, hasher)
+            do {
+                while let result = try await group.next() { settle(result, &inFlight, &progress, streaming) }
+            } catch {
+                streaming.turns.stop()
+                throw error
+            }
+        }
+        if streaming.deferRecording && progress.failedCode == nil, let hasher {
+            progress.digest = hasher.finish()
+        }
+        progress.parts.sort { $0.number < $1.number }
+        progress.unrecorded.sort { $0.number < $1.number }
+        return ending
+    }
+
+    /// Reads until the body ends, breaks, goes past the declared size, or finds no room.
+    private func readBody(_ group: inout Parts, _ inFlight: inout Int, _ progress: inout Progress, _ s: Streaming,
+                          _ hasher: Digest.Context?) async throws -> Ending {
+        while progress.failedCode == nil {
+            let chunk: ArraySlice<UInt8>?
+            do {
+                chunk = try await body.next()
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
+                return .broken
+            }
+            guard var rest = chunk else { return .clean }
+            if let declared = s.declared, progress.received + Int64(rest.count) > declared { return .tooLarge }
+            while !rest.isEmpty {
+                // No room for the rest: what was written so far is kept; the client sends the
+                // rest again after a moment.
+                guard let file = progress.tailFile else { return .noRoom }
+                let take = Int(min(s.partSize - progress.tailSize, Int64(rest.count)))
+                try rest.prefix(take).withUnsafeBytes { bytes in
+                    try file.write(bytes, at: progress.tailSize)
+                    hasher?.update(bytes)
+                }
+                progress.tailSize += Int64(take)
+                progress.received += Int64(take)
+                rest = rest.dropFirst(take)
+                // A whole object of exactly one part is left for one PutObject at the end.
+                let wholeObjectIsThisPart = progress.uploadID == nil && progress.nextPart == 1
+                    && s.declared == progress.received && rest.isEmpty
+                if progress.tailSize == s.partSize && !wholeObjectIsThisPart {
+                    do {
+                        if try await !launch(&group, &inFlight, &progress, s) { progress.tailFile = nil }
+                    } catch let error as TransferError {
+                        progress.failedCode = error.code
+                        return .clean
+                    }
+                }
+            }
+        }
+        return .clean
+    }
+
+    /// The full tail becomes the next part's file and goes to S3; a new tail is opened once the
+    /// spool has room for it (false: no room).
+    private func launch(_ group: inout Parts, _ inFlight: inout Int, _ progress: inout Progress, _ s: Streaming) async throws -> Bool {
+        guard let file = progress.tailFile else { return false }
+        let uploadID = try await openUpload(&progress)
+        while inFlight >= s.concurrency, let result = try await group.next() { settle(result, &inFlight, &progress, s) }
+        let number = progress.nextPart, size = progress.tailSize, jobID = job.id
+        try spool.rename(jobID: jobID, from: .tail, to: .part(number))
+        progress.nextPart += 1
+        progress.tailFile = nil
+        progress.tailSize = 0
+        inFlight += 1
+        group.addTask { try await self.send(part: number, file: file, size: size, uploadID: uploadID, s) }
+        // The next part's room on the spool, before any of its bytes are read.
+        let room = min(s.partSize, (s.declared ?? Int64.max) - progress.received), spool = self.spool
+        guard try await receiver.room({ try await spool.reserve(jobID: jobID, name: .tail, bytes: room) }) != nil,
+              let next = try spool.open(jobID: jobID, name: .tail, create: true, truncate: true) else { return false }
+        progress.tailFile = next
+        return true
+    }
+
+    /// One part to S3 from its file, then recorded in its turn (unless recording waits for the
+    /// checksum). A part S3 refuses for good stops every later part from counting.
+    private func send(part number: Int, file: SpoolFile, size: Int64, uploadID: String, _ s: Streaming) async throws -> PartResult {
+        let jobID = job.id, key = self.key, objects = receiver.objects, settings = self.settings
+        defer { spool.remove(jobID: jobID, name: .part(number)) }
+        let etag: String
+        do {
+            let held = try await settings.memory.reserve(settings.transferBufferBytes)
+            defer { held.release() }
+            etag = try await receiver.clock.retrying(limit: s.retryLimit, backoff: settings.backoff, random: settings.random) {
+                try await objects.uploadPart(key: key, uploadID: uploadID, part: number, data: .file(file, offset: 0, length: size))
+            }
+        } catch let error as TransferError {
+            s.turns.stop()  // the job fails: nothing after this part counts
+            return PartResult(part: nil, error: error)
+        } catch {
+            s.turns.stop()
+            throw error
+        }
+        let part = RecordedPart(number: number, size: size, etag: etag)
+        if s.deferRecording { return PartResult(part: part, error: nil) }
+        guard await s.turns.wait(for: number) else { return PartResult(part: nil, error: nil) }
+        do {
+            let replaced = try await receiver.store.recordUploadPart(part, under: lease)
+            receiver.observer.partMoved(kind: .upload, bytes: size)
+            await receiver.deleteStaged(replaced)
+        } catch {
+            s.turns.stop()  // committed bytes stay a prefix: no later part may be recorded
+            throw error
+        }
+        s.turns.recorded(number)
+        return PartResult(part: part, error: nil)
+    }
+
+    private func settle(_ result: PartResult, _ inFlight: inout Int, _ progress: inout Progress, _ s: Streaming) {
+        inFlight -= 1
+        if let part = result.part {
+            if s.deferRecording { progress.unrecorded.append(part) } else { progress.parts.append(part) }
+            progress.segments = []
+        } else if let error = result.error {
+            receiver.observer.partFailed(kind: .upload, code: error.code)
+            progress.failedCode = progress.failedCode ?? error.code
+        }
+    }
+}
