@@ -47,10 +47,11 @@ let package = Package(
         // The composition root (configuration, wiring) and the commands: `transfer-gateway serve|migrate|token`.
         .executableTarget(name: "TransferGateway", dependencies: ["Gateway", "Adapters", "HTTPServer", "TransferEngine", "Postgres",
                                                                 "S3", "SigV4", "Auth", "Crypto"]),
-        // In-memory twins of the engine's ports and a manual clock, for tests of every target.
-        .target(name: "TestSupport", dependencies: ["TransferEngine", "Crypto"]),
+        // In-memory twins of every port (the engine's and the routes'), a manual clock and one
+        // loopback HTTP client, for tests of every target.
+        .target(name: "TestSupport", dependencies: ["TransferEngine", "Gateway", "Crypto"]),
 
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(name: "SigV4Tests", dependencies: ["SigV4", "Crypto"], exclude: ["Fixtures"]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "TransferGateway", "HTTPServer", "Auth", "Crypto",
                                                    "TransferEngine", "TestSupport"]),

@@ -4,19 +4,28 @@
 # BENCH_SOAK_SECONDS (60) seconds (`size` 16 KiB × seconds = 983040) on a kept-alive connection of
 # its own, all from this machine and one Python asyncio process (bench/soak_driver.py run), plus
 # one fast upload job of BENCH_SOAK_FAST_MIB (256) MiB by `curl -T` BENCH_SOAK_FAST_AT (30) s in,
-# its wall time reported. Beside it (bench/soak_driver.py probe, a process of its own): the
-# gateway's VmRSS once a second and GET /healthz 10 times a second on one connection. After it,
-# every job's state (GET /v1/jobs/{id}) and every object read back from S3 with boto3 (SHA-256 and
-# MD5 of what was sent; ETag = MD5), then the objects are deleted. Writes the section
-# "## Slow-client soak (bench/soak.sh)" of bench/RESULTS.md (other sections are kept).
+# its wall time reported. A PUT's first answer is what counts: none is sent again. Beside it
+# (bench/soak_driver.py probe, a process of its own): GET /healthz 10 times a second on one
+# connection; the gateway's VmRSS, open files and CPU, the machine's CPU and that of SeaweedFS and
+# PostgreSQL once a second; the gateway's budget gauges and PostgreSQL's commits every 2 s. After
+# it, every job's state (GET /v1/jobs/{id}) and every object read back from S3 with boto3 (SHA-256
+# and MD5 of what was sent; ETag = MD5), then the objects are deleted. Writes the section
+# "## Slow-client soak (bench/soak.sh)" of bench/RESULTS.md (its block between the markers; other
+# sections and the prose above the block are kept).
 #
 # The gateway: the release binary on 127.0.0.1:18100, its own database (gateway_soak, emptied
 # first) and spool directory, GATEWAY_MAX_CONNECTIONS and GATEWAY_MAX_CONNECTIONS_PER_CLIENT 8192
 # (every client is 127.0.0.1), GATEWAY_LOG_LEVEL=warn, the default budgets (memory 256 MiB,
-# spool 10 GiB; BENCH_SOAK_MEMORY_BUDGET overrides the first). Builds it unless
-# BENCH_SKIP_BUILD=1; starts the stack and stops what it started. Exits 1 (after writing the
-# results) when a job did not complete, an object differs or /healthz failed; the work directory
-# with the gateway's log and the JSON of every job is kept then (and with BENCH_SOAK_KEEP=1).
+# spool 10 GiB). BENCH_SOAK_MEMORY_BUDGET=BYTES runs it with another memory budget and writes a
+# block of its own ("Diagnostic"). Builds the binary unless BENCH_SKIP_BUILD=1; starts the stack
+# and stops what it started. Exits 1 (after writing the results) when a job did not complete, an
+# object differs or /healthz failed, and without writing them when something else restarted
+# PostgreSQL or SeaweedFS during the run (the stack is shared); the work directory with the
+# gateway's log and the JSON of every job, probe and check is kept then (and with BENCH_SOAK_KEEP=1).
+#
+#   BENCH_SKIP_BUILD=1 bench/soak.sh                  the soak as recorded in bench/RESULTS.md
+#   BENCH_SOAK_JOBS=40 BENCH_SOAK_SECONDS=8 BENCH_SOAK_RAMP=3 BENCH_SOAK_FAST_MIB=32 \
+#     BENCH_SOAK_FAST_AT=3 BENCH_SKIP_BUILD=1 bench/soak.sh   a quick check of the scripts (overwrites the block)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -65,7 +74,9 @@ DB_URL="$(bash scripts/stack.sh database "$DB")"
 psql "${DB_URL%/*}/postgres" -qAtc "DROP DATABASE IF EXISTS $DB" >/dev/null
 DB_URL="$(bash scripts/stack.sh database "$DB")"
 
-ulimit -n "$(ulimit -Hn)"
+hard="$(ulimit -Hn)"
+[ "$hard" = unlimited ] && hard=1048576
+ulimit -n "$hard"
 [ "$(ulimit -n)" -ge $((JOBS + 256)) ] || die "ulimit -n is $(ulimit -n); $JOBS connections need more"
 
 say "writing a $FAST_MIB MiB file"

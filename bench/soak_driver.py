@@ -7,16 +7,19 @@ Subcommands (every one prints JSON or markdown; bench/soak.sh runs them in turn)
           SIZE bytes at CHUNK bytes every INTERVAL seconds on one kept-alive connection
           (POST /v1/jobs, then PUT /v1/jobs/{id}/data with Content-Length), plus one fast upload
           by `curl -T FILE` FAST_AT seconds in. One process, one asyncio loop, raw asyncio
-          streams: no per-connection threads. Content is deterministic per job (random.Random
-          seeded with the run id and the job number); SHA-256 and MD5 of what was sent are kept.
+          streams: no per-connection threads. Content is deterministic per job and chunk (see
+          chunk_bytes), so verify makes the same bytes again instead of the driver hashing them.
           Also measures itself: how late each chunk left against its schedule, the loop's lag,
           and its CPU seconds, so a slow driver shows up as such and not as a slow gateway.
-  probe   GET /healthz HZ times a second on one kept-alive connection of its own, and the
-          gateway's VmRSS/VmHWM, CPU seconds, open files and threads once a second, until
-          SIGTERM (a process of its own, so the driver's load does not delay the probe).
+  probe   GET /healthz HZ times a second on one kept-alive connection of its own; once a second
+          the gateway's VmRSS/VmHWM, CPU seconds, open files and threads, the machine's busy
+          CPU and the CPU of SeaweedFS and PostgreSQL; every few seconds the gateway's budget
+          and connection gauges (/metrics) and PostgreSQL's commits. Until SIGTERM; a process of
+          its own, so the driver's load does not delay the probe.
   verify  every job's state (GET /v1/jobs/{id} with its owner's token) and every object read
-          back from S3 with boto3 (SHA-256 and MD5 of the body against what was sent; ETag
-          against the MD5 for single-part objects, the multipart form for the fast one).
+          back from S3 with boto3 (SHA-256 and MD5 of the body against what was sent, and the
+          ETag against the MD5: the slow uploads are single-part; the fast one by SHA-256).
+          With --delete, the objects are deleted after.
   report  the markdown section of bench/RESULTS.md from the three JSON files.
 
 Tokens are HS256 JWTs minted with pyjwt from GATEWAY_JWT_SECRET (claims sub, exp).
@@ -178,7 +181,7 @@ class Run:
         return await asyncio.open_connection(self.args.host, self.args.port)
 
     async def create(self, reader, writer, token, payload, r):
-        """POST /v1/jobs until it is not 429 (waiting Retry-After); returns the job or None."""
+        """POST /v1/jobs, again after Retry-After while it is 429 or 503; (job or None, headers)."""
         body = json.dumps(payload, separators=(",", ":")).encode()
         req = head("POST", "/v1/jobs", self.host, token,
                    ("Content-Type: application/json", f"Content-Length: {len(body)}")) + body

@@ -25,6 +25,9 @@ public final class PostgresConnection {
             PQfinish(connection)
             throw PostgresError(kind: .connection, sqlState: nil, message: message)
         }
+        // The server's notices (a FATAL as it shuts down, say) would go to stderr raw, outside
+        // the JSON log: the failures they tell of reach the caller as errors anyway.
+        PQsetNoticeProcessor(connection, { _, _ in }, nil)
         handle = connection
     }
 

@@ -258,6 +258,12 @@ public final class InMemoryJobStore: UploadStore {
         }
     }
 
+    /// Who holds the job's lease now, if anyone does.
+    public func leaseHolder(_ id: String) -> String? {
+        let now = Int64(clock.now())
+        return state.withLock { s in s.leases[id].flatMap { $0.expiresAt >= now ? $0.owner : nil } }
+    }
+
     /// The tail pieces the store lists for `id`.
     public func tail(of id: String) -> [TailSegment] { state.withLock { $0.tails[id] ?? [] } }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 @testable import HTTPServer
 
@@ -31,7 +32,7 @@ import Testing
     @Test func aClientThatHangsUpCancelsItsHandler() async throws {
         let (server, port, responder) = try startServer()
         do {
-            let client = try TestClient(port: port)
+            let client = try LoopbackClient(port: port)
             try client.send("GET /hang HTTP/1.1\r\nHost: t\r\n\r\n")
             #expect(eventually { responder.observations.seen.withLock { $0 } == 1 })
         }
@@ -44,19 +45,19 @@ import Testing
 
     @Test func oneAddressMayHoldOnlyItsShareOfConnections() async throws {
         let (server, port, _) = try startServer { $0.maxConnectionsPerClient = 3 }
-        var held: [TestClient] = []
+        var held: [LoopbackClient] = []
         for _ in 0..<3 {
-            let client = try TestClient(port: port)
+            let client = try LoopbackClient(port: port)
             try client.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
             #expect(try client.readResponse().status == 200)
             held.append(client)
         }
-        let extra = try TestClient(port: port)
+        let extra = try LoopbackClient(port: port)
         #expect(try extra.readResponse().status == 429)
         #expect(extra.closedByPeer(within: 3))
         held.removeFirst()
         #expect(eventually { server.openConnections == 2 })
-        let again = try TestClient(port: port)
+        let again = try LoopbackClient(port: port)
         try again.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
         #expect(try again.readResponse().status == 200)
         await server.shutdown(grace: 1)
@@ -68,7 +69,7 @@ import Testing
             $0.trustedProxies = [AddressBlock("127.0.0.0/8")!]
         }
         // The proxy's own address is not capped: two connections from it carry two clients.
-        let a = try TestClient(port: port), b = try TestClient(port: port), c = try TestClient(port: port)
+        let a = try LoopbackClient(port: port), b = try LoopbackClient(port: port), c = try LoopbackClient(port: port)
         try a.send("GET /who HTTP/1.1\r\nHost: t\r\nX-Forwarded-For: 203.0.113.5\r\n\r\n")
         try b.send("GET /who HTTP/1.1\r\nHost: t\r\nX-Forwarded-For: 198.51.100.7\r\n\r\n")
         #expect(eventually { responder.observations.seen.withLock { $0 } == 2 })

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 @testable import HTTPServer
 
@@ -102,7 +103,7 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
 @Suite(.serialized) struct LiveServerTests {
     @Test func keepAliveServesManyRequestsOnOneConnection() async throws {
         let (server, port, _) = try startServer()
-        let client = try TestClient(port: port)
+        let client = try LoopbackClient(port: port)
         for _ in 0..<3 {
             try client.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
             let response = try client.readResponse()
@@ -114,7 +115,7 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
 
     @Test func pipelinedRequestsAreAnsweredInOrder() async throws {
         let (server, port, _) = try startServer()
-        let client = try TestClient(port: port)
+        let client = try LoopbackClient(port: port)
         var batch = ""
         for i in 0..<5 { batch += "POST /echo?n=\(i) HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\n\r\n\(i)" }
         try client.send(batch)
@@ -130,7 +131,7 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
     /// read as chunks it is the same bytes, and the next request on the connection is intact.
     @Test func aBodyThatCameWithItsHeadIsHandedOverWhole() async throws {
         let (server, port, _) = try startServer()
-        let client = try TestClient(port: port)
+        let client = try LoopbackClient(port: port)
         let body = String(repeating: "0123456789", count: 300)
         try client.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
                         + "PUT /slow HTTP/1.1\r\nHost: t\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
@@ -146,7 +147,7 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
 
     @Test func chunkedBodyWithExtensionsAndTrailers() async throws {
         let (server, port, _) = try startServer()
-        let client = try TestClient(port: port)
+        let client = try LoopbackClient(port: port)
         try client.send("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
                         + "5;ext=1\r\nhello\r\n1;a=\"b c\"\r\n \r\n5\r\nworld\r\n0\r\nX-Trailer: yes\r\n\r\n")
         let response = try client.readResponse()
@@ -159,7 +160,7 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
 
     @Test func malformedChunkedBodyIsRefused() async throws {
         let (server, port, _) = try startServer()
-        let client = try TestClient(port: port)
+        let client = try LoopbackClient(port: port)
         try client.send("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n")
         let response = try client.readResponse()
         #expect(response.status == 400)
@@ -169,7 +170,7 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
 
     @Test func expectContinueIsSentWhenTheHandlerReads() async throws {
         let (server, port, _) = try startServer()
-        let client = try TestClient(port: port)
+        let client = try LoopbackClient(port: port)
         try client.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n")
         #expect(try client.readLine() == "HTTP/1.1 100 Continue")
         #expect(try client.readLine() == "")
@@ -181,7 +182,7 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
 
     @Test func expectContinueIsNotSentWhenTheHandlerAnswersFirst() async throws {
         let (server, port, _) = try startServer()
-        let client = try TestClient(port: port)
+        let client = try LoopbackClient(port: port)
         try client.send("POST /early HTTP/1.1\r\nHost: t\r\nContent-Length: 100000000\r\nExpect: 100-continue\r\n\r\n")
         let response = try client.readResponse()
         #expect(response.status == 413)
@@ -192,7 +193,7 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
 
     @Test func unreadSmallBodyIsDiscardedAndTheConnectionKept() async throws {
         let (server, port, _) = try startServer()
-        let client = try TestClient(port: port)
+        let client = try LoopbackClient(port: port)
         try client.send("POST /early HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\n0123456789GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
         #expect(try client.readResponse().status == 413)
         #expect(try client.readResponse().text == "hello")
@@ -201,7 +202,7 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
 
     @Test func headAnswersWithoutABody() async throws {
         let (server, port, _) = try startServer()
-        let client = try TestClient(port: port)
+        let client = try LoopbackClient(port: port)
         try client.send("HEAD /hello HTTP/1.1\r\nHost: t\r\n\r\nGET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
         let head = try client.readResponse(head: true)
         #expect(head.status == 200 && head.header("content-length") == "5")
@@ -211,11 +212,11 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
 
     @Test func http10ClosesUnlessKeepAliveIsAsked() async throws {
         let (server, port, _) = try startServer()
-        let client = try TestClient(port: port)
+        let client = try LoopbackClient(port: port)
         try client.send("GET /hello HTTP/1.0\r\n\r\n")
         let bytes = String(decoding: try client.readToEnd(), as: UTF8.self)
         #expect(bytes.hasPrefix("HTTP/1.0 200 OK\r\n") && bytes.hasSuffix("hello"))
-        let kept = try TestClient(port: port)
+        let kept = try LoopbackClient(port: port)
         try kept.send("GET /hello HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
         let response = try kept.readResponse()
         #expect(response.header("connection") == "keep-alive")
@@ -226,7 +227,7 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
 
     @Test func streamedChunkedResponse() async throws {
         let (server, port, _) = try startServer()
-        let client = try TestClient(port: port)
+        let client = try LoopbackClient(port: port)
         try client.send("GET /stream HTTP/1.1\r\nHost: t\r\n\r\n")
         let response = try client.readResponse()
         #expect(response.header("transfer-encoding") == "chunked")
@@ -236,7 +237,7 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
 
     @Test func largeStreamedResponseToAClientThatReadsLate() async throws {
         let (server, port, _) = try startServer()
-        let client = try TestClient(port: port)
+        let client = try LoopbackClient(port: port)
         try client.send("GET /big HTTP/1.1\r\nHost: t\r\n\r\n")
         try await Task.sleep(for: .milliseconds(200))  // the producer must wait, not buffer 32 MiB
         let response = try client.readResponse(timeout: 20)
@@ -247,7 +248,7 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
 
     @Test func requestBodyBackpressureBoundsWhatIsBuffered() async throws {
         let (server, port, responder) = try startServer()
-        let client = try TestClient(port: port)
+        let client = try LoopbackClient(port: port)
         let size = 16 << 20
         try client.send("PUT /slow HTTP/1.1\r\nHost: t\r\nContent-Length: \(size)\r\n\r\n")
         let block = [UInt8](repeating: 7, count: 1 << 20)
@@ -262,11 +263,11 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
 
     @Test func oversizedHeadsAreRefusedAndClosed() async throws {
         let (server, port, _) = try startServer()
-        let big = try TestClient(port: port)
+        let big = try LoopbackClient(port: port)
         try big.send("GET /hello HTTP/1.1\r\nHost: t\r\nX-Big: \(String(repeating: "a", count: 20_000))\r\n\r\n")
         #expect(try big.readResponse().status == 431)
         #expect(big.closedByPeer(within: 3))
-        let long = try TestClient(port: port)
+        let long = try LoopbackClient(port: port)
         try long.send("GET /\(String(repeating: "a", count: 9000)) HTTP/1.1\r\nHost: t\r\n\r\n")
         #expect(try long.readResponse().status == 414)
         #expect(long.closedByPeer(within: 3))
@@ -284,7 +285,7 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
     ])
     func refusalsCloseTheConnection(request: String, status: Int) async throws {
         let (server, port, _) = try startServer()
-        let client = try TestClient(port: port)
+        let client = try LoopbackClient(port: port)
         try client.send(request + "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
         let response = try client.readResponse()
         #expect(response.status == status)
@@ -295,7 +296,7 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
 
     @Test func slowHeadsTimeOutWith408() async throws {
         let (server, port, _) = try startServer { $0.headerTimeout = 0.5 }
-        let client = try TestClient(port: port)
+        let client = try LoopbackClient(port: port)
         try client.send("GET /hello HTTP/1.1\r\nHost")
         let response = try client.readResponse(timeout: 5)
         #expect(response.status == 408)
@@ -305,7 +306,7 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
 
     @Test func idleKeepAliveConnectionsAreClosed() async throws {
         let (server, port, _) = try startServer { $0.idleTimeout = 0.5 }
-        let client = try TestClient(port: port)
+        let client = try LoopbackClient(port: port)
         try client.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
         _ = try client.readResponse()
         let started = Date()
@@ -316,16 +317,16 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
 
     @Test func slowlorisDoesNotStarveOthers() async throws {
         let (server, port, _) = try startServer { $0.headerTimeout = 1.5 }
-        var attackers: [TestClient] = []
+        var attackers: [LoopbackClient] = []
         for _ in 0..<200 {
-            let attacker = try TestClient(port: port)
+            let attacker = try LoopbackClient(port: port)
             try attacker.send("GET /hello HTTP/1.1\r\nX-a: ")
             attackers.append(attacker)
         }
         for round in 0..<3 {
             for attacker in attackers { try? attacker.send("b") }
             let started = Date()
-            let client = try TestClient(port: port)
+            let client = try LoopbackClient(port: port)
             try client.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
             #expect(try client.readResponse().text == "hello")
             #expect(Date().timeIntervalSince(started) < 0.1, "round \(round)")
@@ -338,19 +339,19 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
 
     @Test func connectionCapRefusesTheExtraConnection() async throws {
         let (server, port, _) = try startServer { $0.maxConnections = 8 }
-        var held: [TestClient] = []
+        var held: [LoopbackClient] = []
         for _ in 0..<8 {
-            let client = try TestClient(port: port)
+            let client = try LoopbackClient(port: port)
             try client.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
             _ = try client.readResponse()
             held.append(client)
         }
-        let extra = try TestClient(port: port)
+        let extra = try LoopbackClient(port: port)
         #expect(try extra.readResponse().status == 503)
         #expect(extra.closedByPeer(within: 3))
         held.removeAll()
         #expect(eventually { server.openConnections == 0 })
-        let again = try TestClient(port: port)
+        let again = try LoopbackClient(port: port)
         try again.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
         #expect(try again.readResponse().status == 200)
         await server.shutdown(grace: 1)
@@ -360,14 +361,14 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
         let (server, port, _) = try startServer()
         // Warm up once so lazily opened descriptors (loops, eventfds) are counted in the baseline.
         do {
-            let client = try TestClient(port: port)
+            let client = try LoopbackClient(port: port)
             try client.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
             _ = try client.readResponse()
         }
         #expect(eventually { server.openConnections == 0 })
         #expect(openSocketsOnPort(port) == 0)
         for i in 0..<10_000 {
-            let client = try TestClient(port: port)
+            let client = try LoopbackClient(port: port)
             if i % 2 == 0 {
                 try client.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
                 _ = try client.readResponse()
@@ -380,9 +381,9 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
 
     @Test func shutdownFinishesRequestsInFlight() async throws {
         let (server, port, responder) = try startServer()
-        let client = try TestClient(port: port)
+        let client = try LoopbackClient(port: port)
         try client.send("GET /wait HTTP/1.1\r\nHost: t\r\n\r\n")
-        let idle = try TestClient(port: port)
+        let idle = try LoopbackClient(port: port)
         #expect(eventually { server.openConnections == 2 })
         let stopping = Task { await server.shutdown(grace: 5) }
         #expect(idle.closedByPeer(within: 2))
@@ -391,12 +392,12 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
         let response = try client.readResponse()
         #expect(response.text == "released" && response.header("connection") == "close")
         await stopping.value
-        #expect((try? TestClient(port: port)) == nil, "the listener is closed")
+        #expect((try? LoopbackClient(port: port)) == nil, "the listener is closed")
     }
 
     @Test func aHandlerHoldingItsAnswerLearnsOfTheShutdown() async throws {
         let (server, port, responder) = try startServer()
-        let client = try TestClient(port: port)
+        let client = try LoopbackClient(port: port)
         try client.send("GET /long-poll HTTP/1.1\r\nHost: t\r\n\r\n")
         #expect(eventually { responder.observations.seen.withLock { $0 } == 1 })
         let started = Date()
@@ -409,7 +410,7 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
     @Test func clientClosingAfterAnEarlyAnswerFreesTheConnection() async throws {
         let (server, port, _) = try startServer()
         do {
-            let client = try TestClient(port: port)
+            let client = try LoopbackClient(port: port)
             try client.send("POST /nope HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\n01234")
             #expect(try client.readResponse().status == 404)
         }
@@ -419,7 +420,7 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
 
     @Test func halfCloseStillGetsTheWholeAnswer() async throws {
         let (server, port, _) = try startServer()
-        let client = try TestClient(port: port)
+        let client = try LoopbackClient(port: port)
         try client.send("GET /bytes-big HTTP/1.1\r\nHost: t\r\n\r\n")
         shutdown(client.fd, Int32(SHUT_WR))
         try await Task.sleep(for: .milliseconds(200))
@@ -430,7 +431,7 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
 
     @Test func aPipeliningClientThatNeverReadsIsHeldBack() async throws {
         let (server, port, responder) = try startServer()
-        let client = try TestClient(port: port)
+        let client = try LoopbackClient(port: port)
         try client.send(String(repeating: "GET /bytes-big HTTP/1.1\r\nHost: t\r\n\r\n", count: 200))
         try await Task.sleep(for: .milliseconds(1000))
         let seen = responder.observations.seen.withLock { $0 }
@@ -442,7 +443,7 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
 
     @Test func chunkedUploadAnsweredEarlyGetsTheAnswerNotAReset() async throws {
         let (server, port, _) = try startServer()
-        let client = try TestClient(port: port)
+        let client = try LoopbackClient(port: port)
         try client.send("POST /early HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n")
         let chunk = "8000\r\n" + String(repeating: "z", count: 0x8000) + "\r\n"
         for _ in 0..<8 { try? client.send(chunk) }
@@ -453,7 +454,7 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
 
     @Test func expectContinueWithAStreamThatReadsTheBodyLater() async throws {
         let (server, port, _) = try startServer { $0.bodyTimeout = 5 }
-        let client = try TestClient(port: port)
+        let client = try LoopbackClient(port: port)
         try client.send("POST /stream-then-read HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n")
         try await Task.sleep(for: .milliseconds(100))
         try client.send("abc")
@@ -464,7 +465,7 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
 
     @Test func aStreamLongerThanItsLengthIsCutAtTheLength() async throws {
         let (server, port, _) = try startServer()
-        let client = try TestClient(port: port)
+        let client = try LoopbackClient(port: port)
         try client.send("GET /overrun HTTP/1.1\r\nHost: t\r\n\r\n")
         let response = try client.readResponse()
         #expect(response.text == "0123456789")

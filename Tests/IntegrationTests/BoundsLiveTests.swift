@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import Postgres
 import S3
+import TestSupport
 import Testing
 @testable import TransferGateway
 @testable import Adapters
@@ -55,7 +56,6 @@ extension JobTableTests {
     /// A long poll is woken by the change itself, whichever instance made it: no row polling.
     @Test func aLongPollIsWokenByAChangeOnAnotherInstance() async throws {
         let a = try LiveGateway(), b = try LiveGateway()
-        a.app.listener?.start()
         #expect(await eventuallyAsync { a.app.changes.isLive }, "the listener connects")
         let token = a.token("alice")
         let created = try await a.request("POST", "/v1/jobs", token: token,
@@ -67,7 +67,6 @@ extension JobTableTests {
         #expect(try await b.request("POST", "/v1/jobs/\(id)/pause", token: token).status == 200)
         #expect(try await poll.value == "paused")
         #expect(Date().timeIntervalSince(started) < 3, "woken by the change, not by the 30 s deadline")
-        a.app.listener?.stop()
         await a.stop()
         await b.stop()
     }
@@ -81,7 +80,7 @@ extension JobTableTests {
                                                 json: ["type": "upload", "accessLevel": "private", "key": "waits-\(UUID()).bin"])
         let id = try #require(created.json["id"] as? String)
         do {
-            let held = try RawHTTPConnection(port: gateway.port)
+            let held = try LoopbackClient(port: gateway.port)
             try held.send("GET /v1/jobs/\(id)?wait=60 HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer \(token)\r\n\r\n")
             try await Task.sleep(for: .milliseconds(300))
             let refused = try await gateway.request("GET", "/v1/jobs/\(id)?wait=1", token: token)
@@ -175,7 +174,7 @@ extension JobTableTests {
     /// with `Expect: 100-continue` the body is never asked for.
     @Test func tokensAreCheckedBeforeBodies() async throws {
         let gateway = try LiveGateway()
-        let connection = try RawHTTPConnection(port: gateway.port)
+        let connection = try LoopbackClient(port: gateway.port)
         try connection.send("POST /v1/presign HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 1000\r\nExpect: 100-continue\r\n\r\n")
         let (head, _) = try connection.readResponse(deadline: Date().addingTimeInterval(5))
         #expect(head.status == 401, "no 100 Continue, no waiting for the body")

@@ -24,9 +24,14 @@ final class LiveGateway: @unchecked Sendable {
         configuration = c
         app = try GatewayApp(configuration: c, logger: Logger(level: .info, sink: logs))
         port = try app.server.start()
+        // As `serve` does: job changes are heard (long polls, uploads paused mid-stream).
+        app.listener?.start()
     }
 
-    func stop() async { await app.server.shutdown(grace: 1) }
+    func stop() async {
+        await app.server.shutdown(grace: 1) { [app] in app.changes.close() }
+        app.listener?.stop()
+    }
 
     func token(_ subject: String, roles: [String] = [], ttl: Int = 600) -> String {
         TokenMinter.hs256(secret: Array((configuration.jwtSecret ?? "").utf8), subject: subject,

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import S3
+import TestSupport
 import Testing
 @testable import TransferGateway
 @testable import Adapters
@@ -100,7 +101,7 @@ struct PostgresRestartLiveTests {
         let id = try #require(created.json["id"] as? String)
 
         // One PATCH for everything; the first part and a bit go before the outage.
-        let connection = try RawHTTPConnection(port: gateway.port)
+        let connection = try LoopbackClient(port: gateway.port)
         try connection.send("PATCH /v1/jobs/\(id)/data HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(token)\r\n"
                             + "Content-Type: application/offset+octet-stream\r\nUpload-Offset: 0\r\n"
                             + "Content-Length: \(bytes.count)\r\n\r\n")

@@ -4,6 +4,7 @@ import Dispatch
 import Foundation
 import S3
 import Synchronization
+import TestSupport
 import Testing
 @testable import TransferGateway
 @testable import Adapters
@@ -27,7 +28,7 @@ extension JobTableTests {
         var sent = Date()
         var finished = Date()
         /// No whole answer: refused, reset, closed or cut.
-        var failure: RawHTTPConnection.Failure?
+        var failure: LoopbackClient.Failure?
         /// A whole answer, but not the expected one; or the request could not be set up.
         var problem: String?
         var ok: Bool { failure == nil && problem == nil }
@@ -201,8 +202,8 @@ extension JobTableTests {
     }
 
     /// A kept-alive connection that has answered `opening` (and its answer's head).
-    static func keptAlive(port: Int, receiveBuffer: Int32? = nil, opening: [UInt8], until: Date) throws -> (RawHTTPConnection, RawHTTPConnection.Head) {
-        let connection = try RawHTTPConnection(port: port, receiveBuffer: receiveBuffer)
+    static func keptAlive(port: Int, receiveBuffer: Int32? = nil, opening: [UInt8], until: Date) throws -> (LoopbackClient, LoopbackClient.Head) {
+        let connection = try LoopbackClient(port: port, receiveBuffer: receiveBuffer)
         try connection.send(opening)
         let (head, _) = try connection.readResponse(deadline: until)
         guard head.status == 200, !head.closes else { throw SetupFailed(reason: "opening answer \(head.status)") }
@@ -210,7 +211,7 @@ extension JobTableTests {
     }
 
     /// Waits until the gateway has read every byte sent on `connection`: it has the request.
-    static func awaitRead(_ connection: RawHTTPConnection, port: Int) throws {
+    static func awaitRead(_ connection: LoopbackClient, port: Int) throws {
         let deadline = Date().addingTimeInterval(10)
         while unreadByServer(serverPort: port, clientPort: connection.localPort) != 0 {
             guard Date() < deadline else { throw SetupFailed(reason: "the gateway never read the request") }
@@ -223,7 +224,7 @@ extension JobTableTests {
         var o = Outcome(kind: kind)
         do {
             try body(&o)
-        } catch let failure as RawHTTPConnection.Failure {
+        } catch let failure as LoopbackClient.Failure {
             o.failure = failure
         } catch {
             o.problem = (error as? SetupFailed)?.reason ?? "\(error)"
@@ -307,7 +308,7 @@ extension JobTableTests {
 
     /// One kept-alive connection sending `requests` in turn until A says `Connection: close`.
     static func loop(port: Int, requests: [[UInt8]], gate: Gate, until: Date) -> [Outcome] {
-        guard let connection = try? RawHTTPConnection(port: port) else { return [Outcome(kind: "load", problem: "no connection")] }
+        guard let connection = try? LoopbackClient(port: port) else { return [Outcome(kind: "load", problem: "no connection")] }
         var outcomes: [Outcome] = []
         var closes = false
         while !closes && outcomes.last?.ok != false && Date() < until {
@@ -329,7 +330,7 @@ extension JobTableTests {
         var answered: [Outcome] = []
         while Date() < until {
             let o = outcome("new connection") { o in
-                let connection = try RawHTTPConnection(port: port)
+                let connection = try LoopbackClient(port: port)
                 try connection.send(head("GET", "/healthz", token: nil))
                 let (answer, _) = try connection.readResponse(deadline: until)
                 if answer.status != 200 { o.problem = "answered \(answer.status)" }

@@ -11,76 +11,7 @@ private func bytes(_ count: Int, seed: UInt8) -> [UInt8] {
     (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ Int(seed)) }
 }
 
-/// The engine with in-memory ports, a manual clock and small budgets.
-private struct Bench {
-    let clock = ManualClock()
-    let store: InMemoryJobStore
-    let objects: InMemoryObjectStore
-    var settings = EngineSettings()
-    let spoolDirectory = NSTemporaryDirectory() + "bounds-spool-" + UUID().uuidString
-    var spoolBudget: Int64 = 1 << 30
-
-    init(objects: ((ManualClock) -> InMemoryObjectStore)? = nil, beforeWrite: @escaping @Sendable (String) throws -> Void = { _ in }) {
-        store = InMemoryJobStore(clock: clock, beforeWrite: beforeWrite)
-        self.objects = objects?(clock) ?? InMemoryObjectStore(clock: clock)
-        settings.concurrency = 2
-        settings.leaseMilliseconds = 30_000
-        settings.backoff = Backoff(baseMilliseconds: 100, capMilliseconds: 1000)
-    }
-
-    func runner(spool: DirectorySpool? = nil, fetcher: (any SourceFetcher)? = nil) throws -> JobRunner {
-        JobRunner(store: store, objects: objects, fetcher: fetcher,
-                  spool: try spool ?? DirectorySpool(directory: spoolDirectory, budget: spoolBudget), settings: settings, clock: clock)
-    }
-
-    @discardableResult
-    func insert(_ kind: Job.Kind, source: String, key: String = "dst", owner: String = "alice",
-                options: JobOptions = JobOptions()) async throws -> Job {
-        try await store.insert(Job(id: UUID().uuidString.lowercased(), owner: owner, kind: kind, state: .queued, objectKey: key,
-                                   source: source, options: options.json, bytesTotal: nil, partSize: settings.partSize))
-    }
-
-    func run(_ owner: String = "a", runner: JobRunner? = nil, control: JobControl = JobControl()) async throws -> (JobRunner.Outcome, Job) {
-        guard let (job, lease) = try await store.claim(owner: owner, leaseMilliseconds: settings.leaseMilliseconds) else {
-            throw TransferError(code: "NothingToClaim", retryable: false)
-        }
-        let runner = try runner ?? self.runner()
-        let outcome = try await driving(clock) { try await runner.run(job, lease: lease, control: control) }
-        return (outcome, try #require(try await store.job(id: job.id)))
-    }
-}
-
 private func objectSource(_ key: String) -> String { ObjectSource(key: key).json }
-
-/// A stream that hands out a chunk every `every` milliseconds of the manual clock.
-private final class SlowStream: ByteSource {
-    let clock: ManualClock
-    let chunks: Int
-    let every: Int
-    let read = Atomic<Int>(0)
-
-    init(clock: ManualClock, chunks: Int, every: Int) {
-        self.clock = clock
-        self.chunks = chunks
-        self.every = every
-    }
-
-    func next() async throws -> ArraySlice<UInt8>? {
-        guard read.load(ordering: .relaxed) < chunks else { return nil }
-        try await clock.sleep(milliseconds: every)
-        read.add(1, ordering: .relaxed)
-        return [UInt8](repeating: 7, count: 64 * 1024)[...]
-    }
-}
-
-private struct SlowFetcher: SourceFetcher {
-    let stream: SlowStream
-    func probe(_ url: String) async throws -> SourceProbe { SourceProbe(size: nil, etag: nil, acceptsRanges: false) }
-    func fetch(_ url: String, range: ClosedRange<Int64>, ifMatch: String?, into file: SpoolFile) async throws {
-        throw TransferError(code: "RangeIgnored", retryable: false)
-    }
-    func stream(_ url: String, limit: Int64) async throws -> any ByteSource { stream }
-}
 
 @Suite struct JobRunnerBoundsTests {
     /// A copy paused mid-way whose source is replaced by a smaller object: the recorded parts
@@ -275,40 +206,5 @@ private struct SlowFetcher: SourceFetcher {
         #expect(done.state == .completed && bench.objects.object("dst") == body)
         #expect(bench.objects.count(.uploadPart(1)) == 1 && bench.objects.count(.uploadPart(2)) == 1, "recorded parts are not sent again")
         #expect(bench.objects.count(.uploadPart(4)) == 1)
-    }
-
-    /// Claims go to the identity running fewest jobs: bob's job runs before alice's second,
-    /// though hers is older.
-    @Test func claimsAreFairAcrossIdentities() async throws {
-        let bench = Bench()
-        let aliceFirst = try await bench.insert(.copy, source: objectSource("src"), owner: "alice")
-        bench.clock.advance(by: 10)
-        let aliceSecond = try await bench.insert(.copy, source: objectSource("src"), owner: "alice")
-        bench.clock.advance(by: 10)
-        let bob = try await bench.insert(.copy, source: objectSource("src"), owner: "bob")
-        let first = try #require(try await bench.store.claim(owner: "i", leaseMilliseconds: 30_000))
-        let second = try #require(try await bench.store.claim(owner: "i", leaseMilliseconds: 30_000))
-        #expect(first.0.id == aliceFirst.id)
-        #expect(second.0.id == bob.id, "alice runs one already; bob runs none")
-        #expect(try await bench.store.waitingOwners(limit: 10) == ["alice"])
-        _ = aliceSecond
-    }
-
-    /// A job asked to yield hands itself back between parts: recorded parts stay, and any
-    /// instance finishes it later without sending them again.
-    @Test func aJobAskedToYieldHandsItselfBackBetweenParts() async throws {
-        var bench = Bench()
-        bench.settings.concurrency = 1
-        bench.objects.put("src", bytes(20 * MiB, seed: 11))
-        let job = try await bench.insert(.copy, source: objectSource("src"))
-        let control = JobControl()
-        control.requestYield()
-        let (outcome, handedBack) = try await bench.run(control: control)
-        #expect(outcome == .stopped(.queued))
-        #expect(handedBack.partsCompleted == 1, "the part in flight finished; no new one started")
-        let (done, finished) = try await bench.run("b")
-        guard case .completed = done else { Issue.record("\(done)"); return }
-        #expect(finished.id == job.id && bench.objects.object("dst") == bytes(20 * MiB, seed: 11))
-        #expect(bench.objects.count(.copyPart(1)) == 1)
     }
 }

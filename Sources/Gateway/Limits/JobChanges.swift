@@ -1,4 +1,5 @@
 import Synchronization
+import TransferEngine
 
 /// Wakes the requests waiting for a job to change (long polls, event streams). Every instance
 /// hears of every change through PostgreSQL's `NOTIFY` (one listening connection per instance),
@@ -117,5 +118,13 @@ public final class Ticket: Sendable {
             }
             waiter?.resume(returning: false)
         }
+    }
+}
+
+extension JobChanges: JobSignals {
+    /// Returns at the job's next announced change (or when the waiting task is cancelled).
+    public func changed(_ id: String) async {
+        let ticket = ticket(for: id)
+        if await ticket.wait() == false { forget(ticket, of: id) }
     }
 }

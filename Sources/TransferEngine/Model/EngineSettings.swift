@@ -39,3 +39,14 @@ public struct EngineSettings: Sendable {
 
     public init() {}
 }
+
+extension EngineSettings {
+    /// Runs one transfer of bytes (a part, an object, a staged tail) with its buffers reserved
+    /// from the memory budget first: however many requests and jobs run, their transfers
+    /// together stay within `GATEWAY_MEMORY_BUDGET`.
+    func transferring<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+        let held = try await memory.reserve(transferBufferBytes)
+        defer { held.release() }
+        return try await body()
+    }
+}

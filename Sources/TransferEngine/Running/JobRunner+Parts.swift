@@ -6,6 +6,8 @@ extension JobRunner {
     enum PartEvent: Sendable {
         case moved(part: Int, size: Int64, etag: String)
         case failed(part: Int, error: TransferError)
+        /// Gave up its wait for room: the job is giving its slot back.
+        case abandoned(part: Int)
         case wake
     }
 
@@ -75,12 +77,14 @@ extension JobRunner {
             case .failed(let part, let error):
                 observer.partFailed(kind: job.kind, code: error.code)
                 terminal = loop.scheduler.partFailed(part, retryable: error.retryable, error: error.code, now: clock.now())
+            case .abandoned(let part):
+                loop.scheduler.partAbandoned(part)
             case .wake:
                 loop.wakeAt = nil
             }
-            if terminal == nil && !loop.yielding && control.yieldRequested {
-                loop.yielding = true
-                loop.scheduler.pause()
+            if terminal == nil && loop.yielding != control.yieldRequested {
+                loop.yielding.toggle()
+                if loop.yielding { loop.scheduler.pause() } else { loop.scheduler.resume() }
             }
             if loop.yielding && loop.scheduler.partsInFlight == 0 {
                 group.cancelAll()
@@ -111,15 +115,15 @@ extension JobRunner {
     private func move(_ part: Int, size: Int64, _ work: Work, _ uploadID: String?, notBefore: Int?) async throws -> PartEvent {
         do {
             if let notBefore { try await clock.sleep(until: notBefore) }
-            let held = try await settings.memory.reserve(settings.transferBufferBytes)
-            defer { held.release() }
-            let etag = try await work.move(part, work.plan.range(ofPart: part), uploadID)
+            let etag = try await settings.transferring { try await work.move(part, work.plan.range(ofPart: part), uploadID) }
             return .moved(part: part, size: size, etag: etag)
         } catch let error as TransferError {
             try Task.checkCancellation()
             return .failed(part: part, error: error)
         } catch is CancellationError {
             throw CancellationError()
+        } catch is YieldedWhileWaiting {
+            return .abandoned(part: part)
         } catch is ByteBudget.TooLarge {
             return .failed(part: part, error: TransferError(code: FailureCode.spoolTooSmall, retryable: false))
         } catch {

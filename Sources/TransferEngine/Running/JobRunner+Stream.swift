@@ -38,7 +38,8 @@ extension JobRunner {
             var attempt = 1
             while true {
                 do {
-                    return try await streamOnce(job, options, lease, source, partSize: partSize, upload: upload, recorded: &recorded)
+                    return try await streamOnce(job, options, lease, source, partSize: partSize, upload: upload, recorded: &recorded,
+                                                control: control)
                 } catch let error as TransferError where error.retryable && attempt <= retryLimit {
                     observer.partFailed(kind: job.kind, code: error.code)
                     try await clock.sleep(milliseconds: settings.backoff.delay(retry: attempt, unit: settings.random()))
@@ -70,13 +71,18 @@ extension JobRunner {
         var current: (file: SpoolFile, filled: Int64, md5: Digest.Context)?
         var inFlight = 0
         var done: [RecordedPart] = []
+        /// Parts sent to S3 by this read (not found there already).
+        var sent = 0
     }
 
     typealias StreamTasks = ThrowingTaskGroup<RecordedPart, any Error>
 
     /// One read of the whole source; parts S3 already holds (from `recorded`) are not sent again.
+    /// Asked to yield, the read stops once it has sent a part of its own (so every run moves the
+    /// job forward), the parts in flight are recorded and the job goes back to the queue; the
+    /// next run reads the source again and skips what S3 holds.
     private func streamOnce(_ job: Job, _ options: JobOptions, _ lease: Lease, _ source: StreamSource, partSize: Int64,
-                            upload: UploadHandle, recorded: inout [Int: RecordedPart]) async throws -> Outcome {
+                            upload: UploadHandle, recorded: inout [Int: RecordedPart], control: JobControl) async throws -> Outcome {
         guard let fetcher else { throw Failure(code: FailureCode.invalidJob) }
         let streamBuffer = try await settings.memory.reserve(settings.transferBufferBytes)
         defer { streamBuffer.release() }
@@ -84,16 +90,32 @@ extension JobRunner {
         var pass = StreamPass(source: source, partSize: partSize,
                               concurrency: min(max(options.concurrency ?? settings.concurrency, 1), settings.maxConcurrency),
                               retryLimit: options.retryLimit ?? settings.retryLimit, known: recorded)
-        try await withThrowingTaskGroup(of: RecordedPart.self) { group in
+        let yielded = try await withThrowingTaskGroup(of: RecordedPart.self) { group in
             while let chunk = try await body.next() {
-                try await write(chunk, &pass, &group, job, options, lease, upload)
+                let yielding: Bool
+                do {
+                    try await write(chunk, &pass, &group, job, options, lease, upload, pass.sent > 0 ? control : nil)
+                    yielding = pass.sent > 0 && control.yieldRequested
+                } catch is YieldedWhileWaiting {
+                    yielding = true  // the rest of the chunk is dropped with the part it was for
+                }
+                if yielding {
+                    while let finished = try await group.next() { pass.inFlight -= 1; pass.done.append(finished) }
+                    return true
+                }
             }
             if let size = source.size, size != pass.total { throw TransferError.sourceChanged }
             if let pinned = job.bytesTotal, job.partsTotal != nil, pinned != pass.total { throw TransferError.sourceChanged }
             // The whole object fits one part: one PutObject below.
-            guard upload.id != nil || pass.number > 1 else { return }
+            guard upload.id != nil || pass.number > 1 else { return false }
             try await seal(&pass, &group, job, options, lease, upload)
             while let finished = try await group.next() { pass.inFlight -= 1; pass.done.append(finished) }
+            return false
+        }
+        if yielded {
+            if pass.current != nil { spool?.remove(jobID: job.id, name: .part(pass.number)) }
+            try await store.release(lease)
+            return .stopped(.queued)
         }
         if upload.id == nil && pass.number == 1 { return try await putWhole(pass, job, options, lease) }
         for part in pass.done { recorded[part.number] = part }
@@ -108,13 +130,14 @@ extension JobRunner {
         return .completed(etag: etag)
     }
 
-    /// A chunk of the body into the part being filled; every full part is sealed.
+    /// A chunk of the body into the part being filled; every full part is sealed. With a
+    /// `control`, a wait for room for the next part gives up when a yield is requested.
     private func write(_ chunk: ArraySlice<UInt8>, _ pass: inout StreamPass, _ group: inout StreamTasks, _ job: Job,
-                       _ options: JobOptions, _ lease: Lease, _ upload: UploadHandle) async throws {
+                       _ options: JobOptions, _ lease: Lease, _ upload: UploadHandle, _ control: JobControl?) async throws {
         var rest = chunk
         while !rest.isEmpty {
             var part: (file: SpoolFile, filled: Int64, md5: Digest.Context)
-            if let open = pass.current { part = open } else { part = try await openPart(pass.number, pass.partSize, job.id) }
+            if let open = pass.current { part = open } else { part = try await openPart(pass.number, pass.partSize, job.id, control) }
             let take = Int(min(pass.partSize - part.filled, Int64(rest.count)))
             try rest.prefix(take).withUnsafeBytes { bytes in
                 try part.file.write(bytes, at: part.filled)
@@ -129,10 +152,15 @@ extension JobRunner {
     }
 
     /// A part file, reserved on the spool first (the stream waits for room).
-    private func openPart(_ number: Int, _ partSize: Int64, _ jobID: String) async throws -> (file: SpoolFile, filled: Int64, md5: Digest.Context) {
+    private func openPart(_ number: Int, _ partSize: Int64, _ jobID: String,
+                          _ control: JobControl?) async throws -> (file: SpoolFile, filled: Int64, md5: Digest.Context) {
         guard let spool else { throw Failure(code: FailureCode.invalidJob) }
         guard number <= PartPlan.maximumPartCount else { throw Failure(code: FailureCode.entityTooLarge) }
-        try await spool.reserve(jobID: jobID, name: .part(number), bytes: partSize)
+        if let control {
+            try await control.waitingForRoom { try await spool.reserve(jobID: jobID, name: .part(number), bytes: partSize) }
+        } else {
+            try await spool.reserve(jobID: jobID, name: .part(number), bytes: partSize)
+        }
         guard let file = try spool.open(jobID: jobID, name: .part(number), create: true, truncate: true) else {
             throw Failure(code: FailureCode.spoolFailed)
         }
@@ -160,13 +188,15 @@ extension JobRunner {
             pass.done.append(finished)
         }
         pass.inFlight += 1
+        pass.sent += 1
         let key = pass.source.key, retryLimit = pass.retryLimit
         group.addTask {
             defer { self.spool?.remove(jobID: jobID, name: .part(number)) }
-            let held = try await self.settings.memory.reserve(self.settings.transferBufferBytes)
-            defer { held.release() }
-            let partETag = try await self.clock.retrying(limit: retryLimit, backoff: self.settings.backoff, random: self.settings.random) {
-                try await self.objects.uploadPart(key: key, uploadID: uploadID, part: number, data: .file(file, offset: 0, length: size))
+            let settings = self.settings, clock = self.clock, objects = self.objects
+            let partETag = try await settings.transferring {
+                try await clock.retrying(limit: retryLimit, backoff: settings.backoff, random: settings.random) {
+                    try await objects.uploadPart(key: key, uploadID: uploadID, part: number, data: .file(file, offset: 0, length: size))
+                }
             }
             let recorded = RecordedPart(number: number, size: size, etag: partETag)
             try await self.store.recordPart(recorded, under: lease)
@@ -183,8 +213,11 @@ extension JobRunner {
         defer { spool.remove(jobID: job.id, name: .part(1)) }
         try await store.start(lease, uploadID: nil, partsTotal: 1, partSize: pass.partSize, bytesTotal: pass.total,
                               sourceETag: pass.source.etag)
-        let etag = try await clock.retrying(limit: pass.retryLimit, backoff: settings.backoff, random: settings.random) {
-            try await objects.putObject(key: key, data: .file(file, offset: 0, length: filled), attributes: options.attributes)
+        let settings = self.settings, clock = self.clock
+        let etag = try await settings.transferring {
+            try await clock.retrying(limit: pass.retryLimit, backoff: settings.backoff, random: settings.random) {
+                try await objects.putObject(key: key, data: .file(file, offset: 0, length: filled), attributes: options.attributes)
+            }
         }
         try Task.checkCancellation()
         observer.partMoved(kind: job.kind, bytes: pass.total)

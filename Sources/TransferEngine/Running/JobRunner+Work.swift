@@ -1,12 +1,13 @@
 import Foundation
 
 extension JobRunner {
-    /// Sizes the job's source and says how its parts move, by type.
-    func prepare(_ job: Job, _ options: JobOptions) async throws -> Preparation {
+    /// Sizes the job's source and says how its parts move, by type. A wait for spool room
+    /// gives the slot back when `control` asks for it (`YieldedWhileWaiting`).
+    func prepare(_ job: Job, _ options: JobOptions, _ control: JobControl) async throws -> Preparation {
         switch job.kind {
         case .copy: return .parts(try await copyWork(job, options))
-        case .import: return try await importWork(job, options)
-        case .download: return .parts(try await downloadWork(job, options))
+        case .import: return try await importWork(job, options, control)
+        case .download: return .parts(try await downloadWork(job, options, control))
         case .upload: throw Failure(code: FailureCode.invalidJob)
         }
     }
@@ -59,14 +60,15 @@ extension JobRunner {
     /// `download`: ranged GETs (pinned to the object's ETag) into the spool file, whose size is
     /// reserved first; each part's SHA-256 is what is recorded, so a restart trusts only the
     /// bytes the spool still holds.
-    private func downloadWork(_ job: Job, _ options: JobOptions) async throws -> Work {
+    private func downloadWork(_ job: Job, _ options: JobOptions, _ control: JobControl) async throws -> Work {
         guard let source = decode(ObjectSource.self, job.source), let spool else { throw Failure(code: FailureCode.invalidJob) }
         let info = try await sourced { try await self.objects.size(of: source.key) }
         try checkPinned(job, size: info.size, etag: info.etag)
         let plan = try plan(size: info.size, options, job)
         let resumed = job.partsTotal == plan.partCount
         let file = try await sourced {
-            try await spool.reserve(jobID: job.id, name: .download, bytes: plan.objectSize)
+            let jobID = job.id, bytes = plan.objectSize
+            try await control.waitingForRoom { try await spool.reserve(jobID: jobID, name: .download, bytes: bytes) }
             guard let file = try spool.open(jobID: job.id, name: .download, create: true, truncate: !resumed) else {
                 throw Failure(code: FailureCode.spoolFailed)
             }
@@ -91,7 +93,7 @@ extension JobRunner {
 
     /// `import`: ranged GETs into spooled parts, each sent to S3 from its file, when the source
     /// serves ranges and says its size; otherwise the body is streamed once, in order.
-    private func importWork(_ job: Job, _ options: JobOptions) async throws -> Preparation {
+    private func importWork(_ job: Job, _ options: JobOptions, _ control: JobControl) async throws -> Preparation {
         guard let source = decode(URLSource.self, job.source), let key = job.objectKey, let fetcher, let spool else {
             throw Failure(code: FailureCode.invalidJob)
         }
@@ -109,7 +111,7 @@ extension JobRunner {
             let name = SpoolName.part(number)
             let length = range?.count64 ?? 0
             do {
-                try await spool.reserve(jobID: jobID, name: name, bytes: length)
+                try await control.waitingForRoom { try await spool.reserve(jobID: jobID, name: name, bytes: length) }
             } catch is ByteBudget.TooLarge {
                 throw TransferError(code: FailureCode.spoolTooSmall, retryable: false)
             }

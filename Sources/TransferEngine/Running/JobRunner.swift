@@ -98,13 +98,16 @@ public struct JobRunner: Sendable {
                       _ control: JobControl) async throws -> Outcome {
         let work: Work
         do {
-            switch try await prepare(job, options) {
+            switch try await prepare(job, options, control) {
             case .parts(let prepared): work = prepared
             case .stream(let source): return try await stream(job, options, lease, source, upload, control)
             }
             try checkPinned(job, size: work.plan.objectSize, etag: work.sourceETag)
         } catch let failure as Failure {
             return try await fail(lease, job, code: failure.code, upload: upload)
+        } catch is YieldedWhileWaiting {
+            try await store.release(lease)
+            return .stopped(.queued)
         }
         do {
             if work.plan.isSinglePart, let single = work.single {
@@ -120,6 +123,9 @@ public struct JobRunner: Sendable {
             return try await fail(lease, job, code: error.code, upload: upload)
         } catch let failure as Failure {
             return try await fail(lease, job, code: failure.code, upload: upload)
+        } catch is YieldedWhileWaiting {
+            try await store.release(lease)
+            return .stopped(.queued)
         }
     }
 
@@ -139,8 +145,11 @@ public struct JobRunner: Sendable {
         let plan = work.plan
         try await store.start(lease, uploadID: nil, partsTotal: 1, partSize: plan.partSize, bytesTotal: plan.objectSize,
                               sourceETag: work.sourceETag)
-        let etag = try await clock.retrying(limit: options.retryLimit ?? settings.retryLimit, backoff: settings.backoff,
-                                            random: settings.random, single)
+        let settings = self.settings, clock = self.clock
+        let etag = try await settings.transferring {
+            try await clock.retrying(limit: options.retryLimit ?? settings.retryLimit, backoff: settings.backoff,
+                                     random: settings.random, single)
+        }
         try Task.checkCancellation()
         observer.partMoved(kind: job.kind, bytes: plan.objectSize)
         try await store.recordPart(RecordedPart(number: 1, size: plan.objectSize, etag: etag), under: lease)
@@ -214,18 +223,6 @@ public struct JobRunner: Sendable {
             try? await objects.abortMultipartUpload(key: key, uploadID: orphan)
         }
     }
-}
-
-/// Signals from the instance that runs a job to the job: a request to hand it back between
-/// parts, so that another identity's waiting job can have its slot.
-public final class JobControl: Sendable {
-    private let yieldFlag = Atomic<Bool>(false)
-
-    public init() {}
-
-    public func requestYield() { yieldFlag.store(true, ordering: .releasing) }
-
-    public var yieldRequested: Bool { yieldFlag.load(ordering: .acquiring) }
 }
 
 /// The multipart upload a job writes, once it is known: its ending (failure, cancel) aborts it

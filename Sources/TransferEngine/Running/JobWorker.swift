@@ -6,7 +6,8 @@ import Synchronization
 ///
 /// Fair across identities: claims go to the identity running fewest jobs first, and when every
 /// slot is busy while another identity waits, the identity holding the most slots here hands one
-/// job back between two parts, so nobody's queue delays another's job by more than a part.
+/// job back at its next part boundary, so nobody's queue delays another's job by more than a
+/// part's time.
 public final class JobWorker: Sendable {
     private struct Running {
         let owner: String
@@ -65,7 +66,11 @@ public final class JobWorker: Sendable {
                     running.withLock { $0[job.id] = Running(owner: job.owner, control: control) }
                     group.addTask {
                         await self.execute(job, lease, control)
-                        _ = self.running.withLock { $0.removeValue(forKey: job.id) }
+                        // A slot is free: the other jobs asked to make room need not.
+                        self.running.withLock { running in
+                            running.removeValue(forKey: job.id)
+                            for other in running.values { other.control.withdrawYield() }
+                        }
                     }
                 }
                 if activeJobs >= slots { await shareSlots() }
@@ -76,8 +81,9 @@ public final class JobWorker: Sendable {
         }
     }
 
-    /// Every slot is busy: if an identity that runs nothing here waits for a slot, the identity
-    /// holding the most slots gives one back at its next part boundary.
+    /// Every slot is busy: if an identity that runs nothing here waits for a slot, every job of
+    /// the identity holding the most slots is asked to give its slot back at its next part
+    /// boundary; the first to get there frees the slot and the others' requests are withdrawn.
     private func shareSlots() async {
         let busy = running.withLock { $0 }
         var perOwner: [String: Int] = [:]
@@ -85,9 +91,7 @@ public final class JobWorker: Sendable {
         guard let (hog, count) = perOwner.max(by: { $0.value < $1.value }), count > 1,
               let waiting = try? await store.waitingOwners(limit: 16),
               waiting.contains(where: { perOwner[$0] == nil }) else { return }
-        // One at a time: a job already asked to yield will free a slot soon.
-        guard !busy.values.contains(where: { $0.control.yieldRequested }) else { return }
-        busy.values.first { $0.owner == hog }?.control.requestYield()
+        for job in busy.values where job.owner == hog { job.control.requestYield() }
     }
 
     private func execute(_ job: Job, _ lease: Lease, _ control: JobControl) async {

@@ -17,6 +17,31 @@ struct LeaseLifetime<Value: Sendable>: Sendable {
     let clock: any EngineClock
     let tickMilliseconds: Int
     let leaseMilliseconds: Int64
+    /// Word of the job's changes: when given, renewals come every third of the lease and a
+    /// change (pause, cancel) is looked at as it is announced; without it, the job is looked at
+    /// through a renewal every tick.
+    var signals: (any JobSignals)? = nil
+
+    /// Whether the job's change was announced before `within` milliseconds passed.
+    private static func announced(_ signals: any JobSignals, _ id: String, clock: any EngineClock,
+                                  within milliseconds: Int) async throws -> Bool {
+        try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                await signals.changed(id)
+                return !Task.isCancelled
+            }
+            group.addTask {
+                try await clock.sleep(milliseconds: milliseconds)
+                return false
+            }
+            defer { group.cancelAll() }
+            let announced = try await group.next() ?? false
+            // Cancelled, the wait for word ends at once and says nothing was announced: the
+            // loop must end too, not renew again.
+            try Task.checkCancellation()
+            return announced
+        }
+    }
 
     func run(_ lease: Lease, deadline: Int?, _ body: @escaping @Sendable () async throws -> Value) async throws -> Ending {
         let store = self.store, clock = self.clock, tick = tickMilliseconds, leaseMilliseconds = self.leaseMilliseconds
@@ -28,18 +53,34 @@ struct LeaseLifetime<Value: Sendable>: Sendable {
                     return .leaseLost
                 }
             }
+            let signals = self.signals
+            let every = signals == nil ? tick : max(tick, Int(leaseMilliseconds / 3))
             group.addTask {
                 var current = lease
+                var renewAt = clock.now() + every
                 while true {
-                    try await clock.sleep(milliseconds: tick)
+                    try Task.checkCancellation()
+                    let wait = renewAt - clock.now()
+                    if wait > 0 {
+                        if let signals {
+                            if try await Self.announced(signals, lease.jobID, clock: clock, within: wait) {
+                                // Announced: a look at the job, no write. Anything but running is the end.
+                                if let job = try? await store.job(id: lease.jobID), job.state != .running { return .leaseLost }
+                                continue
+                            }
+                        } else {
+                            try await clock.sleep(milliseconds: wait)
+                        }
+                    }
                     if let deadline, clock.now() >= deadline { return .timedOut }
                     do {
                         current = try await store.renew(current, leaseMilliseconds: leaseMilliseconds)
                     } catch is LeaseLost {
                         return .leaseLost
                     } catch {
-                        if Int64(clock.now()) + Int64(tick) >= current.expiresAt { throw error }
+                        if Int64(clock.now()) + Int64(every) >= current.expiresAt { throw error }
                     }
+                    renewAt = clock.now() + every
                 }
             }
             var results: [Result<Ending, any Error>] = []

@@ -55,6 +55,8 @@ public struct UploadReceiver: Sendable {
     let clock: any EngineClock
     let observer: any JobObserver
     let instance: String
+    /// Word of job changes (pause, cancel) from any instance, when the gateway hears them.
+    let signals: (any JobSignals)?
     /// The uploads this instance is streaming now. A lease held in the store under this
     /// instance's name for an upload not in here was left by a request that could not release it
     /// (the database was down as it ended): the next request may take it at once instead of
@@ -65,7 +67,9 @@ public struct UploadReceiver: Sendable {
     private let localTails = LocalTails()
 
     public init(store: any UploadStore, objects: any ObjectStore, spool: any Spool, settings: EngineSettings,
-                instance: String, clock: any EngineClock = SystemClock(), observer: any JobObserver = NoObserver()) {
+                instance: String, clock: any EngineClock = SystemClock(), observer: any JobObserver = NoObserver(),
+                signals: (any JobSignals)? = nil) {
+        self.signals = signals
         self.store = store
         self.objects = objects
         self.spool = spool
@@ -88,7 +92,7 @@ public struct UploadReceiver: Sendable {
             return .offsetMismatch(committed: job.bytesCommitted)
         }
         let lifetime = LeaseLifetime<Outcome>(store: store, clock: clock, tickMilliseconds: settings.tickMilliseconds,
-                                              leaseMilliseconds: settings.leaseMilliseconds)
+                                              leaseMilliseconds: settings.leaseMilliseconds, signals: signals)
         let request = UploadRequest(receiver: self, claim: claim, key: key, body: body, checksum: checksum)
         let ending: LeaseLifetime<Outcome>.Ending
         do {

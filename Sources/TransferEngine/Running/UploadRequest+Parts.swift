@@ -116,10 +116,11 @@ extension UploadRequest {
         defer { spool.remove(jobID: jobID, name: .part(number)) }
         let etag: String
         do {
-            let held = try await settings.memory.reserve(settings.transferBufferBytes)
-            defer { held.release() }
-            etag = try await receiver.clock.retrying(limit: s.retryLimit, backoff: settings.backoff, random: settings.random) {
-                try await objects.uploadPart(key: key, uploadID: uploadID, part: number, data: .file(file, offset: 0, length: size))
+            let clock = receiver.clock
+            etag = try await settings.transferring {
+                try await clock.retrying(limit: s.retryLimit, backoff: settings.backoff, random: settings.random) {
+                    try await objects.uploadPart(key: key, uploadID: uploadID, part: number, data: .file(file, offset: 0, length: size))
+                }
             }
         } catch let error as TransferError {
             s.turns.stop()  // the job fails: nothing after this part counts

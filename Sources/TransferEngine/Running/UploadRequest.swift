@@ -117,8 +117,10 @@ struct UploadRequest: Sendable {
         receiver.forgetTail(job.id)
         guard let file = try spool.open(jobID: job.id, name: .tail, create: true, truncate: true) else { return false }
         for segment in progress.segments where segment.size > 0 {
-            try await receiver.objects.read(key: segment.key, range: 0...(segment.size - 1), ifMatch: nil, into: file,
-                                            at: segment.offset - partBytes)
+            try await settings.transferring {
+                try await receiver.objects.read(key: segment.key, range: 0...(segment.size - 1), ifMatch: nil, into: file,
+                                                at: segment.offset - partBytes)
+            }
         }
         guard file.size == progress.tailSize else { throw TransferError(code: FailureCode.spoolFailed, retryable: false) }
         progress.tailFile = file
@@ -163,9 +165,12 @@ struct UploadRequest: Sendable {
         if progress.tailSize > from {
             let segmentKey = "\(settings.stagingPrefix)\(job.id)/\(start + from)-\(Digest.hex(Digest.randomBytes(4)))"
             let length = progress.tailSize - from, offset = from
-            _ = try await receiver.clock.retrying(limit: settings.retryLimit, backoff: settings.backoff, random: settings.random) {
-                try await receiver.objects.putObject(key: segmentKey, data: .file(file, offset: offset, length: length),
-                                                     attributes: ObjectAttributesSpec(contentType: "application/octet-stream"))
+            let objects = receiver.objects, settings = self.settings
+            _ = try await settings.transferring {
+                try await receiver.clock.retrying(limit: settings.retryLimit, backoff: settings.backoff, random: settings.random) {
+                    try await objects.putObject(key: segmentKey, data: .file(file, offset: offset, length: length),
+                                                attributes: ObjectAttributesSpec(contentType: "application/octet-stream"))
+                }
             }
             segments.append(TailSegment(offset: start + from, size: length, key: segmentKey))
         }
@@ -188,8 +193,11 @@ struct UploadRequest: Sendable {
                 if tailSize > 0 || progress.parts.isEmpty {
                     guard let file = tail else { throw TransferError(code: FailureCode.spoolFailed, retryable: false) }
                     let number = progress.nextPart
-                    let partETag = try await receiver.clock.retrying(limit: retryLimit, backoff: settings.backoff, random: settings.random) {
-                        try await objects.uploadPart(key: key, uploadID: uploadID, part: number, data: .file(file, offset: 0, length: tailSize))
+                    let partETag = try await settings.transferring {
+                        try await receiver.clock.retrying(limit: retryLimit, backoff: settings.backoff, random: settings.random) {
+                            try await objects.uploadPart(key: key, uploadID: uploadID, part: number,
+                                                         data: .file(file, offset: 0, length: tailSize))
+                        }
                     }
                     try await record(RecordedPart(number: number, size: tailSize, etag: partETag), &progress)
                 }
@@ -203,8 +211,10 @@ struct UploadRequest: Sendable {
                 }
             } else {
                 guard let file = tail else { throw TransferError(code: FailureCode.spoolFailed, retryable: false) }
-                etag = try await receiver.clock.retrying(limit: retryLimit, backoff: settings.backoff, random: settings.random) {
-                    try await objects.putObject(key: key, data: .file(file, offset: 0, length: tailSize), attributes: options.attributes)
+                etag = try await settings.transferring {
+                    try await receiver.clock.retrying(limit: retryLimit, backoff: settings.backoff, random: settings.random) {
+                        try await objects.putObject(key: key, data: .file(file, offset: 0, length: tailSize), attributes: options.attributes)
+                    }
                 }
                 try await record(RecordedPart(number: 1, size: tailSize, etag: etag), &progress)
             }

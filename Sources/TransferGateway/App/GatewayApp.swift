@@ -63,7 +63,7 @@ public struct GatewayApp: Sendable {
                                         onReconnect: { changes.setLive(true); changes.notifyAll() })
             let instance = "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)-\(Digest.hex(Digest.randomBytes(3)))"
             let receiver = UploadReceiver(store: store, objects: objects, spool: spool, settings: settings.engine, instance: instance,
-                                          observer: JobMetrics(metrics: metrics))
+                                          observer: JobMetrics(metrics: metrics), signals: changes)
             jobs = GatewayRoutes.Jobs(store: store, objects: objects, spool: spool, receiver: receiver, clientUploads: clientUploads,
                                       changes: changes)
             let fetcher = HTTPSourceFetcher(fetcher: s3.urlFetcher(allowedHosts: configuration.importAllowHosts))

@@ -1,0 +1,64 @@
+import Gateway
+import Synchronization
+import TransferEngine
+
+/// The client-upload store's twin: records in memory, the same quota rule as the PostgreSQL
+/// store (open uploads per owner, upload jobs not counted here).
+public final class InMemoryClientUploadStore: ClientUploadStore {
+    private let uploads = Mutex<[String: (upload: ClientUpload, touched: Double)]>([:])
+    private let now: @Sendable () -> Double
+
+    public init(now: @escaping @Sendable () -> Double = { 0 }) {
+        self.now = now
+    }
+
+    public func begin(_ upload: ClientUpload, quota: OwnerQuota) async throws {
+        let time = now()
+        try uploads.withLock { u in
+            let open = u.values.filter { $0.upload.owner == upload.owner && [.creating, .open].contains($0.upload.state) }.count
+            if open >= quota.maxOpenUploads { throw QuotaExceeded(limit: .openUploads, maximum: quota.maxOpenUploads) }
+            var stored = upload
+            stored.createdAt = time
+            u[upload.id] = (stored, time)
+        }
+    }
+
+    public func opened(id: String, s3UploadID: String) async throws {
+        uploads.withLock { u in
+            u[id]?.upload.s3UploadID = s3UploadID
+            u[id]?.upload.state = .open
+        }
+    }
+
+    public func upload(id: String) async throws -> ClientUpload? { uploads.withLock { $0[id]?.upload } }
+
+    public func touch(id: String) async throws {
+        let time = now()
+        uploads.withLock { $0[id]?.touched = time }
+    }
+
+    public func completed(id: String, etag: String) async throws {
+        uploads.withLock { u in
+            u[id]?.upload.state = .completed
+            u[id]?.upload.etag = etag
+        }
+    }
+
+    @discardableResult
+    public func aborted(id: String) async throws -> Bool {
+        uploads.withLock { u in
+            guard let state = u[id]?.upload.state, state == .open || state == .creating else { return false }
+            u[id]?.upload.state = .aborted
+            return true
+        }
+    }
+
+    public func idle(since cutoff: Double, prefixes: [String]) async throws -> [ClientUpload] {
+        uploads.withLock { u in
+            u.values.filter { entry in
+                [.creating, .open].contains(entry.upload.state) && entry.touched <= cutoff
+                    && prefixes.contains { entry.upload.objectKey.hasPrefix($0) }
+            }.map(\.upload)
+        }
+    }
+}

@@ -1,0 +1,77 @@
+import Foundation
+import TestSupport
+import Testing
+import TransferEngine
+@testable import Gateway
+
+/// `/v1/jobs` through the real router over in-memory ports: no stack.
+@Suite struct JobRoutesTests {
+    @Test func anUploadJobTakesItsBytesAndCompletes() async throws {
+        let rig = try RouteRig()
+        let created = try await rig.send("POST", "/v1/jobs", as: "alice",
+                                         json: ["type": "upload", "accessLevel": "private", "key": "a.bin", "size": 11])
+        #expect(created.status == 201 && created.json["state"] as? String == "pending")
+        let id = try #require(created.json["id"] as? String)
+        let put = try await rig.send("PUT", "/v1/jobs/\(id)/data", as: "alice", body: Array("hello world".utf8))
+        #expect(put.status == 200 && put.json["state"] as? String == "completed", "\(put.json)")
+        #expect(rig.objects.object("private/alice/a.bin") == Array("hello world".utf8))
+        #expect(put.headers["upload-offset"] == "11")
+    }
+
+    @Test func pauseResumeAndCancelFollowTheLifecycle() async throws {
+        let rig = try RouteRig()
+        let created = try await rig.send("POST", "/v1/jobs", as: "alice", json: [
+            "type": "copy", "source": ["accessLevel": "private", "key": "s"], "destination": ["accessLevel": "private", "key": "d"]])
+        let id = try #require(created.json["id"] as? String)
+        #expect(try await rig.send("POST", "/v1/jobs/\(id)/pause", as: "alice").json["state"] as? String == "paused")
+        #expect(try await rig.send("POST", "/v1/jobs/\(id)/pause", as: "alice").status == 200, "idempotent")
+        #expect(try await rig.send("POST", "/v1/jobs/\(id)/resume", as: "alice").json["state"] as? String == "queued")
+        #expect(try await rig.send("POST", "/v1/jobs/\(id)/cancel", as: "alice").json["state"] as? String == "canceled")
+        #expect(try await rig.send("POST", "/v1/jobs/\(id)/resume", as: "alice").json["state"] as? String == "canceled",
+                "a final state does not move")
+        #expect(try await rig.send("GET", "/v1/jobs/\(id)", as: "bob").status == 404, "another identity's job does not exist")
+        #expect(try await rig.send("POST", "/v1/jobs/\(id)/cancel", as: "bob").status == 404)
+    }
+
+    @Test func aLongPollAnswersWhenTheChangeIsAnnounced() async throws {
+        let rig = try RouteRig()
+        let created = try await rig.send("POST", "/v1/jobs", as: "alice",
+                                         json: ["type": "upload", "accessLevel": "private", "key": "w.bin"])
+        let id = try #require(created.json["id"] as? String)
+        rig.changes.setLive(true)
+        let poll = Task { try await rig.send("GET", "/v1/jobs/\(id)?wait=60", as: "alice").json["state"] as? String }
+        try await Task.sleep(for: .milliseconds(50))
+        _ = try await rig.store.transition(id: id, .pause)
+        rig.changes.notify(id)
+        let started = Date()
+        #expect(try await poll.value == "paused")
+        #expect(Date().timeIntervalSince(started) < 5)
+    }
+
+    @Test func quotasAndRefusalsHaveTheirCodes() async throws {
+        let rig = try RouteRig { $0.quota = OwnerQuota(maxActiveJobs: 2, maxOpenUploads: 5) }
+        for _ in 0..<2 {
+            #expect(try await rig.send("POST", "/v1/jobs", as: "alice",
+                                       json: ["type": "upload", "accessLevel": "private", "key": "q.bin"]).status == 201)
+        }
+        let third = try await rig.send("POST", "/v1/jobs", as: "alice", json: ["type": "upload", "accessLevel": "private", "key": "q.bin"])
+        #expect(third.status == 429 && third.code == "quota_exceeded" && third.headers["retry-after"] != nil)
+        let unknown = try await rig.send("POST", "/v1/jobs", as: "bob", json: ["type": "upload", "accessLevel": "private", "key": "k",
+                                                                               "targetIdentityId": "alice"])
+        #expect(unknown.status == 403 && unknown.code == "forbidden")
+        let noToken = try await rig.send("POST", "/v1/jobs", json: ["type": "upload"])
+        #expect(noToken.status == 401 && noToken.headers["www-authenticate"] == "Bearer")
+        let badSize = try await rig.send("POST", "/v1/jobs", as: "bob", json: ["type": "upload", "accessLevel": "private", "key": "k",
+                                                                               "partSize": 10])
+        #expect(badSize.status == 400 && badSize.code == "validation_failed")
+    }
+
+    @Test func aPausedUploadRefusesBytesWithJobPaused() async throws {
+        let rig = try RouteRig()
+        let created = try await rig.send("POST", "/v1/jobs", as: "alice", json: ["type": "upload", "accessLevel": "private", "key": "p"])
+        let id = try #require(created.json["id"] as? String)
+        _ = try await rig.send("POST", "/v1/jobs/\(id)/pause", as: "alice")
+        let put = try await rig.send("PUT", "/v1/jobs/\(id)/data", as: "alice", body: [1, 2, 3])
+        #expect(put.status == 409 && put.code == "job_paused")
+    }
+}

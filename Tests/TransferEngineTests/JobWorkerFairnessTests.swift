@@ -1,0 +1,175 @@
+import Foundation
+import Synchronization
+import TestSupport
+import Testing
+@testable import TransferEngine
+
+private let MiB = 1024 * 1024
+
+private func bytes(_ count: Int, seed: UInt8) -> [UInt8] {
+    (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ Int(seed)) }
+}
+
+private func objectSource(_ key: String) -> String { ObjectSource(key: key).json }
+
+/// A fetcher whose every read is a new slow stream of `chunks` chunks, one per `every` ms.
+private struct SlowSources: SourceFetcher {
+    let clock: ManualClock
+    let chunks: Int
+    let every: Int
+    func probe(_ url: String) async throws -> SourceProbe { SourceProbe(size: nil, etag: nil, acceptsRanges: false) }
+    func fetch(_ url: String, range: ClosedRange<Int64>, ifMatch: String?, into file: SpoolFile) async throws {
+        throw TransferError(code: "RangeIgnored", retryable: false)
+    }
+    func stream(_ url: String, limit: Int64) async throws -> any ByteSource {
+        SlowStream(clock: clock, chunks: chunks, every: every)
+    }
+}
+
+/// Slots shared across identities: fair claims, and jobs that give their slot back when
+/// another identity waits (at a part boundary, or at once while they only wait for room).
+@Suite struct JobWorkerFairnessTests {
+    /// Claims go to the identity running fewest jobs: bob's job runs before alice's second,
+    /// though hers is older.
+    @Test func claimsAreFairAcrossIdentities() async throws {
+        let bench = Bench()
+        let aliceFirst = try await bench.insert(.copy, source: objectSource("src"), owner: "alice")
+        bench.clock.advance(by: 10)
+        let aliceSecond = try await bench.insert(.copy, source: objectSource("src"), owner: "alice")
+        bench.clock.advance(by: 10)
+        let bob = try await bench.insert(.copy, source: objectSource("src"), owner: "bob")
+        let first = try #require(try await bench.store.claim(owner: "i", leaseMilliseconds: 30_000))
+        let second = try #require(try await bench.store.claim(owner: "i", leaseMilliseconds: 30_000))
+        #expect(first.0.id == aliceFirst.id)
+        #expect(second.0.id == bob.id, "alice runs one already; bob runs none")
+        #expect(try await bench.store.waitingOwners(limit: 10) == ["alice"])
+        _ = aliceSecond
+    }
+
+    /// A job asked to yield hands itself back between parts: recorded parts stay, and any
+    /// instance finishes it later without sending them again.
+    @Test func aJobAskedToYieldHandsItselfBackBetweenParts() async throws {
+        var bench = Bench()
+        bench.settings.concurrency = 1
+        bench.objects.put("src", bytes(20 * MiB, seed: 11))
+        let job = try await bench.insert(.copy, source: objectSource("src"))
+        let control = JobControl()
+        control.requestYield()
+        let (outcome, handedBack) = try await bench.run(control: control)
+        #expect(outcome == .stopped(.queued))
+        #expect(handedBack.partsCompleted == 1, "the part in flight finished; no new one started")
+        let (done, finished) = try await bench.run("b")
+        guard case .completed = done else { Issue.record("\(done)"); return }
+        #expect(finished.id == job.id && bench.objects.object("dst") == bytes(20 * MiB, seed: 11))
+        #expect(bench.objects.count(.copyPart(1)) == 1)
+    }
+
+    /// A streamed import (no ranges) asked to yield hands itself back once it has sent a part
+    /// of its own, not at the end of its source; the next run reads the source again and sends
+    /// only what S3 does not hold.
+    @Test func aStreamedImportAskedToYieldHandsItselfBackAfterAPart() async throws {
+        var bench = Bench()
+        bench.settings.concurrency = 1
+        let body = bytes(16 * MiB + 3, seed: 12)
+        let job = try await bench.insert(.import, source: URLSource(url: "https://example.com/f").json)
+        let fetcher = InMemoryFetcher(body: body, ranges: false)
+        let control = JobControl()
+        control.requestYield()
+        let (outcome, handedBack) = try await bench.run(runner: try bench.runner(fetcher: fetcher), control: control)
+        #expect(outcome == .stopped(.queued))
+        #expect(handedBack.partsCompleted == 1, "one part sent, then the slot was given back")
+        let (done, finished) = try await bench.run("b", runner: try bench.runner(fetcher: fetcher))
+        guard case .completed = done else { Issue.record("\(done)"); return }
+        #expect(finished.id == job.id && bench.objects.object("dst") == body)
+        #expect(bench.objects.count(.uploadPart(1)) == 1, "the part sent before the yield is not sent again")
+    }
+
+    /// A request to yield withdrawn while the job waits for its last part in flight (another
+    /// slot came free) lets the job run on to the end.
+    @Test func aWithdrawnYieldLetsTheJobRunOn() async throws {
+        let storeBox = Mutex<InMemoryJobStore?>(nil), jobID = Mutex("")
+        let control = JobControl()
+        var bench = Bench(objects: { clock in
+            InMemoryObjectStore(beforePart: { part in
+                guard part == 2, let store = storeBox.withLock({ $0 }) else { return }
+                // Part 1 recorded: the job is yielding and waits only for this part.
+                while try await store.job(id: jobID.withLock { $0 })?.partsCompleted ?? 0 < 1 { await Task.yield() }
+                control.withdrawYield()
+            }, clock: clock)
+        })
+        bench.settings.concurrency = 2
+        storeBox.withLock { $0 = bench.store }
+        bench.objects.put("src", bytes(20 * MiB, seed: 13))
+        let job = try await bench.insert(.copy, source: objectSource("src"))
+        jobID.withLock { $0 = job.id }
+        control.requestYield()
+        let (outcome, finished) = try await bench.run(control: control)
+        guard case .completed = outcome else { Issue.record("\(outcome)"); return }
+        #expect(finished.partsCompleted == 4 && bench.objects.object("dst") == bytes(20 * MiB, seed: 13))
+    }
+
+    /// A download waiting for room on a full spool gives its slot back at once when asked: it
+    /// has moved nothing, so it loses nothing.
+    @Test func aDownloadWaitingForRoomGivesItsSlotBack() async throws {
+        var bench = Bench()
+        bench.spoolBudget = 10 * Int64(MiB)
+        let spool = try DirectorySpool(directory: bench.spoolDirectory, budget: bench.spoolBudget)
+        bench.objects.put("obj", bytes(8 * MiB, seed: 7))
+        try await bench.insert(.download, source: objectSource("obj"), key: "obj")
+        let (first, _) = try await bench.run(runner: try bench.runner(spool: spool))
+        guard case .completed = first else { Issue.record("\(first)"); return }
+        let second = try await bench.insert(.download, source: objectSource("obj"), key: "obj")
+        let control = JobControl()
+        let asked = Task {
+            // Asked once the second download waits for room (nothing else runs).
+            while bench.store.leaseHolder(second.id) == nil { await Task.yield() }
+            control.requestYield()
+        }
+        let (outcome, _) = try await bench.run("b", runner: try bench.runner(spool: spool), control: control)
+        await asked.value
+        #expect(outcome == .stopped(.queued))
+        #expect(bench.objects.count(.read(0)) == 1, "the second download read nothing")
+        #expect(spool.usage.used == 8 * Int64(MiB), "its wait held nothing")
+    }
+
+    /// Both slots of an instance busy with one identity's endless slow imports: another
+    /// identity's copy gets a slot after about one part of theirs, not after their sources end.
+    @Test func anotherIdentitysJobRunsWithinAboutAPart() async throws {
+        var bench = Bench()
+        bench.settings.concurrency = 1
+        bench.objects.put("small", bytes(16, seed: 3))
+        // 64 KiB every 100 ms: a 5 MiB part takes 8 s; a source, about 100 minutes.
+        let sources = SlowSources(clock: bench.clock, chunks: 60_000, every: 100)
+        let imports = [try await bench.insert(.import, source: URLSource(url: "https://example.com/1").json, key: "a1", owner: "alice"),
+                       try await bench.insert(.import, source: URLSource(url: "https://example.com/2").json, key: "a2", owner: "alice")]
+        let spool = try DirectorySpool(directory: bench.spoolDirectory, budget: bench.spoolBudget)
+        let worker = JobWorker(store: bench.store, objects: bench.objects, fetcher: sources, spool: spool, settings: bench.settings,
+                               clock: bench.clock, instance: "i", slots: 2)
+        worker.start()
+        let store = bench.store, clock = bench.clock
+        let started = try await driving(clock, limit: 400) {
+            while store.leaseHolder(imports[0].id) == nil || store.leaseHolder(imports[1].id) == nil {
+                try await clock.sleep(milliseconds: 50)
+            }
+            return clock.now()
+        }
+        let copy = try await bench.insert(.copy, source: objectSource("small"), key: "b1", owner: "bob")
+        let finished = try await driving(clock, limit: 2_000) {
+            while try await store.job(id: copy.id)?.state != .completed { try await clock.sleep(milliseconds: 50) }
+            return clock.now()
+        }
+        let aliceStates = try await imports.asyncMap { try await store.job(id: $0.id)?.state }
+        await worker.stop()
+        #expect(finished - started <= 12_000, "bob waited \(finished - started) ms; one part of alice's takes 8,000")
+        #expect(!aliceStates.contains(.completed), "alice's sources are far from their end")
+        #expect(bench.objects.object("b1") == bytes(16, seed: 3))
+    }
+}
+
+private extension Array {
+    func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
+        var out: [T] = []
+        for element in self { out.append(try await transform(element)) }
+        return out
+    }
+}
