@@ -46,6 +46,30 @@ extension JobTableTests {
         try await pool.withConnection { try $0.query("DELETE FROM jobs WHERE id = \(jobID)::uuid") }
     }
 
+    /// The bucket is shared: a staged tail piece of a job this database does not know belongs
+    /// to another deployment and stays; one of a job that ended here goes.
+    @Test func stagedPiecesOfJobsThisDatabaseDoesNotKnowStay() async throws {
+        let c = try Configuration.fromEnvironment(liveEnvironment)
+        let client = try c.makeS3Client()
+        let pool = try PostgresPoolFor.live()
+        _ = try await GatewayApp.migrate(databaseURL: c.databaseURL ?? "")
+        let foreign = UUID().uuidString.lowercased(), ended = UUID().uuidString.lowercased()
+        let foreignKey = EngineSettingsPrefix.staging + "\(foreign)/0-aa", endedKey = EngineSettingsPrefix.staging + "\(ended)/0-bb"
+        for key in [foreignKey, endedKey] { _ = try await client.putObject(key: key, body: .bytes(Array("tail".utf8))) }
+        try await pool.withConnection { connection in
+            try connection.query("""
+                INSERT INTO jobs (id, owner, type, state, object_key, part_size)
+                VALUES (\(ended)::uuid, 'alice', 'upload', 'completed', 'private/alice/x', 5242880)
+                """)
+        }
+        let removed = try await Janitor(client: client, pool: pool, ttlSeconds: 3600).sweepStaging()
+        #expect(removed.contains(endedKey))
+        #expect(!removed.contains(foreignKey), "another deployment's staged tail was deleted")
+        #expect(try await client.listObjects(prefix: EngineSettingsPrefix.staging + foreign).count == 1)
+        _ = try? await client.deleteObject(key: foreignKey)
+        try await pool.withConnection { try $0.query("DELETE FROM jobs WHERE id = \(ended)::uuid") }
+    }
+
     /// A client-driven upload whose creation died half way (recorded `creating`, S3 asked, its
     /// id never recorded) is resolved: the S3 upload of exactly its key, begun with it, goes.
     @Test func aHalfCreatedUploadIsResolved() async throws {

@@ -38,19 +38,20 @@ public struct PostgresMaintenanceStore: MaintenanceStore {
         }
     }
 
-    public func liveTails(of ids: [String]) async throws -> [String: Set<String>] {
+    public func stagedTails(of ids: [String]) async throws -> [String: StagedTails] {
         guard !ids.isEmpty else { return [:] }
         let list = "{" + ids.joined(separator: ",") + "}"
         return try await pool.withConnection { connection in
-            var live: [String: Set<String>] = [:]
+            var known: [String: StagedTails] = [:]
             for row in try connection.query("""
-                SELECT id::text AS id, upload_tail_segments::text AS tail FROM jobs
-                WHERE id = ANY(\(list)::uuid[]) AND state NOT IN ('completed', 'failed', 'canceled')
+                SELECT id::text AS id, upload_tail_segments::text AS tail,
+                       state IN ('completed', 'failed', 'canceled') AS ended
+                FROM jobs WHERE id = ANY(\(list)::uuid[])
                 """) {
                 let segments = (try? JSONDecoder().decode([TailSegment].self, from: Data(row.string("tail").utf8))) ?? []
-                live[try row.string("id")] = Set(segments.map(\.key))
+                known[try row.string("id")] = StagedTails(ended: try row.bool("ended"), keys: Set(segments.map(\.key)))
             }
-            return live
+            return known
         }
     }
 }

@@ -80,8 +80,14 @@ public struct HTTPSourceFetcher: SourceFetcher {
 }
 
 /// A source's body as the engine reads it: transport failures become `TransferError`s.
-struct StreamedBody: ByteSource {
+/// Dropped by its reader (a job that ended, failed or gave its slot back mid-body), it stops
+/// the transfer: the source's connection closes at once instead of staying paused.
+final class StreamedBody: ByteSource {
     let body: BodyStream
+
+    init(body: BodyStream) { self.body = body }
+
+    deinit { body.cancel() }
 
     func next() async throws -> ArraySlice<UInt8>? {
         do {

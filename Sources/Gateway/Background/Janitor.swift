@@ -99,9 +99,10 @@ public struct Janitor: Sendable {
         return aborted
     }
 
-    /// Staged tail pieces whose job has ended (or is gone), or that their job no longer lists
-    /// and that are older than `graceSeconds` (a piece is written before its job lists it).
-    /// Returns the keys removed.
+    /// Staged tail pieces whose job has ended, or that their job no longer lists and that are
+    /// older than `graceSeconds` (a piece is written before its job lists it). Pieces of jobs
+    /// this database does not know are left alone: the bucket may be shared with another
+    /// deployment whose uploads they are. Returns the keys removed.
     @discardableResult
     public func sweepStaging(now: Date = Date(), graceSeconds: Double = 3600) async throws -> [String] {
         let staged = try await bucket.objects(under: stagingPrefix)
@@ -112,13 +113,14 @@ public struct Janitor: Sendable {
             guard let job = rest.split(separator: "/").first, UUID(uuidString: String(job)) != nil else { continue }
             byJob[String(job).lowercased(), default: []].append(object)
         }
-        let live = try await jobs.liveTails(of: byJob.keys.sorted())
+        let known = try await jobs.stagedTails(of: byJob.keys.sorted())
         var removed: [String] = []
         for (job, objects) in byJob {
+            guard let tails = known[job] else { continue }
             for object in objects {
-                if let keys = live[job] {
+                if !tails.ended {
                     let age = object.modified.map { now.timeIntervalSince($0) } ?? 0
-                    if keys.contains(object.key) || age < graceSeconds { continue }
+                    if tails.keys.contains(object.key) || age < graceSeconds { continue }
                 }
                 try? await bucket.delete(key: object.key)
                 removed.append(object.key)

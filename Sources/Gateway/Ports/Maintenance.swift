@@ -22,8 +22,21 @@ public protocol MaintenanceStore: Sendable {
     func expireIdleUploads(before cutoff: Double, prefixes: [String]) async throws -> [ExpiredUpload]
     /// Ids of the jobs queued or running now (their spool files stay).
     func activeJobIDs() async throws -> Set<String>
-    /// Of `ids`, the jobs not yet ended, each with the staged tail pieces it lists.
-    func liveTails(of ids: [String]) async throws -> [String: Set<String>]
+    /// Of `ids`, the jobs this database knows (a bucket may be shared with other deployments,
+    /// whose jobs it does not know), each with whether it ended and the staged tail pieces it
+    /// lists.
+    func stagedTails(of ids: [String]) async throws -> [String: StagedTails]
+}
+
+/// A job's staged tail pieces as its row lists them.
+public struct StagedTails: Sendable, Equatable {
+    public var ended: Bool
+    public var keys: Set<String>
+
+    public init(ended: Bool, keys: Set<String>) {
+        self.ended = ended
+        self.keys = keys
+    }
 }
 
 /// What the janitor asks of the bucket, no more.

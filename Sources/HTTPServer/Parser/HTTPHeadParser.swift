@@ -101,8 +101,12 @@ public struct HTTPHeadParser: Sendable {
         var start = requestLineEnd + 2
         let end = headEnd - 2
         while start < end {
-            // Every CR of a complete head ends a line.
-            let stop = UnsafeRawPointer(memchr(bytes.baseAddress! + start, Int32(ByteClass.cr), end - start)!) - bytes.baseAddress!
+            // Every CR of a complete head ends a line (the scan refused bare CRs); a head without
+            // one here is refused rather than trusted.
+            guard let base = bytes.baseAddress, let cr = memchr(base + start, Int32(ByteClass.cr), end - start) else {
+                return .invalid(.bareCarriageReturn)
+            }
+            let stop = UnsafeRawPointer(cr) - base
             switch Self.parseField(UnsafeRawBufferPointer(rebasing: bytes[start..<stop])) {
             case .success(let field): fields.append(field)
             case .failure(let error): return .invalid(error)
@@ -167,8 +171,10 @@ public struct HTTPHeadParser: Sendable {
     static func parseField(_ line: UnsafeRawBufferPointer) -> Result<(name: String, value: String), HTTPParseError> {
         guard let first = line.first else { return .failure(.missingColon) }
         if ByteClass.isWhite(first) { return .failure(.obsFold) }
-        guard let found = memchr(line.baseAddress!, Int32(UInt8(ascii: ":")), line.count) else { return .failure(.missingColon) }
-        let colon = UnsafeRawPointer(found) - line.baseAddress!
+        guard let base = line.baseAddress, let found = memchr(base, Int32(UInt8(ascii: ":")), line.count) else {
+            return .failure(.missingColon)
+        }
+        let colon = UnsafeRawPointer(found) - base
         guard colon > 0 else { return .failure(.badHeaderName) }
         if ByteClass.isWhite(line[colon - 1]) { return .failure(.spaceBeforeColon) }
         for byte in line[..<colon] where !ByteClass.isTchar(byte) { return .failure(.badHeaderName) }

@@ -44,8 +44,18 @@ public final class BodyStream: Sendable {
     }
 
     deinit {
-        // A reader that walked away: the transfer has nobody to deliver to.
+        // The transfer holds the stream while it runs, so this comes only after its end.
         state.withLock { $0.cancel }?()
+    }
+
+    /// Stops the transfer (a reader that will not read on): a paused transfer would otherwise
+    /// hold its connection open for as long as the stream lives.
+    public func cancel() {
+        let cancel = state.withLock { s -> (@Sendable () -> Void)? in
+            if s.failure == nil && !s.finished { s.failure = CancellationError() }
+            return s.cancel
+        }
+        cancel?()
     }
 
     // MARK: reader side

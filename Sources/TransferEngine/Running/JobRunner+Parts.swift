@@ -82,9 +82,9 @@ extension JobRunner {
             case .wake:
                 loop.wakeAt = nil
             }
-            if terminal == nil && loop.yielding != control.yieldRequested {
-                loop.yielding.toggle()
-                if loop.yielding { loop.scheduler.pause() } else { loop.scheduler.resume() }
+            if terminal == nil && !loop.yielding && (control.isYielding || (control.yieldRequested && control.yieldNow())) {
+                loop.yielding = true
+                loop.scheduler.pause()
             }
             if loop.yielding && loop.scheduler.partsInFlight == 0 {
                 group.cancelAll()

@@ -95,7 +95,7 @@ extension JobRunner {
                 let yielding: Bool
                 do {
                     try await write(chunk, &pass, &group, job, options, lease, upload, pass.sent > 0 ? control : nil)
-                    yielding = pass.sent > 0 && control.yieldRequested
+                    yielding = pass.sent > 0 && control.yieldRequested && control.yieldNow()
                 } catch is YieldedWhileWaiting {
                     yielding = true  // the rest of the chunk is dropped with the part it was for
                 }

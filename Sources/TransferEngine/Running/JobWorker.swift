@@ -82,8 +82,8 @@ public final class JobWorker: Sendable {
     }
 
     /// Every slot is busy: if an identity that runs nothing here waits for a slot, every job of
-    /// the identity holding the most slots is asked to give its slot back at its next part
-    /// boundary; the first to get there frees the slot and the others' requests are withdrawn.
+    /// the identity holding the most slots is asked for one slot back; the first of them to reach
+    /// a part boundary (or that only waits for room) gives it, and the others run on.
     private func shareSlots() async {
         let busy = running.withLock { $0 }
         var perOwner: [String: Int] = [:]
@@ -91,7 +91,10 @@ public final class JobWorker: Sendable {
         guard let (hog, count) = perOwner.max(by: { $0.value < $1.value }), count > 1,
               let waiting = try? await store.waitingOwners(limit: 16),
               waiting.contains(where: { perOwner[$0] == nil }) else { return }
-        for job in busy.values where job.owner == hog { job.control.requestYield() }
+        // One slot at a time: a request still open, or taken by a job on its way out, frees one.
+        guard !busy.values.contains(where: { $0.control.yieldRequested || $0.control.isYielding }) else { return }
+        let request = SlotRequest()
+        for job in busy.values where job.owner == hog { job.control.requestYield(request) }
     }
 
     private func execute(_ job: Job, _ lease: Lease, _ control: JobControl) async {
