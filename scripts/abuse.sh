@@ -10,15 +10,15 @@
 # Scenarios (all by default, in this order): crash longpolls memory metrics imports tails tus spool
 # bodies expiry quotas readyz smaller. What each replays and what must hold is the header comment of
 # its function in scripts/abuse.py. --quick shrinks sizes and durations (the whole run in about four
-# minutes, two of which are the janitor waits of expiry and smaller); the full run takes about
-# fifteen minutes.
+# minutes, half of which are the janitor waits of expiry and smaller); the full run takes 5-10
+# minutes (more when the shared stack is restarted under it: a disturbed scenario is run again).
 #
 # Uses the local stack (scripts/stack.sh up, run here; idempotent), a database of its own
 # (gateway_abuse), the bucket transfer-gateway-abuse (created when missing), gateways on
 # 127.0.0.1:18090-18091, and the release binary (.build/release/transfer-gateway, else the debug one;
 # ABUSE_BIN overrides), copied aside first so a rebuild never swaps it mid-run. Everything it starts
-# is stopped on exit, its temp dir removed (ABUSE_KEEP=1 keeps it: the gateways' logs), and the run's
-# objects deleted from the bucket.
+# is stopped on exit, its temp dir removed (ABUSE_KEEP=1 keeps it: the gateways' logs; ABUSE_LOG_LEVEL
+# sets their GATEWAY_LOG_LEVEL, warn by default), and the run's objects deleted from the bucket.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
