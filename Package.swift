@@ -54,9 +54,9 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(name: "SigV4Tests", dependencies: ["SigV4", "Crypto"], exclude: ["Fixtures"]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "TransferGateway", "HTTPServer", "Auth", "Crypto",
-                                                   "TransferEngine", "TestSupport"]),
+                                                   "TransferEngine", "TestSupport", "Adapters"]),
         .testTarget(name: "AuthTests", dependencies: ["Auth", "Crypto", "Striped"], exclude: ["Fixtures"]),
-        .testTarget(name: "TransferEngineTests", dependencies: ["TransferEngine", "Crypto", "TestSupport"]),
+        .testTarget(name: "TransferEngineTests", dependencies: ["TransferEngine", "Crypto", "TestSupport", "Adapters"]),
         .testTarget(name: "S3Tests", dependencies: ["S3", "SigV4", "Crypto"], exclude: ["Fixtures"]),
         // Every live suite: against the real PostgreSQL and S3 server (GATEWAY_LIVE_TESTS=1, scripts/test.sh).
         .testTarget(name: "IntegrationTests", dependencies: ["Gateway", "Adapters", "TransferGateway", "HTTPServer", "S3", "Postgres",

@@ -1,3 +1,4 @@
+import Adapters
 import Auth
 import Foundation
 import HTTPServer

@@ -55,9 +55,9 @@ extension JobTableTests {
         let s = try await scale.setup()
         let folder = "termload-\(UUID().uuidString)"
         let copySource = try await scale.source(s, folder, mebibytes: 40)
-        let downloadBytes = (0..<(16 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) }
+        let downloadBytes = repeatingBytes(16 << 20, seed: 0, multiplier: 2_654_435_761 >> 13)
         _ = try await s.client.putObject(key: "private/alice/\(folder)/dl.bin", body: .bytes(downloadBytes))
-        let uploadBytes = (0..<(12 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 40_503 >> 7) }
+        let uploadBytes = repeatingBytes(12 << 20, seed: 0, multiplier: 40_503 >> 7)
         var environment = s.environment
         environment["GATEWAY_SHUTDOWN_GRACE"] = String(Int(Self.grace))
         // 30 s leases: a takeover sooner than that can only come from A releasing them.

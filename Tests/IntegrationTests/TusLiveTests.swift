@@ -5,6 +5,7 @@ import Foundation
 import FoundationNetworking
 #endif
 import S3
+import TestSupport
 import Testing
 @testable import TransferGateway
 @testable import Adapters
@@ -159,7 +160,7 @@ extension JobTableTests {
         let token = TokenMinter.hs256Token(configuration, subject: "alice")
         let auth = ["Authorization": "Bearer \(token)", "Tus-Resumable": "1.0.0"]
         let key = "tus-kill-\(UUID().uuidString).bin"
-        let chunk = Data((0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        let chunk = Data(repeatingBytes(1 << 20, seed: 0, multiplier: 7))
         var create = auth
         create["Upload-Length"] = String(3 * chunk.count)
         create["Upload-Metadata"] = Self.metadata([("key", key)])

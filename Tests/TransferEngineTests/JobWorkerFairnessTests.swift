@@ -1,3 +1,4 @@
+import Adapters
 import Foundation
 import Synchronization
 import TestSupport
@@ -7,7 +8,7 @@ import Testing
 private let MiB = 1024 * 1024
 
 private func bytes(_ count: Int, seed: UInt8) -> [UInt8] {
-    (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ Int(seed)) }
+    repeatingBytes(count, seed: seed)
 }
 
 private func objectSource(_ key: String) -> String { ObjectSource(key: key).json }

@@ -1,3 +1,4 @@
+import Adapters
 import Crypto
 import Foundation
 import Synchronization
@@ -8,7 +9,7 @@ import Testing
 private let MiB = 1024 * 1024
 
 private func bytes(_ count: Int, seed: UInt8) -> [UInt8] {
-    (0..<count).map { UInt8(truncatingIfNeeded: ($0 >> 3) &* 131 &+ Int(seed)) }
+    repeatingBytes(count, seed: seed, multiplier: 131, shift: 3)
 }
 
 /// Upload requests over the in-memory store and object store, each "instance" with its own

@@ -10,12 +10,12 @@ public struct GatewayRoutes: Sendable {
     public struct Jobs: Sendable {
         public var store: any UploadStore
         public var objects: any ObjectStore
-        public var spool: DirectorySpool
+        public var spool: any Spool
         public var receiver: UploadReceiver
         public var clientUploads: any ClientUploadStore
         public var changes: JobChanges
 
-        public init(store: any UploadStore, objects: any ObjectStore, spool: DirectorySpool, receiver: UploadReceiver,
+        public init(store: any UploadStore, objects: any ObjectStore, spool: any Spool, receiver: UploadReceiver,
                     clientUploads: any ClientUploadStore, changes: JobChanges) {
             self.store = store
             self.objects = objects
@@ -76,8 +76,10 @@ public struct GatewayRoutes: Sendable {
                       maxExpiry: settings.presignMaxExpiry, maxObjectSize: engine.maxObjectSize, now: now)
             .register(in: &router)
         guard let jobs else { return router }
+        let waits = PerIdentityCount(limit: settings.userMaxWaits)
+        metrics.registerGauge(name: "gateway_waits_open", help: "Long polls and event streams held now.") { waits.total }
         let limits = RequestLimits(rate: CreationRate(perSecond: settings.userRate, now: monotonic), quota: settings.quota,
-                                   waits: PerIdentityCount(limit: settings.userMaxWaits))
+                                   waits: waits)
         JobRoutes(authenticator: authenticator, policy: policy, store: jobs.store, objects: jobs.objects, spool: jobs.spool,
                   uploads: jobs.receiver, settings: engine, maxPartConcurrency: engine.maxConcurrency, changes: jobs.changes,
                   limits: limits)

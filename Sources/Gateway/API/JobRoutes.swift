@@ -10,7 +10,7 @@ struct JobRoutes: Sendable {
     let policy: AccessPolicy
     let store: any JobStore
     let objects: any ObjectStore
-    let spool: DirectorySpool
+    let spool: any Spool
     let uploads: UploadReceiver
     let settings: EngineSettings
     let maxPartConcurrency: Int

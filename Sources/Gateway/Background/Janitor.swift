@@ -19,12 +19,12 @@ public struct Janitor: Sendable {
     let jobStore: any JobStore
     let bucket: any BucketMaintenance
     let ttlSeconds: Int
-    let spool: DirectorySpool?
+    let spool: (any SpoolMaintenance)?
     let downloadTTLSeconds: Int
     let stagingPrefix: String
 
     public init(jobs: any MaintenanceStore, uploads: any ClientUploadStore, jobStore: any JobStore, bucket: any BucketMaintenance,
-                ttlSeconds: Int, spool: DirectorySpool? = nil, downloadTTLSeconds: Int = 3600,
+                ttlSeconds: Int, spool: (any SpoolMaintenance)? = nil, downloadTTLSeconds: Int = 3600,
                 stagingPrefix: String = EngineSettings().stagingPrefix) {
         self.jobs = jobs
         self.uploads = uploads
@@ -41,16 +41,11 @@ public struct Janitor: Sendable {
     @discardableResult
     public func sweepSpool(now: Date = Date()) async throws -> [String] {
         guard let spool else { return [] }
-        let names = DirectorySpool.names(in: spool.directory)
         let running = try await jobs.activeJobIDs()
         var removed: [String] = []
-        for name in names {
-            let path = spool.directory + "/" + name
-            guard let jobID = name.split(separator: ".").first.map(String.init), !running.contains(jobID),
-                  let attributes = try? FileManager.default.attributesOfItem(atPath: path),
-                  let modified = attributes[.modificationDate] as? Date,
-                  now.timeIntervalSince(modified) >= Double(downloadTTLSeconds) else { continue }
-            if spool.remove(fileNamed: name) { removed.append(name) }
+        for file in spool.files() where !running.contains(file.jobID)
+            && now.timeIntervalSince1970 - file.modified >= Double(downloadTTLSeconds) {
+            if spool.remove(fileNamed: file.name) { removed.append(file.name) }
         }
         return removed
     }

@@ -20,6 +20,9 @@ final class PerIdentityCount: Sendable {
         }
     }
 
+    /// Held now, across identities.
+    var total: Int { counts.withLock { $0.values.reduce(0, +) } }
+
     func release(_ identity: String) {
         counts.withLock { c in
             guard let now = c[identity] else { return }

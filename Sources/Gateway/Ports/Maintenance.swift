@@ -28,6 +28,28 @@ public protocol MaintenanceStore: Sendable {
     func stagedTails(of ids: [String]) async throws -> [String: StagedTails]
 }
 
+/// What the janitor asks of the spool: its files, and their removal.
+public protocol SpoolMaintenance: Sendable {
+    /// Every file on the spool now.
+    func files() -> [SpoolEntry]
+    /// Removes a file (and gives its reserved bytes back); false when it was not there.
+    func remove(fileNamed name: String) -> Bool
+}
+
+/// One file on the spool.
+public struct SpoolEntry: Sendable, Equatable {
+    public var name: String
+    public var jobID: String
+    /// When it was last written, in Unix seconds.
+    public var modified: Double
+
+    public init(name: String, jobID: String, modified: Double) {
+        self.name = name
+        self.jobID = jobID
+        self.modified = modified
+    }
+}
+
 /// A job's staged tail pieces as its row lists them.
 public struct StagedTails: Sendable, Equatable {
     public var ended: Bool

@@ -1,0 +1,124 @@
+import Gateway
+import Synchronization
+import TransferEngine
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The engine's spool on the local disk: files in one directory, `<job id>.<name>`, with its
+/// budget. Files found there at start-up (a download prepared before a restart) count against
+/// the budget until removed.
+public final class DirectorySpool: Spool, SpoolMaintenance {
+    public let directory: String
+    private let budget: ByteBudget
+    /// The reservation of every file the spool holds bytes for, by path.
+    private let held = Mutex<[String: Reservation]>([:])
+
+    public init(directory: String, budget: Int64 = 10 << 30) throws {
+        self.directory = directory
+        self.budget = ByteBudget(capacity: budget)
+        if mkdir(directory, 0o700) != 0 && errno != EEXIST { throw SpoolError(errno: errno, path: directory) }
+        for name in Self.names(in: directory) {
+            let path = "\(directory)/\(name)"
+            var info = stat()
+            guard stat(path, &info) == 0 else { continue }
+            let reservation = self.budget.claimWithoutWaiting(Int64(info.st_blocks) * 512)
+            held.withLock { $0[path] = reservation }
+        }
+    }
+
+    /// The file names in `directory` (not `.` and `..`).
+    public static func names(in directory: String) -> [String] {
+        guard let dir = opendir(directory) else { return [] }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    public func path(jobID: String, name: SpoolName) -> String {
+        "\(directory)/\(jobID).\(name.rawValue)"
+    }
+
+    public func open(jobID: String, name: SpoolName, create: Bool, truncate: Bool) throws -> SpoolFile? {
+        let path = path(jobID: jobID, name: name)
+        var flags = O_RDWR | O_CLOEXEC
+        if create { flags |= O_CREAT }
+        if truncate { flags |= O_TRUNC }
+        let fd = Glibc.open(path, flags, 0o600)
+        if fd < 0 {
+            if errno == ENOENT && !create { return nil }
+            throw SpoolError(errno: errno, path: path)
+        }
+        return SpoolFile(fd: fd, path: path)
+    }
+
+    public func remove(jobID: String, name: SpoolName) {
+        let path = path(jobID: jobID, name: name)
+        unlink(path)
+        held.withLock { $0.removeValue(forKey: path) }?.release()
+    }
+
+    /// Every file of the job the spool holds bytes for (every file it made goes through
+    /// `reserve`, and files found at start-up are counted), but those in `keeping`.
+    public func removeAll(jobID: String, keeping: Set<SpoolName>) {
+        let prefix = "\(directory)/\(jobID)."
+        let kept = Set(keeping.map { prefix + $0.rawValue })
+        let paths = held.withLock { h in h.keys.filter { $0.hasPrefix(prefix) && !kept.contains($0) } }
+        for path in paths {
+            unlink(path)
+            held.withLock { $0.removeValue(forKey: path) }?.release()
+        }
+    }
+
+    public func files() -> [SpoolEntry] {
+        Self.names(in: directory).compactMap { name in
+            var info = stat()
+            guard let jobID = name.split(separator: ".").first, stat("\(directory)/\(name)", &info) == 0 else { return nil }
+            let modified = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
+            return SpoolEntry(name: name, jobID: String(jobID), modified: modified)
+        }
+    }
+
+    public func remove(fileNamed name: String) -> Bool {
+        let path = "\(directory)/\(name)"
+        guard unlink(path) == 0 else { return false }
+        held.withLock { $0.removeValue(forKey: path) }?.release()
+        return true
+    }
+
+    public func rename(jobID: String, from: SpoolName, to: SpoolName) throws {
+        let source = path(jobID: jobID, name: from), target = path(jobID: jobID, name: to)
+        guard Glibc.rename(source, target) == 0 else { throw SpoolError(errno: errno, path: source) }
+        let replaced = held.withLock { h -> Reservation? in
+            let old = h.removeValue(forKey: target)
+            if let moving = h.removeValue(forKey: source) { h[target] = moving }
+            return old
+        }
+        replaced?.release()
+    }
+
+    public func reserve(jobID: String, name: SpoolName, bytes: Int64) async throws {
+        let path = path(jobID: jobID, name: name)
+        // What the file holds already is given back first: a resize never counts twice.
+        held.withLock { $0.removeValue(forKey: path) }?.release()
+        let reservation = try await budget.reserve(bytes)
+        let replaced = held.withLock { h -> Reservation? in
+            defer { h[path] = reservation }
+            return h[path]
+        }
+        replaced?.release()
+    }
+
+    public func shrink(jobID: String, name: SpoolName, to bytes: Int64) {
+        let path = path(jobID: jobID, name: name)
+        held.withLock { $0[path] }?.shrink(to: bytes)
+    }
+
+    public var usage: (used: Int64, capacity: Int64) { (budget.used, budget.capacity) }
+}
