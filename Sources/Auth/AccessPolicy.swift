@@ -33,6 +33,15 @@ public struct AccessPolicy: Sendable {
     /// Checks the access and returns the full object key.
     public func objectKey(for mode: AccessMode, level: AccessLevel, key: String, identity: Identity,
                           targetIdentityID: String? = nil) throws(AccessDenial) -> String {
+        try ObjectKey.make(prefix: try prefix(for: mode, level: level, identity: identity, targetIdentityID: targetIdentityID),
+                           key: key)
+    }
+
+    /// Checks the access and returns the level's key prefix (`public/`,
+    /// `protected/{identityId}/`, `private/{identityId}/`): where an object key begins, and
+    /// what a listing of the level lists under.
+    public func prefix(for mode: AccessMode, level: AccessLevel, identity: Identity,
+                       targetIdentityID: String? = nil) throws(AccessDenial) -> String {
         let owner: String
         switch level {
         case .public:
@@ -44,7 +53,7 @@ public struct AccessPolicy: Sendable {
                 }
                 throw .invalidKey("targetIdentityId is only for protected files")
             }
-            return try ObjectKey.make(prefix: "public/", key: key)
+            return "public/"
         case .protected:
             guard let id = identity.id else { throw .signInRequired }
             owner = targetIdentityID ?? id
@@ -56,7 +65,7 @@ public struct AccessPolicy: Sendable {
             if !Self.same(owner, id) { throw .forbidden("private files belong to their owner only") }
         }
         guard Identity.isValidID(owner) else { throw .invalidKey("targetIdentityId is not a valid identity id") }
-        return try ObjectKey.make(prefix: level.rawValue + "/" + owner + "/", key: key)
+        return level.rawValue + "/" + owner + "/"
     }
 
     /// Identity ids are compared byte for byte (`"jos\u{E9}"` and `"jose\u{301}"` are

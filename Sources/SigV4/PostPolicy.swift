@@ -2,14 +2,15 @@ import Crypto
 import Foundation
 
 /// A browser form upload (S3 POST Object with a SigV4 POST policy): the policy document pins the
-/// bucket, the exact key, a `content-length-range` and, when given, the content type; it is
+/// bucket, the exact key, a `content-length-range` and each extra field (content type,
+/// cache control, encryption, `x-amz-meta-*`) to its value; it is
 /// signed with the same signing key as any request (AWS S3 API Reference, "Browser-Based
 /// Uploads Using POST", signature = HMAC-SHA256(signing key, base64(policy))).
 public struct PostPolicy: Sendable {
     public let fields: [(String, String)]
     public let policyDocument: String
 
-    public init(signer: Signer, bucket: String, key: String, contentType: String?, maxSize: Int64,
+    public init(signer: Signer, bucket: String, key: String, fields extra: [(String, String)], maxSize: Int64,
                 expires: Int, time: SigningTime) {
         let credential = "\(signer.credentials.accessKeyID)/\(signer.scope(time))"
         let expiration = Self.iso8601(time.secondsSince1970 + expires)
@@ -22,9 +23,9 @@ public struct PostPolicy: Sendable {
             "{\"x-amz-date\":\"\(time.dateTime)\"}",
         ]
         var fields: [(String, String)] = [("key", key)]
-        if let contentType {
-            conditions.append("{\"Content-Type\":\(Self.json(contentType))}")
-            fields.append(("Content-Type", contentType))
+        for (name, value) in extra {
+            conditions.append("{\(Self.json(name)):\(Self.json(value))}")
+            fields.append((name, value))
         }
         if let token = signer.credentials.sessionToken {
             conditions.append("{\"x-amz-security-token\":\(Self.json(token))}")

@@ -32,6 +32,15 @@ public final class InMemoryClientUploadStore: ClientUploadStore {
 
     public func upload(id: String) async throws -> ClientUpload? { uploads.withLock { $0[id]?.upload } }
 
+    public func open(owner: String, limit: Int, after cursor: String?) async throws -> [ClientUpload] {
+        uploads.withLock { u in
+            let mark = cursor.flatMap { u[$0] }.map { ($0.upload.createdAt, $0.upload.id) }
+            return Array(u.values.map(\.upload).filter { upload in
+                upload.owner == owner && upload.state == .open && (mark.map { (upload.createdAt, upload.id) < $0 } ?? true)
+            }.sorted { ($0.createdAt, $0.id) > ($1.createdAt, $1.id) }.prefix(limit))
+        }
+    }
+
     public func touch(id: String) async throws {
         let time = now()
         uploads.withLock { $0[id]?.touched = time }

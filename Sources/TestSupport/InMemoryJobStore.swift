@@ -36,6 +36,7 @@ public final class InMemoryJobStore: UploadStore {
             stored.createdAt = Int64(clock.now())
             stored.updatedAt = stored.createdAt
             stored.bytesAt = stored.createdAt
+            if stored.state.isFinal { stored.completedAt = stored.createdAt }
             s.jobs[job.id] = stored
             return stored
         }
@@ -94,11 +95,15 @@ public final class InMemoryJobStore: UploadStore {
         guard owned(s, lease) else { throw LeaseLost(jobID: lease.jobID) }
     }
 
-    public func renew(_ lease: Lease, leaseMilliseconds: Int64) async throws -> Lease {
+    public func renew(_ lease: Lease, leaseMilliseconds: Int64, flowing: Int64?) async throws -> Lease {
         let now = Int64(clock.now())
         return try state.withLock { s in
             try guardWrite(s, lease, "renew")
             s.leases[lease.jobID] = (lease.owner, lease.token, now + leaseMilliseconds)
+            if let flowing, s.jobs[lease.jobID]?.bytesFlowing != flowing {
+                s.jobs[lease.jobID]?.bytesFlowing = flowing
+                s.jobs[lease.jobID]?.version += 1
+            }
             return Lease(jobID: lease.jobID, owner: lease.owner, token: lease.token, expiresAt: now + leaseMilliseconds)
         }
     }
@@ -161,10 +166,13 @@ public final class InMemoryJobStore: UploadStore {
         }
     }
 
-    public func list(owner: String?, state wanted: Job.State?, limit: Int, after cursor: String?) async throws -> [Job] {
+    public func list(owner: String?, state wanted: Job.State?, kind: Job.Kind?, limit: Int, after cursor: String?) async throws -> [Job] {
         state.withLock { s in
-            Array(s.jobs.values.filter { (owner == nil || $0.owner == owner) && (wanted == nil || $0.state == wanted) }
-                .sorted { ($0.createdAt, $0.id) > ($1.createdAt, $1.id) }.prefix(limit))
+            let mark = cursor.flatMap { s.jobs[$0] }.map { ($0.createdAt, $0.id) }
+            return Array(s.jobs.values.filter { job in
+                (owner == nil || job.owner == owner) && (wanted == nil || job.state == wanted) && (kind == nil || job.kind == kind)
+                    && (mark.map { (job.createdAt, job.id) < $0 } ?? true)
+            }.sorted { ($0.createdAt, $0.id) > ($1.createdAt, $1.id) }.prefix(limit))
         }
     }
 
@@ -244,6 +252,7 @@ public final class InMemoryJobStore: UploadStore {
             try beforeWrite("releaseUpload")
             guard owned(s, lease) else { return }
             s.jobs[lease.jobID]?.state = JobLifecycle.target(of: .releaseUpload)
+            s.jobs[lease.jobID]?.bytesFlowing = 0
             s.jobs[lease.jobID]?.version += 1
             s.leases[lease.jobID] = nil
         }

@@ -14,6 +14,7 @@ public final class InMemoryObjectStore: ObjectStore {
     }
     struct Upload {
         let key: String
+        var attributes = ObjectAttributesSpec()
         var parts: [Int: [UInt8]] = [:]
         /// When it began, in the clock's milliseconds.
         var startedAt = 0
@@ -22,6 +23,7 @@ public final class InMemoryObjectStore: ObjectStore {
         var objects: [String: [UInt8]] = [:]
         /// As S3 answers them: the MD5 of a plain object, the multipart ETag of a completed upload.
         var etags: [String: String] = [:]
+        var attributes: [String: ObjectAttributesSpec] = [:]
         var uploads: [String: Upload] = [:]
         var calls: [Call] = []
         var nextUpload = 0
@@ -44,12 +46,14 @@ public final class InMemoryObjectStore: ObjectStore {
 
     public static func etag(_ bytes: [UInt8]) -> String { "\"\(Digest.hex(Digest.md5(bytes)))\"" }
 
-    public func put(_ key: String, _ bytes: [UInt8]) {
+    public func put(_ key: String, _ bytes: [UInt8], attributes: ObjectAttributesSpec = ObjectAttributesSpec()) {
         state.withLock { s in
             s.objects[key] = bytes
             s.etags[key] = Self.etag(bytes)
+            s.attributes[key] = attributes.withDefaultType
         }
     }
+    public func attributes(_ key: String) -> ObjectAttributesSpec? { state.withLock { $0.attributes[key] } }
     public func object(_ key: String) -> [UInt8]? { state.withLock { $0.objects[key] } }
     public var openUploads: Int { state.withLock { $0.uploads.count } }
     public var calls: [Call] { state.withLock { $0.calls } }
@@ -72,12 +76,32 @@ public final class InMemoryObjectStore: ObjectStore {
         return (Int64(bytes.count), etag)
     }
 
+    public func properties(of key: String) async throws -> ObjectProperties {
+        try enter(.size(key))
+        guard let found = state.withLock({ s in
+            s.objects[key].map { ObjectProperties(size: Int64($0.count), etag: s.etags[key] ?? Self.etag($0), lastModified: nil,
+                                                  attributes: s.attributes[key] ?? ObjectAttributesSpec().withDefaultType) }
+        }) else {
+            throw TransferError(code: "NoSuchKey", retryable: false)
+        }
+        return found
+    }
+
+    public func list(prefix: String, after: String?, limit: Int) async throws -> (objects: [ObjectSummary], next: String?) {
+        let keys = keys(under: prefix).filter { after == nil || $0 > after! }
+        let page = keys.prefix(limit)
+        let objects = state.withLock { s in
+            page.map { ObjectSummary(key: $0, size: Int64(s.objects[$0]?.count ?? 0), etag: s.etags[$0] ?? "", lastModified: "") }
+        }
+        return (objects, keys.count > limit ? page.last : nil)
+    }
+
     public func createMultipartUpload(key: String, attributes: ObjectAttributesSpec) async throws -> String {
         try enter(.create)
         return state.withLock { s in
             s.nextUpload += 1
             let id = "upload-\(s.nextUpload)"
-            s.uploads[id] = Upload(key: key, startedAt: now)
+            s.uploads[id] = Upload(key: key, attributes: attributes.withDefaultType, startedAt: now)
             return id
         }
     }
@@ -128,6 +152,7 @@ public final class InMemoryObjectStore: ObjectStore {
             let etag = MultipartETag.expected(for: parts.map(\.etag)) ?? "\"x\""
             s.objects[key] = whole
             s.etags[key] = etag
+            s.attributes[key] = upload.attributes
             s.uploads[uploadID] = nil
             return etag
         }
@@ -154,19 +179,27 @@ public final class InMemoryObjectStore: ObjectStore {
         }
     }
 
-    public func copyObject(from sourceKey: String, to key: String, attributes: ObjectAttributesSpec, ifMatch: String?) async throws -> String {
+    public func copyObject(from sourceKey: String, to key: String, attributes: ObjectAttributesSpec?, ifMatch: String?) async throws -> String {
         try enter(.copyObject)
         guard let bytes = object(sourceKey) else { throw TransferError(code: "NoSuchKey", retryable: false) }
         if let ifMatch, ifMatch != etag(of: sourceKey) { throw TransferError.sourceChanged }
-        put(key, bytes)
+        put(key, bytes, attributes: attributes ?? self.attributes(sourceKey) ?? ObjectAttributesSpec())
         return Self.etag(bytes)
     }
 
     public func putObject(key: String, data: PartData, attributes: ObjectAttributesSpec) async throws -> String {
         try enter(.putObject)
         let bytes = try Self.bytes(data)
-        put(key, bytes)
+        put(key, bytes, attributes: attributes)
         return Self.etag(bytes)
+    }
+
+    public func read(key: String, range: ClosedRange<Int64>, ifMatch: String?) async throws -> [UInt8] {
+        try enter(.read(range.lowerBound))
+        guard let source = object(key) else { throw TransferError(code: "NoSuchKey", retryable: false) }
+        if let ifMatch, ifMatch != etag(of: key) { throw TransferError.sourceChanged }
+        guard range.upperBound < Int64(source.count) else { throw TransferError(code: "InvalidRange", retryable: false) }
+        return Array(source[Int(range.lowerBound)...Int(range.upperBound)])
     }
 
     public func read(key: String, range: ClosedRange<Int64>, ifMatch: String?, into file: SpoolFile, at fileOffset: Int64) async throws {
@@ -185,6 +218,7 @@ public final class InMemoryObjectStore: ObjectStore {
         state.withLock { s in
             s.objects[key] = nil
             s.etags[key] = nil
+            s.attributes[key] = nil
         }
     }
 

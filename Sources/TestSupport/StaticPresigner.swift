@@ -17,7 +17,7 @@ public struct StaticPresigner: Presigner {
         out.append(contentsOf: url.utf8.filter { $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") })
     }
 
-    public func postForm(key: String, contentType: String?, maxSize: Int64, expires: Int, at: Int) -> (url: String, fields: [(String, String)]) {
+    public func postForm(key: String, fields: [(String, String)], maxSize: Int64, expires: Int, at: Int) -> (url: String, fields: [(String, String)]) {
         ("https://s3.test/", [("key", key), ("max", String(maxSize))])
     }
 }

@@ -33,7 +33,8 @@ final class RouteRig: Sendable {
         let routes = GatewayRoutes(
             authenticator: Authenticator(verifier: JWTVerifier(keys: [.hmac(Self.secret)]), allowGuestRead: false, now: now),
             presigner: StaticPresigner(), checks: [], metrics: Metrics(), openAPI: nil,
-            jobs: .init(store: store, objects: objects, spool: spool, receiver: receiver, clientUploads: clientUploads, changes: changes),
+            jobs: .init(store: store, objects: objects, spool: spool, receiver: receiver, clientUploads: clientUploads, changes: changes,
+                        idempotency: InMemoryIdempotencyStore()),
             settings: settings, now: now, monotonic: { 0 })
         responder = GatewayResponder(router: routes.router(), cors: CORS(origins: []), logger: Logger(level: .info, sink: logs),
                                      metrics: Metrics(), instancePrefix: "r-")

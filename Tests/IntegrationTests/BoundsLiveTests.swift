@@ -120,11 +120,11 @@ extension JobTableTests {
         let clientUpload = try await gateway.request("POST", "/v1/uploads", token: alice,
                                                      json: ["accessLevel": "private", "key": "q.bin", "size": 10])
         #expect(clientUpload.status == 429, "the upload job is this identity's one open upload")
-        let download = try await gateway.request("POST", "/v1/jobs", token: alice, json: [
-            "type": "download", "source": ["accessLevel": "private", "key": "nothing.bin"]])
-        #expect(download.status == 201)
-        let third = try await gateway.request("POST", "/v1/jobs", token: alice, json: [
-            "type": "download", "source": ["accessLevel": "private", "key": "nothing.bin"]])
+        let copy: [String: Any] = ["type": "copy", "source": ["accessLevel": "private", "key": "nothing.bin"],
+                                   "destination": ["accessLevel": "private", "key": "copy.bin"]]
+        let queued = try await gateway.request("POST", "/v1/jobs", token: alice, json: copy)
+        #expect(queued.status == 201)
+        let third = try await gateway.request("POST", "/v1/jobs", token: alice, json: copy)
         #expect(third.status == 429, "two active jobs already")
         #expect(try await gateway.request("POST", "/v1/jobs", token: gateway.token("quota-bob-\(UUID())"),
                                           json: ["type": "upload", "accessLevel": "private", "key": "b.bin"]).status == 201)

@@ -116,24 +116,23 @@ private func objectSource(_ key: String) -> String { ObjectSource(key: key).json
         #expect(bench.settings.memory.used == 0, "every buffer is given back")
     }
 
-    /// A download waits for room on the spool instead of writing past the budget; with its
-    /// running-time limit passed while waiting, it fails without having written a byte.
-    @Test func aDownloadWaitsForRoomOnTheSpool() async throws {
+    /// An import waits for room on the spool instead of writing past the budget; with its
+    /// running-time limit passed while waiting, it fails without having fetched a byte.
+    @Test func anImportWaitsForRoomOnTheSpool() async throws {
         var bench = Bench()
         bench.spoolBudget = 10 * Int64(MiB)
         let spool = try DirectorySpool(directory: bench.spoolDirectory, budget: bench.spoolBudget)
-        bench.objects.put("obj", bytes(8 * MiB, seed: 7))
-        try await bench.insert(.download, source: objectSource("obj"), key: "obj")
-        let (first, _) = try await bench.run(runner: try bench.runner(spool: spool))
-        guard case .completed = first else { Issue.record("\(first)"); return }
-        #expect(spool.usage.used == 8 * Int64(MiB))
+        // Someone else holds 8 MiB of the 10: a 5 MiB part does not fit.
+        try await spool.reserve(jobID: "someone-else", name: .part(1), bytes: 8 * Int64(MiB))
         var options = JobOptions()
         options.timeoutSeconds = 5
-        let second = try await bench.insert(.download, source: objectSource("obj"), key: "obj", options: options)
-        let (outcome, _) = try await bench.run("b", runner: try bench.runner(spool: spool))
+        let job = try await bench.insert(.import, source: URLSource(url: "https://example.com/f").json, options: options)
+        let fetcher = InMemoryFetcher(body: bytes(10 * MiB, seed: 7), ranges: true)
+        let (outcome, _) = try await bench.run(runner: try bench.runner(spool: spool, fetcher: fetcher))
         #expect(outcome == .failed(code: "JobTimeout"))
-        #expect(bench.objects.count(.read(0)) == 1, "the second download read nothing")
-        #expect(!FileManager.default.fileExists(atPath: spool.path(jobID: second.id, name: .download)))
+        #expect(bench.objects.count(.uploadPart(1)) == 0 && bench.objects.count(.uploadPart(2)) == 0, "nothing was sent")
+        #expect(!FileManager.default.fileExists(atPath: spool.path(jobID: job.id, name: .part(1))))
+        #expect(spool.usage.used == 8 * Int64(MiB), "its wait held nothing")
     }
 
     /// A part larger than the whole spool budget can never be spooled: the job says so.

@@ -123,27 +123,25 @@ private struct SlowSources: SourceFetcher {
         #expect(finished.partsCompleted == 4)
     }
 
-    /// A download waiting for room on a full spool gives its slot back at once when asked: it
+    /// An import waiting for room on a full spool gives its slot back at once when asked: it
     /// has moved nothing, so it loses nothing.
-    @Test func aDownloadWaitingForRoomGivesItsSlotBack() async throws {
+    @Test func anImportWaitingForRoomGivesItsSlotBack() async throws {
         var bench = Bench()
         bench.spoolBudget = 10 * Int64(MiB)
         let spool = try DirectorySpool(directory: bench.spoolDirectory, budget: bench.spoolBudget)
-        bench.objects.put("obj", bytes(8 * MiB, seed: 7))
-        try await bench.insert(.download, source: objectSource("obj"), key: "obj")
-        let (first, _) = try await bench.run(runner: try bench.runner(spool: spool))
-        guard case .completed = first else { Issue.record("\(first)"); return }
-        let second = try await bench.insert(.download, source: objectSource("obj"), key: "obj")
+        try await spool.reserve(jobID: "someone-else", name: .part(1), bytes: 8 * Int64(MiB))
+        let job = try await bench.insert(.import, source: URLSource(url: "https://example.com/f").json)
         let control = JobControl()
         let asked = Task {
-            // Asked once the second download waits for room (nothing else runs).
-            while bench.store.leaseHolder(second.id) == nil { await Task.yield() }
+            // Asked once the import waits for room (nothing else runs).
+            while bench.store.leaseHolder(job.id) == nil { await Task.yield() }
             control.requestYield()
         }
-        let (outcome, _) = try await bench.run("b", runner: try bench.runner(spool: spool), control: control)
+        let fetcher = InMemoryFetcher(body: bytes(10 * MiB, seed: 7), ranges: true)
+        let (outcome, _) = try await bench.run(runner: try bench.runner(spool: spool, fetcher: fetcher), control: control)
         await asked.value
         #expect(outcome == .stopped(.queued))
-        #expect(bench.objects.count(.read(0)) == 1, "the second download read nothing")
+        #expect(bench.objects.count(.uploadPart(1)) == 0, "the import sent nothing")
         #expect(spool.usage.used == 8 * Int64(MiB), "its wait held nothing")
     }
 

@@ -76,4 +76,37 @@ private final class Renewals: Sendable {
         guard case .leaseLost = ending else { Issue.record("\(ending)"); return }
         #expect(renewals.seen == 2, "renewed at 10 s and 20 s, not every tick")
     }
+
+    /// Progress inside a part is carried on renewals: at least once a second while it moves,
+    /// never while it stands still (between the renewals a lease needs anyway).
+    @Test(.timeLimit(.minutes(1))) func progressRidesOnRenewalsOnlyWhileItMoves() async throws {
+        let renewals = Renewals()
+        let bench = counting(renewals)
+        let lease = try await claimed(bench)
+        let meter = ProgressMeter()
+        let lifetime = LeaseLifetime<Int>(store: bench.store, clock: bench.clock, tickMilliseconds: 500,
+                                          leaseMilliseconds: 30_000, signals: SilentSignals(), progress: meter)
+        let store = bench.store, clock = bench.clock
+        let seen = Mutex<[Int64]>([])
+        _ = try await driving(clock) {
+            try await lifetime.run(lease, deadline: nil) {
+                // 5 s of bytes arriving, 100 KiB every 250 ms, then 4 s of nothing.
+                for _ in 0..<20 {
+                    try await clock.sleep(milliseconds: 250)
+                    meter.add(100 << 10)
+                    let shown = try await store.job(id: lease.jobID)?.bytesFlowing ?? 0
+                    seen.withLock { if $0.last != shown { $0.append(shown) } }
+                }
+                try await clock.sleep(milliseconds: 1_500)  // the last figure written
+                let whileMoving = renewals.seen
+                try await clock.sleep(milliseconds: 2_500)
+                #expect(renewals.seen == whileMoving, "nothing moved: no write (the next renewal is due at 10 s)")
+                return 1
+            }
+        }
+        let values = seen.withLock { $0 }
+        #expect(values.count >= 4, "the figure moved at least once a second: \(values)")
+        #expect(renewals.seen <= 6, "one write a second at most while moving: \(renewals.seen)")
+        #expect(try await store.job(id: lease.jobID)?.bytesFlowing == 2000 << 10)
+    }
 }

@@ -40,6 +40,18 @@ public struct PostgresClientUploadStore: ClientUploadStore {
         }
     }
 
+    public func open(owner: String, limit: Int, after cursor: String?) async throws -> [ClientUpload] {
+        try await pool.withConnection { connection in
+            try connection.query("""
+                SELECT \(Self.columns) FROM uploads
+                WHERE owner = \(owner) AND state = 'open'
+                  AND (\(cursor)::uuid IS NULL OR (created_at, id) < (SELECT created_at, id FROM uploads WHERE id = \(cursor)::uuid))
+                ORDER BY created_at DESC, id DESC
+                LIMIT \(limit)
+                """).map(Self.decode)
+        }
+    }
+
     public func touch(id: String) async throws {
         try await pool.withConnection { connection in
             try connection.query("UPDATE uploads SET touched_at = now() WHERE id = \(id)::uuid")

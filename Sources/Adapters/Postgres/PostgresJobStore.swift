@@ -14,7 +14,7 @@ public struct PostgresJobStore: UploadStore {
     }
 
     static let columns = SQLFragment("""
-        id::text, owner, type, state, object_key, source::text, options::text, bytes_total, bytes_transferred,
+        id::text, owner, type, state, object_key, source::text, options::text, bytes_total, bytes_transferred, bytes_flowing,
         bytes_committed, part_size, parts_total, upload_id, etag, error::text, attempts, crashes, source_etag, version,
         lease_owner, lease_token, (extract(epoch FROM lease_expires_at) * 1000)::bigint AS lease_expires_ms,
         (extract(epoch FROM created_at) * 1000)::bigint AS created_ms,
@@ -29,9 +29,12 @@ public struct PostgresJobStore: UploadStore {
         try await pool.withTransaction { connection in
             if let quota { try OwnerLimits.check(quota, owner: job.owner, creating: .job(upload: job.kind == .upload), on: connection) }
             let rows = try connection.query("""
-                INSERT INTO jobs (id, owner, type, state, object_key, source, options, bytes_total, part_size)
+                INSERT INTO jobs (id, owner, type, state, object_key, source, options, bytes_total, part_size, etag, source_etag,
+                                  bytes_transferred, bytes_committed, completed_at)
                 VALUES (\(job.id)::uuid, \(job.owner), \(job.kind.rawValue), \(job.state.rawValue), \(job.objectKey),
-                        \(job.source)::jsonb, \(job.options)::jsonb, \(job.bytesTotal), \(job.partSize))
+                        \(job.source)::jsonb, \(job.options)::jsonb, \(job.bytesTotal), \(job.partSize), \(job.etag),
+                        \(job.sourceETag), \(job.bytesTransferred), \(job.bytesCommitted),
+                        CASE WHEN \(job.state.isFinal) THEN now() END)
                 RETURNING \(Self.columns)
                 """)
             return try rows.first.map(Self.decode) ?? job
@@ -85,10 +88,14 @@ public struct PostgresJobStore: UploadStore {
         }
     }
 
-    public func renew(_ lease: Lease, leaseMilliseconds: Int64) async throws -> Lease {
+    public func renew(_ lease: Lease, leaseMilliseconds: Int64, flowing: Int64?) async throws -> Lease {
         try await pool.withConnection { connection in
+            // With a figure, the row's version moves too (long polls and streams see progress);
+            // without, only the lease's end changes, in place (HOT).
             let rows = try connection.query("""
-                UPDATE jobs SET lease_expires_at = now() + \(leaseMilliseconds)::bigint * interval '1 millisecond'
+                UPDATE jobs SET lease_expires_at = now() + \(leaseMilliseconds)::bigint * interval '1 millisecond',
+                       bytes_flowing = coalesce(\(flowing)::bigint, bytes_flowing),
+                       version = version + CASE WHEN \(flowing)::bigint IS DISTINCT FROM NULL AND \(flowing)::bigint <> bytes_flowing THEN 1 ELSE 0 END
                 WHERE id = \(lease.jobID)::uuid AND lease_token = \(lease.token) AND state = 'running'
                 RETURNING (extract(epoch FROM lease_expires_at) * 1000)::bigint AS expires
                 """)
@@ -158,12 +165,13 @@ public struct PostgresJobStore: UploadStore {
             """)
     }
 
-    public func list(owner: String?, state: Job.State?, limit: Int, after cursor: String?) async throws -> [Job] {
+    public func list(owner: String?, state: Job.State?, kind: Job.Kind?, limit: Int, after cursor: String?) async throws -> [Job] {
         try await pool.withConnection { connection in
             try connection.query("""
                 SELECT \(Self.columns) FROM jobs
                 WHERE (\(owner)::text IS NULL OR owner = \(owner))
                   AND (\(state?.rawValue)::text IS NULL OR state = \(state?.rawValue))
+                  AND (\(kind?.rawValue)::text IS NULL OR type = \(kind?.rawValue))
                   AND (\(cursor)::uuid IS NULL OR (created_at, id) < (SELECT created_at, id FROM jobs WHERE id = \(cursor)::uuid))
                 ORDER BY created_at DESC, id DESC
                 LIMIT \(limit)
@@ -251,7 +259,8 @@ public struct PostgresJobStore: UploadStore {
         let waiting = JobLifecycle.target(of: .releaseUpload).rawValue
         try await pool.withConnection { connection in
             try connection.query("""
-                UPDATE jobs SET state = \(waiting), lease_owner = NULL, lease_expires_at = NULL, version = version + 1, updated_at = now()
+                UPDATE jobs SET state = \(waiting), lease_owner = NULL, lease_expires_at = NULL, bytes_flowing = 0, version = version + 1,
+                       updated_at = now()
                 WHERE id = \(lease.jobID)::uuid AND lease_token = \(lease.token) AND state = 'running'
                 """)
         }
@@ -303,6 +312,7 @@ public struct PostgresJobStore: UploadStore {
                       partSize: Int64(try row.int("part_size")))
         job.bytesTransferred = Int64(try row.int("bytes_transferred"))
         job.bytesCommitted = Int64(try row.int("bytes_committed"))
+        job.bytesFlowing = Int64(try row.int("bytes_flowing"))
         job.partsTotal = try row.optionalInt("parts_total")
         job.uploadID = try row.optionalString("upload_id")
         job.etag = try row.optionalString("etag")

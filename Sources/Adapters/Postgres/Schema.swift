@@ -108,5 +108,24 @@ public enum Schema {
             "CREATE INDEX jobs_claimable ON jobs (created_at, id) WHERE state IN ('queued', 'running')",
             "ALTER TABLE jobs SET (fillfactor = 70)",
         ]),
+        .init(version: 6, name: "idempotency keys", statements: [
+            // The first answer to a create sent with an Idempotency-Key, per identity and route.
+            """
+            CREATE TABLE idempotency_keys (
+                owner text NOT NULL,
+                scope text NOT NULL,
+                key text NOT NULL,
+                fingerprint text NOT NULL,
+                status integer,
+                location text,
+                body bytea,
+                created_at timestamptz NOT NULL DEFAULT now(),
+                PRIMARY KEY (owner, scope, key)
+            )
+            """,
+            "CREATE INDEX idempotency_keys_by_age ON idempotency_keys (created_at)",
+            // Bytes moved by the work in flight (inside a part), carried on lease renewals.
+            "ALTER TABLE jobs ADD COLUMN bytes_flowing bigint NOT NULL DEFAULT 0",
+        ]),
     ])
 }

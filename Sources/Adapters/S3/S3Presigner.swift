@@ -21,10 +21,10 @@ public struct S3Presigner: Presigner {
                                   at: at, endpointOverride: publicEndpoint)
     }
 
-    public func postForm(key: String, contentType: String?, maxSize: Int64, expires: Int, at: Int) -> (url: String, fields: [(String, String)]) {
+    public func postForm(key: String, fields: [(String, String)], maxSize: Int64, expires: Int, at: Int) -> (url: String, fields: [(String, String)]) {
         let endpoint = publicEndpoint ?? client.endpoint
         let policy = PostPolicy(signer: Signer(credentials: client.signingCredentials, region: endpoint.region),
-                                bucket: endpoint.bucket, key: key, contentType: contentType, maxSize: maxSize,
+                                bucket: endpoint.bucket, key: key, fields: fields, maxSize: maxSize,
                                 expires: expires, time: SigningTime(secondsSince1970: at))
         return (endpoint.url(encodedPath: endpoint.style == .path ? "/\(endpoint.bucket)" : "/"), policy.fields)
     }

@@ -14,15 +14,17 @@ public struct GatewayRoutes: Sendable {
         public var receiver: UploadReceiver
         public var clientUploads: any ClientUploadStore
         public var changes: JobChanges
+        public var idempotency: any IdempotencyStore
 
         public init(store: any UploadStore, objects: any ObjectStore, spool: any Spool, receiver: UploadReceiver,
-                    clientUploads: any ClientUploadStore, changes: JobChanges) {
+                    clientUploads: any ClientUploadStore, changes: JobChanges, idempotency: any IdempotencyStore) {
             self.store = store
             self.objects = objects
             self.spool = spool
             self.receiver = receiver
             self.clientUploads = clientUploads
             self.changes = changes
+            self.idempotency = idempotency
         }
     }
 
@@ -36,6 +38,9 @@ public struct GatewayRoutes: Sendable {
         public var quota = OwnerQuota(maxActiveJobs: 16, maxOpenUploads: 64)
         public var userRate = 10.0
         public var userMaxWaits = 32
+        /// The key of `dataUrl` signatures (`GATEWAY_LINK_SECRET`); nil: no links.
+        public var linkSecret: [UInt8]?
+        public var downloadTTL = 3600
 
         public init() {}
     }
@@ -78,18 +83,21 @@ public struct GatewayRoutes: Sendable {
         guard let jobs else { return router }
         let waits = PerIdentityCount(limit: settings.userMaxWaits)
         metrics.registerGauge(name: "gateway_waits_open", help: "Long polls and event streams held now.") { waits.total }
+        let idempotency = Idempotency(store: jobs.idempotency)
         let limits = RequestLimits(rate: CreationRate(perSecond: settings.userRate, now: monotonic), quota: settings.quota,
                                    waits: waits)
         JobRoutes(authenticator: authenticator, policy: policy, store: jobs.store, objects: jobs.objects, spool: jobs.spool,
                   uploads: jobs.receiver, settings: engine, maxPartConcurrency: engine.maxConcurrency, changes: jobs.changes,
-                  limits: limits)
+                  limits: limits, links: settings.linkSecret.map { DataLinks(secret: $0, now: now) }, downloadTTL: settings.downloadTTL,
+                  now: now, idempotency: idempotency)
             .register(in: &router)
+        ObjectRoutes(authenticator: authenticator, policy: policy, objects: jobs.objects).register(in: &router)
         UploadsRoutes(authenticator: authenticator, policy: policy, store: jobs.clientUploads, objects: jobs.objects,
                       presigner: presigner, partSize: engine.partSize, maxObjectSize: engine.maxObjectSize,
-                      expiry: settings.presignExpiry, now: now, limits: limits)
+                      expiry: settings.presignExpiry, now: now, limits: limits, idempotency: idempotency)
             .register(in: &router)
         TusRoutes(authenticator: authenticator, policy: policy, store: jobs.store, objects: jobs.objects, uploads: jobs.receiver,
-                  settings: engine, uploadTTLSeconds: settings.uploadTTL, now: now, limits: limits)
+                  settings: engine, uploadTTLSeconds: settings.uploadTTL, now: now, limits: limits, idempotency: idempotency)
             .register(in: &router)
         return router
     }

@@ -1,22 +1,29 @@
+import Crypto
+import Foundation
 import HTTPServer
 import TransferEngine
-#if canImport(Glibc)
-import Glibc
-#endif
 
-/// `GET /v1/jobs/{id}/data`: a completed download job's object from the spool, with `ETag`,
-/// `If-None-Match`, and one byte range (`Range`, `If-Range`) as RFC 9110 §14 describes.
+/// `GET /v1/jobs/{id}/data`: a download job's object, streamed from S3 by whichever instance
+/// is asked: ranged reads run ahead of the client in parallel (their buffers drawn from the
+/// memory budget), each pinned to the ETag the job recorded, so a changed object is 412
+/// `source_changed`, never a mix of two versions. `ETag`, `If-None-Match`, one byte range
+/// (`Range`, `If-Range`) as RFC 9110 §14 describes, the object's `Content-Type`, and
+/// `Content-Disposition` when the job names a file. With a `dataUrl`'s `expires` and
+/// `signature`, no `Authorization` header is needed.
 extension JobRoutes {
+    /// One read's size, and how many run ahead of the client.
+    static let readAheadBlock: Int64 = 4 << 20
+    static let readAheadDepth = 4
+
     func data(_ http: HTTPRequest, id: String) async throws -> HTTPResponse {
-        let (job, _) = try await visibleJob(http, id: id)
+        let job = try await downloadJob(http, id: id)
         guard job.kind == .download else { throw APIError.notFound }
-        guard job.state == .completed, let etag = job.etag else {
+        guard job.state == .completed, let etag = job.etag, let size = job.bytesTotal, let source = ObjectSource.decode(job.source) else {
             throw APIError(.jobNotCompleted, "The download is \(job.state.rawValue); its data is served once it is completed.")
         }
-        guard let file = try? spool.open(jobID: job.id, name: .download, create: false, truncate: false) else {
-            throw APIError(.downloadExpired, "The prepared download has expired; create a new download job.")
+        if let completedAt = job.completedAt, Int64(downloadTTL) * 1000 < Int64(now()) * 1000 - completedAt {
+            throw APIError(.downloadExpired, "The download job has expired; create a new one.")
         }
-        let size = file.size
         var headers = HTTPHeaders([("ETag", etag), ("Accept-Ranges", "bytes"), ("Cache-Control", "private, no-cache")])
         if let known = http.headers["if-none-match"], Self.matches(known, etag) {
             return HTTPResponse(status: 304, headers: headers)
@@ -32,28 +39,85 @@ extension JobRoutes {
                 return refusal
             }
         }
-        headers.add("Content-Type", "application/octet-stream")
+        headers.add("Content-Type", source.contentType ?? "application/octet-stream")
+        if let filename = source.filename { headers.add("Content-Disposition", Self.attachment(filename)) }
         let start = range?.lowerBound ?? 0
         let length = range.map { $0.upperBound - $0.lowerBound + 1 } ?? size
         if let range { headers.add("Content-Range", "bytes \(range.lowerBound)-\(range.upperBound)/\(size)") }
-        // The read buffer comes out of the memory budget; with no room soon, 503.
-        let blockSize = 256 * 1024
-        guard let held = try await settings.memory.reserve(Int64(blockSize), waitingAtMost: settings.roomWaitMilliseconds) else {
+        let status = range == nil ? 200 : 206
+        if http.method == "HEAD" || length == 0 { return HTTPResponse(status: status, headers: headers, body: .stream(length: Int(length)) { _ in }) }
+        // The read-ahead window comes out of the memory budget; with no room soon, 503.
+        // (the blocks in flight, and the one being written)
+        let window = min(length, Self.readAheadBlock * Int64(Self.readAheadDepth + 1))
+        guard let held = try await settings.memory.reserve(window, waitingAtMost: settings.roomWaitMilliseconds) else {
             throw APIError.noRoom()
         }
-        return HTTPResponse(status: range == nil ? 200 : 206, headers: headers, body: .stream(length: Int(length)) { writer in
-            defer { held.release() }
-            var offset = start
-            let end = start + length
-            var buffer = [UInt8](repeating: 0, count: blockSize)
-            while offset < end {
-                let want = Int(min(Int64(buffer.count), end - offset))
-                let got = buffer.withUnsafeMutableBytes { pread(file.fd, $0.baseAddress, want, off_t(offset)) }
-                guard got > 0 else { throw SpoolError(errno: got == 0 ? EIO : errno, path: file.path) }
-                try await writer.write(buffer[0..<got])
-                offset += Int64(got)
+        let reads = ReadAhead(objects: objects, key: source.key, etag: etag, from: start, length: length,
+                              block: Self.readAheadBlock, depth: Self.readAheadDepth)
+        // The first block before the answer: a changed or vanished object is 412 while a status
+        // can still say so.
+        let first: [UInt8]
+        do {
+            first = try await reads.next() ?? []
+        } catch {
+            reads.cancel()
+            held.release()
+            throw Self.readFailure(error)
+        }
+        // A whole single-part object is checked against its MD5 ETag before its last byte goes.
+        let check = range == nil ? MultipartETag.plainMD5(etag) : nil
+        return HTTPResponse(status: status, headers: headers, body: .stream(length: Int(length)) { writer in
+            defer {
+                reads.cancel()
+                held.release()
+            }
+            let digest = check.map { _ in Digest.Context(.md5) }
+            var block = first
+            while true {
+                digest?.update(block)
+                let following = try await reads.next()
+                if following == nil, let check, let digest, digest.finish() != check {
+                    throw TransferError(code: "BadDigest", retryable: false)
+                }
+                try await writer.write(block)
+                guard let following else { break }
+                block = following
             }
         })
+    }
+
+    /// The download job a request names: by its owner's (or an admin's) token, or by a valid
+    /// `dataUrl` signature, which needs no token.
+    private func downloadJob(_ http: HTTPRequest, id: String) async throws -> Job {
+        let query = Dictionary(PercentDecoding.query(http.query), uniquingKeysWith: { a, _ in a })
+        guard query["signature"] != nil || query["expires"] != nil else { return try await visibleJob(http, id: id).0 }
+        guard let links, UUID(uuidString: id) != nil, links.valid(jobID: id.lowercased(), expires: query["expires"], signature: query["signature"]) else {
+            throw APIError(.forbidden, "The link is not valid or has expired; ask the job for a fresh dataUrl.")
+        }
+        guard let job = try await store.job(id: id.lowercased()) else { throw APIError.notFound }
+        return job
+    }
+
+    static func readFailure(_ error: any Error) -> any Error {
+        guard let error = error as? TransferError else { return error }
+        if error == TransferError.sourceChanged || error.code == "NoSuchKey" || error.code == "NotFound" {
+            return APIError.sourceChanged
+        }
+        return APIError(.storageError, "S3 did not serve the object (\(error.code)).")
+    }
+
+    /// `attachment` with the name twice: quoted ASCII for old clients, RFC 8187 UTF-8 for the rest.
+    static func attachment(_ filename: String) -> String {
+        let ascii = String(filename.unicodeScalars.map { scalar -> Character in
+            scalar.value >= 0x20 && scalar.value < 0x7F && scalar != "\"" && scalar != "\\" ? Character(scalar) : "_"
+        })
+        var encoded = ""
+        for byte in filename.utf8 {
+            let unreserved = (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                || "!#$&+-.^_`|~".utf8.contains(byte)
+            encoded += unreserved ? String(UnicodeScalar(byte)) : String(format: "%%%02X", byte)
+        }
+        return "attachment; filename=\"\(ascii)\"; filename*=UTF-8''\(encoded)"
     }
 
     enum ByteRange: Equatable {

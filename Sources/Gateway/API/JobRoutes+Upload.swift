@@ -48,6 +48,8 @@ extension JobRoutes {
             throw APIError(.uploadInProgress, "Another request is sending this upload's bytes, or it does not wait for bytes.")
         case .tooLarge(let declared, let committed):
             return withOffset(Responses.problem(APIError(.payloadTooLarge, "The upload was declared as \(declared) bytes; the body goes past that.")), committed)
+        case .failed(let code, let committed) where code == FailureCode.timeout:
+            return withOffset(Responses.problem(APIError(.jobNotPending, "The upload ran past its timeoutSeconds; the job failed.")), committed)
         case .failed(let code, let committed):
             return withOffset(Responses.problem(APIError(.storageError, "S3 refused a part (\(code.filter { $0.isLetter || $0.isNumber })) past the retry limit; the job failed.")), committed)
         case .canceled:

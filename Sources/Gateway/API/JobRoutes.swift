@@ -16,6 +16,13 @@ struct JobRoutes: Sendable {
     let maxPartConcurrency: Int
     let changes: JobChanges
     let limits: RequestLimits
+    /// Signs `dataUrl`s (absent: jobs show none).
+    let links: DataLinks?
+    /// Seconds a download job's data is served after it was made (`GATEWAY_DOWNLOAD_TTL`).
+    let downloadTTL: Int
+    /// Whole seconds since 1970.
+    let now: @Sendable () -> Int
+    let idempotency: Idempotency
 
     func register(in router: inout Router<RouteHandler>) {
         router.add("POST", "/v1/jobs") { try await create($0.http) }
@@ -36,9 +43,18 @@ struct JobRoutes: Sendable {
         let identity = try authenticator.identity(of: http)
         guard let owner = identity.id else { throw APIError.unauthorized }
         try limits.admitCreation(owner)
-        let fields = try await Responses.fields(from: http)
+        let fields = try await Responses.fields(from: http, known: Self.knownFields)
+        return try await idempotency.run(http, owner: owner, scope: "jobs", request: fields.canonical) {
+            try await create(fields, http, identity: identity, owner: owner)
+        }
+    }
+
+    private func create(_ fields: JSONFields, _ http: HTTPRequest, identity: Identity, owner: String) async throws -> HTTPResponse {
         let type = try fields.requiredString("type")
         guard let kind = Job.Kind(rawValue: type) else { throw APIError.validation("type must be upload, import, copy or download.") }
+        if let unused = Self.knownFields.subtracting(Self.fields(of: kind)).sorted().first(where: fields.has) {
+            throw APIError.optionNotSupported(unused, type)
+        }
         let options = try Self.options(fields, maxConcurrency: maxPartConcurrency)
         if let partSize = options.partSize, partSize > settings.spoolCapacity {
             throw APIError.validation("partSize may be at most the spool budget, \(settings.spoolCapacity) bytes.")
@@ -49,9 +65,7 @@ struct JobRoutes: Sendable {
             source = ObjectSource(key: try object(fields, "source", mode: .read, identity: identity)).json
             objectKey = try object(fields, "destination", mode: .write, identity: identity)
         case .download:
-            let key = try object(fields, "source", mode: .read, identity: identity)
-            source = ObjectSource(key: key).json
-            objectKey = key
+            return try await created(try await pinnedDownload(fields, owner: owner, identity: identity), http)
         case .import:
             let url = try fields.requiredString("sourceUrl")
             let lower = url.lowercased()
@@ -71,26 +85,65 @@ struct JobRoutes: Sendable {
             guard job.partSize <= settings.spoolCapacity else {
                 throw APIError.validation("An upload of this size needs parts of \(job.partSize) bytes, more than the spool budget.")
             }
-            return try await created(job)
+            return try await created(job, http)
         }
         return try await created(Job(id: UUID().uuidString.lowercased(), owner: owner, kind: kind, state: .queued,
                                      objectKey: objectKey, source: source, options: options.json, bytesTotal: nil,
-                                     partSize: options.partSize ?? settings.partSize))
+                                     partSize: options.partSize ?? settings.partSize), http)
+    }
+
+    /// A download pins the object as it is now (size, ETag, content type) and is complete at
+    /// once: any instance then streams it from S3, checked against the pinned ETag.
+    private func pinnedDownload(_ fields: JSONFields, owner: String, identity: Identity) async throws -> Job {
+        let key = try object(fields, "source", mode: .read, identity: identity)
+        let filename = try fields.string("filename")
+        if let filename {
+            guard (1...255).contains(filename.utf8.count), !filename.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }),
+                  !filename.contains("/"), !filename.contains("\\") else {
+                throw APIError.validation("filename must be 1–255 bytes with no control character, / or \\.")
+            }
+        }
+        let found = try await ObjectRoutes.found { try await objects.properties(of: key) }
+        let source = ObjectSource(key: key, contentType: found.attributes.contentType, filename: filename)
+        var job = Job(id: UUID().uuidString.lowercased(), owner: owner, kind: .download, state: .completed, objectKey: key,
+                      source: source.json, bytesTotal: found.size, partSize: settings.partSize)
+        job.etag = found.etag
+        job.sourceETag = found.etag
+        job.bytesTransferred = found.size
+        job.bytesCommitted = found.size
+        return job
     }
 
     /// Stores `job` (within the owner's quota) and answers 201 with it.
-    private func created(_ job: Job) async throws -> HTTPResponse {
+    private func created(_ job: Job, _ http: HTTPRequest) async throws -> HTTPResponse {
         let store = self.store, quota = limits.quota
         let created = try await Shield.run { try await store.insert(job, quota: quota) }
-        var response = Responses.json(201, bytes: Self.json(created))
+        var response = Responses.json(201, bytes: json(created, http))
         response.headers.add("Location", "/v1/jobs/\(job.id)")
         response.headers.add("ETag", Self.etag(created))
         return response
     }
 
+    /// Every member a job body may have, and those each type uses (any other is 400
+    /// `option_not_supported`: nothing is accepted and then ignored).
+    static let optionFields: Set<String> = AttributeFields.names.union(["partSize", "concurrency", "retryLimit", "timeoutSeconds",
+                                                                        "bandwidthLimit"])
+    static let knownFields: Set<String> = optionFields.union(["type", "accessLevel", "key", "targetIdentityId", "size", "sourceUrl",
+                                                              "source", "destination", "filename"])
+    static func fields(of kind: Job.Kind) -> Set<String> {
+        switch kind {
+        case .upload: return optionFields.union(["type", "accessLevel", "key", "targetIdentityId", "size"])
+        case .import: return optionFields.union(["type", "accessLevel", "key", "targetIdentityId", "sourceUrl"])
+        case .copy: return optionFields.union(["type", "source", "destination"])
+        case .download: return ["type", "source", "filename"]
+        }
+    }
+
     /// `{accessLevel, key, targetIdentityId?}` → the object key, access checked.
     private func object(_ fields: JSONFields, _ name: String, mode: AccessMode, identity: Identity) throws(APIError) -> String {
-        try key(try fields.object(name), mode: mode, identity: identity)
+        let inner = try fields.object(name)
+        try inner.only(["accessLevel", "key", "targetIdentityId"], in: name + ".")
+        return try key(inner, mode: mode, identity: identity)
     }
 
     /// `accessLevel`, `key` and `targetIdentityId` of `inner` → the object key, access checked
@@ -125,20 +178,13 @@ struct JobRoutes: Sendable {
             guard limit >= 1 else { throw APIError.validation("bandwidthLimit must be a positive number of bytes per second.") }
             options.bandwidthLimit = limit
         }
-        options.contentType = try fields.string("contentType")
-        options.cacheControl = try fields.string("cacheControl")
-        options.contentDisposition = try fields.string("contentDisposition")
-        if let sse = try fields.string("serverSideEncryption") {
-            guard sse == "AES256" || sse == "aws:kms" else { throw APIError.validation("serverSideEncryption must be AES256 or aws:kms.") }
-            options.serverSideEncryption = sse
-        }
-        for value in [options.contentType, options.cacheControl, options.contentDisposition].compactMap({ $0 }) {
-            try HeaderRules.checkValue(value, field: "a header option")
-        }
-        if let metadata = try fields.stringMap("metadata") {
-            _ = try HeaderRules.metadataHeaders(metadata)
-            options.metadata = Dictionary(uniqueKeysWithValues: metadata.map { ($0.key.lowercased(), $0.value) })
-        }
+        let attributes = try AttributeFields.read(fields)
+        options.contentType = attributes.contentType
+        options.cacheControl = attributes.cacheControl
+        options.contentDisposition = attributes.contentDisposition
+        options.serverSideEncryption = attributes.serverSideEncryption
+        options.kmsKeyId = attributes.kmsKeyId
+        options.metadata = attributes.metadata.isEmpty && !fields.has("metadata") ? nil : attributes.metadata
         return options
     }
 
@@ -166,7 +212,7 @@ struct JobRoutes: Sendable {
         if let known, known == Self.etag(job) {
             return HTTPResponse(status: 304, headers: HTTPHeaders([("ETag", Self.etag(job))]))
         }
-        var response = Responses.json(200, bytes: Self.json(job))
+        var response = Responses.json(200, bytes: json(job, http))
         response.headers.add("ETag", Self.etag(job))
         response.headers.add("Cache-Control", "no-store")
         return response
@@ -202,6 +248,11 @@ struct JobRoutes: Sendable {
             guard let parsed = Job.State(rawValue: raw) else { throw APIError.validation("state is not a job state.") }
             state = parsed
         }
+        var kind: Job.Kind?
+        if let raw = query["type"] {
+            guard let parsed = Job.Kind(rawValue: raw) else { throw APIError.validation("type must be upload, import, copy or download.") }
+            kind = parsed
+        }
         let limit = DecimalNumber.parse(query["limit"] ?? "20").map(Int.init) ?? -1
         guard (1...100).contains(limit) else { throw APIError.validation("limit must be from 1 to 100.") }
         var cursor: String?
@@ -213,10 +264,10 @@ struct JobRoutes: Sendable {
             }
             cursor = mark.id
         }
-        let jobs = try await store.list(owner: owner, state: state, limit: limit, after: cursor)
+        let jobs = try await store.list(owner: owner, state: state, kind: kind, limit: limit, after: cursor)
         var text = JSONText()
         text.begin()
-        text.rawField("jobs", Array("[".utf8) + Array(jobs.map(Self.json).joined(separator: Array(",".utf8))) + Array("]".utf8))
+        text.rawField("jobs", Array("[".utf8) + Array(jobs.map { json($0, http) }.joined(separator: Array(",".utf8))) + Array("]".utf8))
         if jobs.count == limit, let last = jobs.last { text.field("nextCursor", .string(last.id)) } else { text.rawField("nextCursor", Array("null".utf8)) }
         text.end()
         return Responses.json(200, bytes: text.bytes)
@@ -244,7 +295,7 @@ struct JobRoutes: Sendable {
             updated = try await store.transition(id: visible.id, action)
         }
         guard let job = updated else { throw APIError.notFound }
-        var response = Responses.json(200, bytes: Self.json(job))
+        var response = Responses.json(200, bytes: json(job, http))
         response.headers.add("ETag", Self.etag(job))
         return response
     }
@@ -253,7 +304,19 @@ struct JobRoutes: Sendable {
 
     static func etag(_ job: Job) -> String { "\"\(job.version)\"" }
 
-    static func json(_ job: Job) -> [UInt8] {
+    /// The job's JSON, with a fresh `dataUrl` when it is a completed download: an absolute URL
+    /// on the gateway as the client reached it (its `Host`).
+    func json(_ job: Job, _ http: HTTPRequest) -> [UInt8] {
+        var url: String?
+        if job.kind == .download && job.state == .completed, let links {
+            let host = http.headers["host"].flatMap { DataLinks.plausibleHost($0) ? $0 : nil } ?? "localhost"
+            let scheme = http.headers["x-forwarded-proto"] == "https" && http.clientAddress != http.remoteAddress ? "https" : "http"
+            url = "\(scheme)://\(host)/v1/jobs/\(job.id)/data?" + links.query(jobID: job.id)
+        }
+        return Self.json(job, dataURL: url)
+    }
+
+    static func json(_ job: Job, dataURL: String? = nil) -> [UInt8] {
         var text = JSONText()
         text.begin()
         text.field("id", .string(job.id))
@@ -261,7 +324,7 @@ struct JobRoutes: Sendable {
         text.field("state", .string(job.state.rawValue))
         optional(&text, "objectKey", job.objectKey.map { .string($0) })
         optional(&text, "bytesTotal", job.bytesTotal.map { .int(Int($0)) })
-        text.field("bytesTransferred", .int(Int(job.bytesTransferred)))
+        text.field("bytesTransferred", .int(Int(job.progressShown)))
         text.field("bytesCommitted", .int(Int(job.bytesCommitted)))
         optional(&text, "partsTotal", job.partsTotal.map { .int($0) })
         text.field("partsCompleted", .int(job.partsCompleted))
@@ -281,6 +344,7 @@ struct JobRoutes: Sendable {
         text.field("updatedAt", .string(Timestamp.rfc3339(milliseconds: job.updatedAt)))
         optional(&text, "completedAt", job.completedAt.map { .string(Timestamp.rfc3339(milliseconds: $0)) })
         optional(&text, "etag", job.etag.map { .string($0) })
+        if let dataURL { text.field("dataUrl", .string(dataURL)) }
         text.end()
         return text.bytes
     }

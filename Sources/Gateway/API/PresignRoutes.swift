@@ -1,6 +1,7 @@
 import Auth
 import Foundation
 import HTTPServer
+import TransferEngine
 
 /// `POST /v1/presign` and `POST /v1/presign/post`: URLs a frontend uses to talk to S3 directly,
 /// only for keys its identity may touch (the access levels of `AccessPolicy`).
@@ -14,40 +15,44 @@ struct PresignRoutes: Sendable {
     let now: @Sendable () -> Int
 
     struct PresignRequest {
+        static let known = AttributeFields.names.union(["operation", "accessLevel", "key", "targetIdentityId", "contentLength",
+                                                        "contentMD5", "expiresIn"])
         let operation: String
         let accessLevel: AccessLevel
         let key: String
         let targetIdentityId: String?
-        let contentType: String?
+        let attributes: ObjectAttributesSpec
         let contentLength: Int64?
         let contentMD5: String?
-        let metadata: [String: String]?
         let expiresIn: Int?
+        /// The first field that only a put uses, if one was given.
+        let putOnly: String?
 
         init(_ fields: JSONFields) throws(APIError) {
             operation = try fields.requiredString("operation")
             accessLevel = try fields.accessLevel("accessLevel")
             key = try fields.requiredString("key")
             targetIdentityId = try fields.string("targetIdentityId")
-            contentType = try fields.string("contentType")
+            attributes = try AttributeFields.read(fields)
             contentLength = try fields.integer("contentLength")
             contentMD5 = try fields.string("contentMD5")
-            metadata = try fields.stringMap("metadata")
             expiresIn = try fields.integer("expiresIn").map { Int(clamping: $0) }
+            putOnly = AttributeFields.names.union(["contentLength", "contentMD5"]).sorted().first(where: fields.has)
         }
     }
 
     struct PostRequest {
+        static let known = AttributeFields.names.union(["accessLevel", "key", "maxSize", "expiresIn"])
         let accessLevel: AccessLevel
         let key: String
-        let contentType: String?
+        let attributes: ObjectAttributesSpec
         let maxSize: Int64?
         let expiresIn: Int?
 
         init(_ fields: JSONFields) throws(APIError) {
             accessLevel = try fields.accessLevel("accessLevel")
             key = try fields.requiredString("key")
-            contentType = try fields.string("contentType")
+            attributes = try AttributeFields.read(fields)
             maxSize = try fields.integer("maxSize")
             expiresIn = try fields.integer("expiresIn").map { Int(clamping: $0) }
         }
@@ -63,7 +68,7 @@ struct PresignRoutes: Sendable {
         // guests may read (what the body asks for decides then). The body is the only wait; the
         // rest runs in a plain call, so its locals stay out of the task's async frame.
         let identity = try authenticator.identity(of: http, guestAllowed: true)
-        return try presign(PresignRequest(try await Responses.fields(from: http)), identity)
+        return try presign(PresignRequest(try await Responses.fields(from: http, known: PresignRequest.known)), identity)
     }
 
     private func presign(_ body: PresignRequest, _ identity: Identity) throws -> HTTPResponse {
@@ -81,11 +86,8 @@ struct PresignRoutes: Sendable {
         let expires = try lifetime(body.expiresIn)
         var signed: [(String, String)] = []
         if method == "PUT" {
-            signed.reserveCapacity(4 + (body.metadata?.count ?? 0))
-            if let contentType = body.contentType {
-                try HeaderRules.checkValue(contentType, field: "contentType")
-                signed.append(("Content-Type", contentType))
-            }
+            signed.reserveCapacity(6 + body.attributes.metadata.count)
+            signed += AttributeFields.headers(body.attributes)
             if let md5 = body.contentMD5 {
                 guard let raw = Data(base64Encoded: md5), raw.count == 16 else {
                     throw APIError.validation("contentMD5 must be the base64 of a 16-byte MD5 digest.")
@@ -98,9 +100,8 @@ struct PresignRoutes: Sendable {
                 }
                 signed.append(("Content-Length", String(length)))
             }
-            signed += try HeaderRules.metadataHeaders(body.metadata)
-        } else if body.contentType != nil || body.contentMD5 != nil || body.contentLength != nil || body.metadata != nil {
-            throw APIError.validation("contentType, contentLength, contentMD5 and metadata apply to put only.")
+        } else if let field = body.putOnly {
+            throw APIError(.optionNotSupported, "'\(field)' applies to put only.")
         }
         let issued = now()
         // Written by hand: this is the hottest answer a frontend asks for. The URL is signed
@@ -120,15 +121,15 @@ struct PresignRoutes: Sendable {
 
     private func presignPost(_ http: HTTPRequest) async throws -> HTTPResponse {
         let identity = try authenticator.identity(of: http)
-        let body = try PostRequest(try await Responses.fields(from: http))
+        let body = try PostRequest(try await Responses.fields(from: http, known: PostRequest.known))
         let objectKey = try policy.granted(.write, level: body.accessLevel, key: body.key, identity: identity)
         let expires = try lifetime(body.expiresIn)
         let ceiling = min(maxObjectSize, 5 << 30)  // S3 takes at most 5 GiB in one POST
         let maxSize = body.maxSize ?? ceiling
         guard (1...ceiling).contains(maxSize) else { throw APIError.validation("maxSize must be from 1 to \(ceiling).") }
-        if let contentType = body.contentType { try HeaderRules.checkValue(contentType, field: "contentType") }
         let issued = now()
-        let form = presigner.postForm(key: objectKey, contentType: body.contentType, maxSize: maxSize, expires: expires, at: issued)
+        let form = presigner.postForm(key: objectKey, fields: AttributeFields.headers(body.attributes), maxSize: maxSize,
+                                      expires: expires, at: issued)
         var json = JSONText()
         json.begin()
         json.field("url", .string(form.url))

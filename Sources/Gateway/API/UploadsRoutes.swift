@@ -19,12 +19,16 @@ struct UploadsRoutes: Sendable {
     let expiry: Int
     let now: @Sendable () -> Int
     let limits: RequestLimits
+    let idempotency: Idempotency
+
+    static let createFields = AttributeFields.names.union(["accessLevel", "key", "targetIdentityId", "size", "partSize"])
 
     /// Part URLs handed out in one answer; ask `/parts` for the others.
     static let urlsPerAnswer = 1000
 
     func register(in router: inout Router<RouteHandler>) {
         router.add("POST", "/v1/uploads") { try await create($0.http) }
+        router.add("GET", "/v1/uploads") { try await list($0.http) }
         router.add("GET", "/v1/uploads/{id}") { try await show($0.http, id: $0.parameters["id"] ?? "") }
         router.add("POST", "/v1/uploads/{id}/parts") { try await sign($0.http, id: $0.parameters["id"] ?? "") }
         router.add("POST", "/v1/uploads/{id}/complete") { try await complete($0.http, id: $0.parameters["id"] ?? "") }
@@ -48,7 +52,13 @@ struct UploadsRoutes: Sendable {
         let identity = try authenticator.identity(of: http)
         guard let owner = identity.id else { throw APIError.unauthorized }
         try limits.admitCreation(owner)
-        let fields = try await Responses.fields(from: http)
+        let fields = try await Responses.fields(from: http, known: Self.createFields)
+        return try await idempotency.run(http, owner: owner, scope: "uploads", request: fields.canonical) {
+            try await create(fields, identity: identity, owner: owner)
+        }
+    }
+
+    private func create(_ fields: JSONFields, identity: Identity, owner: String) async throws -> HTTPResponse {
         let level = try fields.accessLevel("accessLevel")
         let key = try fields.requiredString("key")
         guard let size = try fields.integer("size") else { throw APIError.validation("size is required (bytes).") }
@@ -62,15 +72,7 @@ struct UploadsRoutes: Sendable {
         }
         let objectKey = try policy.granted(.write, level: level, key: key, identity: identity,
                                            target: try fields.string("targetIdentityId"))
-        var attributes = ObjectAttributesSpec()
-        if let contentType = try fields.string("contentType") {
-            try HeaderRules.checkValue(contentType, field: "contentType")
-            attributes.contentType = contentType
-        }
-        if let metadata = try fields.stringMap("metadata") {
-            _ = try HeaderRules.metadataHeaders(metadata)
-            attributes.metadata = metadata
-        }
+        let attributes = try AttributeFields.read(fields)
         let record = ClientUpload(id: UUID().uuidString.lowercased(), owner: owner, objectKey: objectKey, s3UploadID: nil,
                                   size: size, partSize: plan.partSize, partCount: plan.partCount, state: .creating)
         let store = self.store, objects = self.objects, quota = limits.quota, chosen = attributes
@@ -168,7 +170,7 @@ struct UploadsRoutes: Sendable {
     private func sign(_ http: HTTPRequest, id: String) async throws -> HTTPResponse {
         let upload = try await upload(http, id: id)
         try requireOpen(upload)
-        let fields = try await Responses.fields(from: http)
+        let fields = try await Responses.fields(from: http, known: ["partNumbers"])
         guard let values = try fields.array("partNumbers"), !values.isEmpty, values.count <= Self.urlsPerAnswer else {
             throw APIError.validation("partNumbers must list 1 to \(Self.urlsPerAnswer) part numbers.")
         }
@@ -193,7 +195,53 @@ struct UploadsRoutes: Sendable {
     }
 
     private func show(_ http: HTTPRequest, id: String) async throws -> HTTPResponse {
-        let upload = try await upload(http, id: id)
+        Responses.json(200, bytes: try await describe(try await upload(http, id: id)))
+    }
+
+    /// `GET /v1/uploads`: the caller's open uploads, newest first, each as `show` answers (an app
+    /// that restarts finds what it was sending).
+    private func list(_ http: HTTPRequest) async throws -> HTTPResponse {
+        let identity = try authenticator.identity(of: http)
+        guard let owner = identity.id else { throw APIError.unauthorized }
+        let query = Dictionary(PercentDecoding.query(http.query), uniquingKeysWith: { a, _ in a })
+        let limit = DecimalNumber.parse(query["limit"] ?? "20").map(Int.init) ?? -1
+        guard (1...100).contains(limit) else { throw APIError.validation("limit must be from 1 to 100.") }
+        var cursor: String?
+        if let raw = query["cursor"] {
+            // A cursor is the last upload of a page this identity was given.
+            guard UUID(uuidString: raw) != nil, let mark = try await store.upload(id: raw.lowercased()),
+                  AccessPolicy.same(mark.owner, owner) else {
+                throw APIError.validation("cursor is not one this API gave.")
+            }
+            cursor = mark.id
+        }
+        let records = try await store.open(owner: owner, limit: limit, after: cursor)
+        var items: [UInt8] = [UInt8(ascii: "[")]
+        for (index, record) in records.enumerated() {
+            guard let s3UploadID = record.s3UploadID,
+                  let plan = try? PartPlan(objectSize: record.size, requestedPartSize: record.partSize) else { continue }
+            let held: [UInt8]
+            do {
+                held = try await describe(Upload(record: record, s3UploadID: s3UploadID, plan: plan))
+            } catch let error as APIError where error == Self.gone {
+                continue  // expired between the read and ListParts: not open any more
+            }
+            if index > 0 && items.count > 1 { items.append(UInt8(ascii: ",")) }
+            items += held
+        }
+        items.append(UInt8(ascii: "]"))
+        var text = JSONText()
+        text.begin(capacity: items.count + 128)
+        text.rawField("uploads", items)
+        if records.count == limit, let last = records.last { text.field("nextCursor", .string(last.id)) } else {
+            text.rawField("nextCursor", Array("null".utf8))
+        }
+        text.end()
+        return Responses.json(200, bytes: text.bytes)
+    }
+
+    /// The upload as `GET /v1/uploads/{id}` shows it: its state, the parts S3 holds, the bytes.
+    private func describe(_ upload: Upload) async throws -> [UInt8] {
         let held = upload.record.state == .open ? try await heldParts(upload) : []
         let bytes = upload.record.state == .completed ? upload.size : held.reduce(Int64(0)) { $0 + $1.size }
         var text = JSONText()
@@ -221,20 +269,21 @@ struct UploadsRoutes: Sendable {
         let fraction = upload.size > 0 ? min(1, Double(bytes) / Double(upload.size)) : (upload.record.state == .completed ? 1 : 0)
         text.field("fractionCompleted", .double((fraction * 10_000).rounded() / 10_000))
         if let etag = upload.record.etag { text.field("etag", .string(etag)) } else { text.rawField("etag", Array("null".utf8)) }
+        text.field("createdAt", .string(Timestamp.rfc3339(milliseconds: Int64(upload.record.createdAt * 1000))))
         text.end()
-        return Responses.json(200, bytes: text.bytes)
+        return text.bytes
     }
 
     private func complete(_ http: HTTPRequest, id: String) async throws -> HTTPResponse {
         let upload = try await upload(http, id: id)
         try requireOpen(upload)
-        let fields = try await Responses.fields(from: http)
+        let fields = try await Responses.fields(from: http, known: ["parts"])
         // The parts S3 holds are the truth; a client's list, when sent, must agree with it.
         let byNumber = Dictionary(try await heldParts(upload).map { ($0.number, $0) }, uniquingKeysWith: { a, _ in a })
         if let sent = try fields.array("parts") {
             for value in sent {
-                guard case .object(let members) = value, let n = Self.partNumber(members["partNumber"]),
-                      case .string(let etag)? = members["etag"] else {
+                guard case .object(let members) = value, members.pairs.allSatisfy({ $0.key == "partNumber" || $0.key == "etag" }),
+                      let n = Self.partNumber(members["partNumber"]), case .string(let etag)? = members["etag"] else {
                     throw APIError.validation("parts must be [{partNumber, etag}], part numbers whole from 1 to 10000.")
                 }
                 guard let part = byNumber[n], MultipartETag.same(part.etag, etag) else {

@@ -22,6 +22,8 @@ public struct APIError: Error, Sendable, Equatable {
         case badRequest = "bad_request"
         case invalidJSON = "invalid_json"
         case validationFailed = "validation_failed"
+        case unknownField = "unknown_field"
+        case optionNotSupported = "option_not_supported"
         case invalidKey = "invalid_key"
         case duplicateAuthorization = "duplicate_authorization"
         case checksumAlgorithmUnsupported = "checksum_algorithm_unsupported"
@@ -47,6 +49,8 @@ public struct APIError: Error, Sendable, Equatable {
         case payloadTooLarge = "payload_too_large"
         case unsupportedMediaType = "unsupported_media_type"
         case rangeNotSatisfiable = "range_not_satisfiable"
+        case sourceChanged = "source_changed"
+        case idempotencyKeyReused = "idempotency_key_reused"
         case quotaExceeded = "quota_exceeded"
         case checksumMismatch = "checksum_mismatch"
         case clientClosedRequest = "client_closed_request"
@@ -59,8 +63,8 @@ public struct APIError: Error, Sendable, Equatable {
 
         public var status: Int {
             switch self {
-            case .badRequest, .invalidJSON, .validationFailed, .invalidKey, .duplicateAuthorization,
-                 .checksumAlgorithmUnsupported: return 400
+            case .badRequest, .invalidJSON, .validationFailed, .unknownField, .optionNotSupported, .invalidKey,
+                 .duplicateAuthorization, .checksumAlgorithmUnsupported: return 400
             case .unauthorized: return 401
             case .forbidden, .originNotAllowed: return 403
             case .notFound: return 404
@@ -69,9 +73,10 @@ public struct APIError: Error, Sendable, Equatable {
             case .jobNotCompleted, .offsetMismatch, .uploadInProgress, .jobNotPending, .jobPaused, .uploadNotOpen,
                  .partMismatch, .partsMissing, .sizeMismatch, .partOutOfRange: return 409
             case .downloadExpired, .gone: return 410
-            case .tusVersionUnsupported: return 412
+            case .tusVersionUnsupported, .sourceChanged: return 412
             case .payloadTooLarge: return 413
             case .unsupportedMediaType: return 415
+            case .idempotencyKeyReused: return 422
             case .rangeNotSatisfiable: return 416
             case .quotaExceeded: return 429
             case .checksumMismatch: return 460
@@ -107,6 +112,10 @@ public struct APIError: Error, Sendable, Equatable {
         APIError(.insufficientStorage, "The gateway has no room for more bytes right now; send them again shortly.",
                  retryAfter: retryAfter)
     }
+    public static func optionNotSupported(_ name: String, _ type: String) -> APIError {
+        APIError(.optionNotSupported, "A \(type) job does not use '\(name)'.")
+    }
+    public static let sourceChanged = APIError(.sourceChanged, "The object changed since the job pinned it; create a new job.")
     public static let jobPaused = APIError(.jobPaused, "The job was paused; resume it, then send the rest.")
     /// The client went away before the answer (logged, never seen by it).
     public static let clientClosedRequest = APIError(.clientClosedRequest, "The client closed the request.")

@@ -89,4 +89,13 @@ extension AccessPolicy {
             throw APIError.access(error)
         }
     }
+
+    /// `prefix(for:…)`, its refusal turned into the API's answer.
+    func grantedPrefix(_ mode: AccessMode, level: AccessLevel, identity: Identity, target: String? = nil) throws(APIError) -> String {
+        do {
+            return try prefix(for: mode, level: level, identity: identity, targetIdentityID: target)
+        } catch {
+            throw APIError.access(error)
+        }
+    }
 }

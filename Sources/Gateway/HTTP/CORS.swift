@@ -12,7 +12,7 @@ public struct CORS: Sendable {
         + "Tus-Resumable, X-HTTP-Method-Override, X-Requested-With, X-Request-Id"
     static let exposedHeaders = "ETag, Location, Upload-Offset, Upload-Length, Upload-Metadata, Upload-Expires, "
         + "Tus-Resumable, Tus-Version, Tus-Extension, Tus-Max-Size, Tus-Checksum-Algorithm, Content-Range, "
-        + "Content-Length, X-Request-Id"
+        + "Content-Length, Content-Disposition, Accept-Ranges, Retry-After, WWW-Authenticate, Idempotent-Replayed, X-Request-Id"
 
     public init(origins: [String]) {
         anyOrigin = origins.contains("*")

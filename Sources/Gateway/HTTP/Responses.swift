@@ -28,11 +28,18 @@ public enum Responses {
 
     static func title(_ status: Int) -> String { HTTPStatus.reason(status) }
 
-    /// Reads a JSON object body of at most `limit` bytes (the one JSON reader of the API).
-    static func fields(from request: HTTPRequest, limit: Int = 64 * 1024) async throws -> JSONFields {
-        let bytes = try await jsonBody(of: request, limit: limit)
+    /// Reads a JSON object body of at most `limit` bytes (the one JSON reader of the API) whose
+    /// members are all `known` ones (else 400 `unknown_field`).
+    static func fields(from request: HTTPRequest, known: Set<String>, limit: Int = 64 * 1024) async throws -> JSONFields {
+        try fields(try await jsonBody(of: request, limit: limit), known: known)
+    }
+
+    /// A JSON object body already read, whose members are all `known` ones.
+    static func fields(_ bytes: [UInt8], known: Set<String>) throws(APIError) -> JSONFields {
         guard let value = try? JSONValue.parse(bytes) else { throw APIError.invalidJSON("The body is not valid JSON.") }
-        return try JSONFields(value)
+        let fields = try JSONFields(value)
+        try fields.only(known)
+        return fields
     }
 
     /// Whether a Content-Type names JSON: the media type exactly `application/json` (any case),

@@ -14,6 +14,39 @@ enum JSONValue: Equatable, Sendable {
 
     struct SyntaxError: Error {}
 
+    /// One spelling of the value whatever the order of its members or its white space: what
+    /// tells two requests with the same meaning (an `Idempotency-Key`'s fingerprint).
+    func canonical(into out: inout [UInt8]) {
+        switch self {
+        case .null: out += Array("null".utf8)
+        case .bool(let value): out += Array((value ? "true" : "false").utf8)
+        case .number(let value): out += Array(String(value).utf8)
+        case .string(let text): Self.quoted(text, into: &out)
+        case .array(let elements):
+            out.append(UInt8(ascii: "["))
+            for (index, element) in elements.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                element.canonical(into: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .object(let members):
+            out.append(UInt8(ascii: "{"))
+            for (index, member) in members.pairs.sorted(by: { Array($0.key.utf8).lexicographicallyPrecedes(Array($1.key.utf8)) }).enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                Self.quoted(member.key, into: &out)
+                out.append(UInt8(ascii: ":"))
+                member.value.canonical(into: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// A string as its length and bytes: unambiguous without escaping.
+    private static func quoted(_ text: String, into out: inout [UInt8]) {
+        out += Array("\(text.utf8.count):".utf8)
+        out += Array(text.utf8)
+    }
+
     static func parse(_ bytes: [UInt8]) throws -> JSONValue {
         var reader = Reader(bytes: bytes)
         reader.skipWhite()
@@ -224,6 +257,25 @@ struct JSONFields {
         guard case .object(let members) = value else { throw APIError.invalidJSON("The body must be a JSON object.") }
         self.members = members
     }
+
+    /// Strict bodies: a member whose name is not in `known` is 400 `unknown_field` (nothing is
+    /// accepted and then ignored).
+    func only(_ known: Set<String>, in context: String = "") throws(APIError) {
+        for (key, _) in members.pairs where !known.contains(key) {
+            let shown = key.unicodeScalars.count <= 64 ? key : String(key.unicodeScalars.prefix(64)) + "…"
+            throw APIError(.unknownField, "Unknown field '\(context)\(shown)'.")
+        }
+    }
+
+    /// The body's canonical bytes (`JSONValue.canonical`).
+    var canonical: [UInt8] {
+        var out: [UInt8] = []
+        JSONValue.object(members).canonical(into: &out)
+        return out
+    }
+
+    /// Whether the body has `name` at all.
+    func has(_ name: String) -> Bool { members[name] != nil }
 
     func string(_ name: String) throws(APIError) -> String? {
         switch members[name] {

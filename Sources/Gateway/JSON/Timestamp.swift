@@ -14,6 +14,33 @@ enum Timestamp {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    /// An IMF-fixdate (RFC 9110 §5.6.7, as S3 sends `Last-Modified`) in this form; nil when
+    /// it is not one.
+    static func rfc3339(httpDate text: String) -> String? {
+        // "Tue, 01 Dec 2026 18:00:00 GMT": fixed positions.
+        let b = Array(text.utf8)
+        guard b.count == 29, b[3] == UInt8(ascii: ","), text.hasSuffix(" GMT") else { return nil }
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        func number(_ range: Range<Int>) -> Int? {
+            var value = 0
+            for i in range {
+                guard b[i] >= 0x30 && b[i] <= 0x39 else { return nil }
+                value = value * 10 + Int(b[i] - 0x30)
+            }
+            return value
+        }
+        guard let day = number(5..<7), let month = months.firstIndex(of: String(decoding: b[8..<11], as: UTF8.self)),
+              let year = number(12..<16), let hour = number(17..<19), let minute = number(20..<22), let second = number(23..<25),
+              (1...31).contains(day), hour < 24, minute < 60, second < 61 else { return nil }
+        // Days from 1970-01-01 to the civil date (proleptic Gregorian).
+        let y = month < 2 ? year - 1 : year, m = month < 2 ? month + 13 : month + 1
+        let era = y / 400, yearOfEra = y - era * 400
+        let dayOfYear = (153 * (m - 3) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        let days = era * 146_097 + dayOfEra - 719_468
+        return rfc3339(milliseconds: Int64(((days * 24 + hour) * 60 + minute) * 60 + second) * 1000)
+    }
+
     /// A moment given in Unix milliseconds, in the same form.
     static func rfc3339(milliseconds: Int64) -> String {
         var bytes: [UInt8] = []

@@ -41,6 +41,9 @@ public protocol ClientUploadStore: Sendable {
     /// S3 gave the upload its id: it is `open`.
     func opened(id: String, s3UploadID: String) async throws
     func upload(id: String) async throws -> ClientUpload?
+    /// The owner's open uploads, newest first, after the upload `cursor` (the last id of the
+    /// previous page), at most `limit`.
+    func open(owner: String, limit: Int, after cursor: String?) async throws -> [ClientUpload]
     /// The client asked for part URLs: the upload is not idle.
     func touch(id: String) async throws
     func completed(id: String, etag: String) async throws

@@ -11,8 +11,9 @@ public protocol Presigner: Sendable {
                    query: [(String, String)], at: Int)
 
     /// A browser form upload (POST policy) for `key`: the URL to post to and the form fields,
-    /// the policy pinning the key, the content type when given, and a `content-length-range`.
-    func postForm(key: String, contentType: String?, maxSize: Int64, expires: Int, at: Int) -> (url: String, fields: [(String, String)])
+    /// the policy pinning the key, each of `fields` (content type, metadata…) to its value,
+    /// and a `content-length-range`.
+    func postForm(key: String, fields: [(String, String)], maxSize: Int64, expires: Int, at: Int) -> (url: String, fields: [(String, String)])
 }
 
 extension Presigner {

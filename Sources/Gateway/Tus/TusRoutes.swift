@@ -22,6 +22,7 @@ struct TusRoutes: Sendable {
     let uploadTTLSeconds: Int
     let now: @Sendable () -> Int
     let limits: RequestLimits
+    let idempotency: Idempotency
 
     static let version = "1.0.0"
     static let extensions = "creation,creation-with-upload,termination,expiration,checksum"
@@ -71,6 +72,19 @@ struct TusRoutes: Sendable {
         let identity = try authenticator.identity(of: http)
         guard let owner = identity.id else { throw APIError.unauthorized }
         try limits.admitCreation(owner)
+        // A retried creation is the same upload: the answer gives its offset now.
+        let fingerprint = Array("\(http.headers["upload-length"] ?? "")\n\(http.headers["upload-metadata"] ?? "")".utf8)
+        return try await idempotency.run(http, owner: owner, scope: "tus", request: fingerprint, replay: { first in
+            guard let location = first.location, let id = location.split(separator: "/").last,
+                  let job = try await store.job(id: String(id)) else { throw APIError.notFound }
+            return answer(201, [("Location", location), ("Upload-Offset", String(job.bytesCommitted)),
+                                ("Upload-Expires", httpDate(secondsSince1970: expires(job)))])
+        }) {
+            try await create(http, identity: identity, owner: owner)
+        }
+    }
+
+    private func create(_ http: HTTPRequest, identity: Identity, owner: String) async throws -> HTTPResponse {
         if http.headers["upload-defer-length"] != nil {
             return refuse(.validationFailed, "Upload-Defer-Length is not supported; send Upload-Length.")
         }
@@ -90,11 +104,7 @@ struct TusRoutes: Sendable {
             return refuse(.validationFailed, "accessLevel must be public, protected or private.")
         }
         let objectKey = try policy.granted(.write, level: level, key: name, identity: identity)
-        var options = JobOptions()
-        if let type = metadata["filetype"] ?? metadata["contentType"], !type.isEmpty {
-            try HeaderRules.checkValue(type, field: "filetype")
-            options.contentType = type
-        }
+        let options = try Self.options(metadata, nameKey: metadata["key"] != nil ? "key" : "filename")
         let store = self.store, uploads = self.uploads, quota = limits.quota
         let pending = Job.upload(owner: owner, objectKey: objectKey, size: length, options: options, settings: settings)
         guard pending.partSize <= settings.spoolCapacity else {
@@ -113,6 +123,41 @@ struct TusRoutes: Sendable {
             }
         }
         return answer(201, headers)
+    }
+
+    /// `Upload-Metadata` keys the gateway reads itself; every other one is user metadata.
+    static let attributeKeys: Set<String> = ["accessLevel", "filetype", "contentType", "cacheControl", "contentDisposition",
+                                             "serverSideEncryption", "kmsKeyId"]
+
+    /// The job's options from `Upload-Metadata`: the object's attributes where named, every
+    /// other key (but the one naming the object) as user metadata. A value that is not
+    /// printable ASCII is kept percent-encoded (UTF-8), as header values must be ASCII; an
+    /// empty one is left out (S3 keeps no empty metadata).
+    static func options(_ metadata: [String: String], nameKey: String) throws(APIError) -> JobOptions {
+        var options = JobOptions()
+        let header = { (value: String?, field: String) throws(APIError) -> String? in
+            guard let value, !value.isEmpty else { return nil }
+            try HeaderRules.checkValue(value, field: field)
+            return value
+        }
+        options.contentType = try header(metadata["filetype"] ?? metadata["contentType"], "filetype")
+        options.cacheControl = try header(metadata["cacheControl"], "cacheControl")
+        options.contentDisposition = try header(metadata["contentDisposition"], "contentDisposition")
+        if let sse = try header(metadata["serverSideEncryption"], "serverSideEncryption") {
+            guard sse == "AES256" || sse == "aws:kms" else { throw APIError.validation("serverSideEncryption must be AES256 or aws:kms.") }
+            options.serverSideEncryption = sse
+            if sse == "aws:kms" { options.kmsKeyId = try header(metadata["kmsKeyId"], "kmsKeyId") }
+        }
+        var user: [String: String] = [:]
+        for (key, value) in metadata where key != nameKey && !attributeKeys.contains(key) && !value.isEmpty {
+            user[key] = value.utf8.allSatisfy({ $0 >= 0x20 && $0 <= 0x7E }) && !value.utf8.allSatisfy({ $0 == 0x20 })
+                ? value : value.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+        }
+        if !user.isEmpty {
+            _ = try HeaderRules.metadataHeaders(user)
+            options.metadata = Dictionary(uniqueKeysWithValues: user.map { ($0.key.lowercased(), $0.value) })
+        }
+        return options
     }
 
     /// `key base64value` pairs separated by commas (the value may be absent).

@@ -73,8 +73,15 @@ final class CurlTransfer: @unchecked Sendable {
             }
             headerList = curl_slist_append(headerList, "\(name): \(value)")
         }
-        // curl adds "Expect: 100-continue" to large uploads; S3 does not need the round trip.
+        // Headers curl would choose by itself are removed ("Name:" with no value): "Expect:
+        // 100-continue" on large uploads (S3 does not need the round trip), "Accept: */*", and
+        // a POST's "Content-Type: application/x-www-form-urlencoded", which S3 would store as
+        // the type of a multipart object created without one.
         headerList = curl_slist_append(headerList, "Expect:")
+        headerList = curl_slist_append(headerList, "Accept:")
+        if !headers.contains(where: { $0.0.lowercased() == "content-type" }) {
+            headerList = curl_slist_append(headerList, "Content-Type:")
+        }
         if case .none = source, method != "GET", method != "HEAD", method != "DELETE" {
             headerList = curl_slist_append(headerList, "Content-Length: 0")
         }

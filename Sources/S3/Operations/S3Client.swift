@@ -60,12 +60,15 @@ public final class S3Client: Sendable {
     public func headObject(key: String) async throws -> ObjectHead {
         let response = try await send("HEAD", key: key)
         var metadata: [String: String] = [:]
-        for (name, value) in response.headers where name.hasPrefix("x-amz-meta-") {
-            metadata[String(name.dropFirst("x-amz-meta-".count))] = value
+        for (name, value) in response.headers where name.lowercased().hasPrefix("x-amz-meta-") {
+            metadata[String(name.lowercased().dropFirst("x-amz-meta-".count))] = value
         }
         return ObjectHead(size: Int64(response.header("content-length") ?? "") ?? 0, etag: Self.quoted(response.header("etag") ?? ""),
                           contentType: response.header("content-type"), lastModified: response.header("last-modified"),
-                          metadata: metadata)
+                          metadata: metadata, cacheControl: response.header("cache-control"),
+                          contentDisposition: response.header("content-disposition"),
+                          serverSideEncryption: response.header("x-amz-server-side-encryption"),
+                          kmsKeyId: response.header("x-amz-server-side-encryption-aws-kms-key-id"))
     }
 
     public func deleteObject(key: String) async throws {
@@ -74,7 +77,8 @@ public final class S3Client: Sendable {
 
     /// CopyObject within the bucket (up to 5 GiB; larger copies use UploadPartCopy), pinned to
     /// the source's ETag with `x-amz-copy-source-if-match` when `ifMatch` is given (a source
-    /// replaced meanwhile answers 412 `PreconditionFailed`).
+    /// replaced meanwhile answers 412 `PreconditionFailed`). Without `attributes` the copy keeps
+    /// the source's (S3's `COPY` directive); with them, they replace the source's.
     public func copyObject(from sourceKey: String, to key: String, attributes: ObjectAttributes? = nil,
                            ifMatch: String? = nil) async throws -> String {
         var headers = [("x-amz-copy-source", copySource(sourceKey))]
@@ -163,6 +167,21 @@ public final class S3Client: Sendable {
             token = next != nil && next != token && !tree.all("Contents").isEmpty ? next : nil
         } while token != nil && objects.count < limit
         return objects
+    }
+
+    /// One page of the keys under `prefix` after `startAfter` (ListObjectsV2), at most `limit`.
+    public func listObjectsPage(prefix: String, startAfter: String?, limit: Int) async throws -> ObjectPage {
+        var query = [("list-type", "2"), ("max-keys", String(limit)), ("prefix", prefix)]
+        if let startAfter { query.append(("start-after", startAfter)) }
+        let tree = try parse(try await send("GET", key: nil, query: query))
+        var objects: [ObjectListing] = []
+        for item in tree.all("Contents") {
+            guard let key = item.text("Key"), let size = Int64(item.text("Size") ?? ""), size >= 0 else { continue }
+            objects.append(ObjectListing(key: key, size: size, etag: Self.quoted(item.text("ETag") ?? ""),
+                                         lastModified: item.text("LastModified") ?? ""))
+        }
+        let truncated = tree.text("IsTruncated") == "true" && !objects.isEmpty
+        return ObjectPage(objects: objects, nextStartAfter: truncated ? objects.last?.key : nil)
     }
 
     /// Every unfinished multipart upload under `prefix`, following the markers across pages.

@@ -6,6 +6,11 @@ public struct ObjectHead: Sendable, Equatable {
     public var lastModified: String?
     /// `x-amz-meta-*` values by name (without the prefix).
     public var metadata: [String: String]
+    public var cacheControl: String?
+    public var contentDisposition: String?
+    /// `AES256` or `aws:kms`, when S3 says.
+    public var serverSideEncryption: String?
+    public var kmsKeyId: String?
 }
 
 /// A part S3 holds for a multipart upload.
@@ -33,6 +38,13 @@ public struct ObjectListing: Sendable, Equatable {
     public var lastModified: String
 }
 
+/// One page of ListObjectsV2.
+public struct ObjectPage: Sendable, Equatable {
+    public var objects: [ObjectListing]
+    /// The key to list after for the next page, when S3 said there is one.
+    public var nextStartAfter: String?
+}
+
 /// An unfinished multipart upload in the bucket.
 public struct MultipartUploadListing: Sendable, Equatable {
     public var key: String
@@ -48,14 +60,17 @@ public struct ObjectAttributes: Sendable, Equatable {
     public var contentDisposition: String?
     /// `AES256` or `aws:kms`.
     public var serverSideEncryption: String?
+    /// The KMS key of `aws:kms` (S3's default key when nil).
+    public var kmsKeyId: String?
     public var metadata: [String: String]
 
     public init(contentType: String? = nil, cacheControl: String? = nil, contentDisposition: String? = nil,
-                serverSideEncryption: String? = nil, metadata: [String: String] = [:]) {
+                serverSideEncryption: String? = nil, kmsKeyId: String? = nil, metadata: [String: String] = [:]) {
         self.contentType = contentType
         self.cacheControl = cacheControl
         self.contentDisposition = contentDisposition
         self.serverSideEncryption = serverSideEncryption
+        self.kmsKeyId = kmsKeyId
         self.metadata = metadata
     }
 
@@ -65,6 +80,7 @@ public struct ObjectAttributes: Sendable, Equatable {
         if let cacheControl { out.append(("Cache-Control", cacheControl)) }
         if let contentDisposition { out.append(("Content-Disposition", contentDisposition)) }
         if let serverSideEncryption { out.append(("x-amz-server-side-encryption", serverSideEncryption)) }
+        if let kmsKeyId { out.append(("x-amz-server-side-encryption-aws-kms-key-id", kmsKeyId)) }
         for (name, value) in metadata.sorted(by: { $0.key < $1.key }) { out.append(("x-amz-meta-\(name.lowercased())", value)) }
         return out
     }

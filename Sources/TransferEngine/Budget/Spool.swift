@@ -107,6 +107,13 @@ public final class SpoolFile: Sendable {
         digest(.md5, range)
     }
 
+    /// MD5 of `range`, as bytes (for `Content-MD5`).
+    public func md5Digest(_ range: ClosedRange<Int64>) -> [UInt8]? {
+        let context = Digest.Context(.md5)
+        guard forEachBlock(of: range, { context.update($0) }) else { return nil }
+        return context.finish()
+    }
+
     private func digest(_ algorithm: Digest.Algorithm, _ range: ClosedRange<Int64>) -> String? {
         let context = Digest.Context(algorithm)
         guard forEachBlock(of: range, { context.update($0) }) else { return nil }

@@ -34,6 +34,11 @@ public struct Job: Sendable, Equatable {
     /// The source's ETag when the job first planned its parts: a source that changes after that
     /// fails the job with `source_changed` instead of mixing two versions.
     public var sourceETag: String?
+    /// Bytes moved so far counting those inside parts still in flight (for an upload, bytes
+    /// received onto the spool): the live figure, written at most once a second; 0 when none.
+    public var bytesFlowing: Int64 = 0
+    /// What `bytesTransferred` shows a client: the live figure while the job runs.
+    public var progressShown: Int64 { state.isFinal ? bytesTransferred : max(bytesTransferred, bytesCommitted, bytesFlowing) }
     /// Parts recorded so far.
     public var partsCompleted: Int = 0
     /// Bumped on every change: the API's ETag and long-poll key.

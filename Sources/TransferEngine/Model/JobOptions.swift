@@ -12,12 +12,13 @@ public struct JobOptions: Codable, Sendable, Equatable {
     public var cacheControl: String?
     public var contentDisposition: String?
     public var serverSideEncryption: String?
+    public var kmsKeyId: String?
 
     public init() {}
 
     public var attributes: ObjectAttributesSpec {
         ObjectAttributesSpec(contentType: contentType, cacheControl: cacheControl, contentDisposition: contentDisposition,
-                             serverSideEncryption: serverSideEncryption, metadata: metadata ?? [:])
+                             serverSideEncryption: serverSideEncryption, kmsKeyId: kmsKeyId, metadata: metadata ?? [:])
     }
 
     public static func decode(_ json: String) -> JobOptions {
@@ -31,10 +32,18 @@ public struct JobOptions: Codable, Sendable, Equatable {
     }
 }
 
-/// The source of a copy or download job: an object key the gateway already checked access to.
+/// The source of a copy or download job: an object key the gateway already checked access to;
+/// a download also keeps the type it pinned and the name it is saved as.
 public struct ObjectSource: Codable, Sendable, Equatable {
     public var key: String
-    public init(key: String) { self.key = key }
+    public var contentType: String?
+    public var filename: String?
+
+    public init(key: String, contentType: String? = nil, filename: String? = nil) {
+        self.key = key
+        self.contentType = contentType
+        self.filename = filename
+    }
 
     public static func decode(_ json: String?) -> ObjectSource? {
         guard let json else { return nil }

@@ -13,6 +13,9 @@ public enum MultipartETag {
         return "\"\(Digest.hex(Digest.md5(joined)))-\(partETags.count)\""
     }
 
+    /// The MD5 a single-part object's ETag is, when it is one (nil for a multipart ETag).
+    public static func plainMD5(_ etag: String) -> [UInt8]? { md5Bytes(etag) }
+
     /// The 16 bytes of a quoted or bare 32-hex-digit ETag.
     static func md5Bytes(_ etag: String) -> [UInt8]? {
         let hex = Array(etag.utf8.filter { $0 != UInt8(ascii: "\"") })

@@ -15,8 +15,9 @@ public protocol JobStore: Sendable {
     func claim(owner: String, leaseMilliseconds: Int64) async throws -> (Job, Lease)?
     /// Identities (job owners) with runnable jobs waiting to be claimed, at most `limit`.
     func waitingOwners(limit: Int) async throws -> [String]
-    /// Extends the lease; throws `LeaseLost` if it was taken over.
-    func renew(_ lease: Lease, leaseMilliseconds: Int64) async throws -> Lease
+    /// Extends the lease; throws `LeaseLost` if it was taken over. `flowing`, when given, is the
+    /// job's progress inside the parts in flight (`Job.bytesFlowing`), carried on the same write.
+    func renew(_ lease: Lease, leaseMilliseconds: Int64, flowing: Int64?) async throws -> Lease
     /// Gives the job back at once (SIGTERM): it is runnable again for any instance.
     func release(_ lease: Lease) async throws
 
@@ -32,8 +33,9 @@ public protocol JobStore: Sendable {
     /// Ends the job as completed or failed.
     func finish(_ lease: Lease, state: Job.State, etag: String?, error: String?) async throws
 
-    /// The owner's jobs, newest first, after `cursor` (the last id of the previous page).
-    func list(owner: String?, state: Job.State?, limit: Int, after cursor: String?) async throws -> [Job]
+    /// The owner's jobs (of one state and type, when given), newest first, after `cursor` (the
+    /// last id of the previous page).
+    func list(owner: String?, state: Job.State?, kind: Job.Kind?, limit: Int, after cursor: String?) async throws -> [Job]
     /// Moves a job as `action` does (`JobLifecycle`: pause, resume, cancel on its owner's
     /// request), if its state allows. Returns the job as it is afterwards, or nil when there is
     /// no such job.
@@ -43,6 +45,10 @@ public protocol JobStore: Sendable {
 }
 
 extension JobStore {
+    public func renew(_ lease: Lease, leaseMilliseconds: Int64) async throws -> Lease {
+        try await renew(lease, leaseMilliseconds: leaseMilliseconds, flowing: nil)
+    }
+
     @discardableResult
     public func insert(_ job: Job) async throws -> Job { try await insert(job, quota: nil) }
 

@@ -2,6 +2,11 @@
 /// in-memory twin). Errors carry whether a retry can help.
 public protocol ObjectStore: Sendable {
     func size(of key: String) async throws -> (size: Int64, etag: String)
+    /// HeadObject: size, ETag and the attributes the object was stored with.
+    func properties(of key: String) async throws -> ObjectProperties
+    /// One page of the objects under `prefix` after the key `after`, at most `limit`, and the
+    /// key to list after for the next page when there is one.
+    func list(prefix: String, after: String?, limit: Int) async throws -> (objects: [ObjectSummary], next: String?)
     func createMultipartUpload(key: String, attributes: ObjectAttributesSpec) async throws -> String
     /// UploadPartCopy, pinned to the source's ETag when `ifMatch` is given (a source replaced
     /// meanwhile fails with `TransferError.sourceChanged`).
@@ -15,11 +20,15 @@ public protocol ObjectStore: Sendable {
     /// whose clock runs more than `age` behind makes new uploads look old); an upload whose
     /// start is unknown counts as old.
     func openUploads(key: String, olderThan age: Double) async throws -> [String]
-    func copyObject(from sourceKey: String, to key: String, attributes: ObjectAttributesSpec, ifMatch: String?) async throws -> String
+    /// CopyObject: with `attributes` nil the copy keeps the source's; else they replace them.
+    func copyObject(from sourceKey: String, to key: String, attributes: ObjectAttributesSpec?, ifMatch: String?) async throws -> String
     func uploadPart(key: String, uploadID: String, part: Int, data: PartData) async throws -> String
     func putObject(key: String, data: PartData, attributes: ObjectAttributesSpec) async throws -> String
     /// The bytes of `range` of `key` (pinned to `ifMatch`) written into `file` from `fileOffset`.
     func read(key: String, range: ClosedRange<Int64>, ifMatch: String?, into file: SpoolFile, at fileOffset: Int64) async throws
+    /// The bytes of `range` of `key`, pinned to `ifMatch` (a changed object is
+    /// `TransferError.sourceChanged`).
+    func read(key: String, range: ClosedRange<Int64>, ifMatch: String?) async throws -> [UInt8]
     func deleteObject(key: String) async throws
 }
 
@@ -42,15 +51,70 @@ public struct ObjectAttributesSpec: Sendable, Equatable {
     public var cacheControl: String?
     public var contentDisposition: String?
     public var serverSideEncryption: String?
+    public var kmsKeyId: String?
     public var metadata: [String: String]
 
     public init(contentType: String? = nil, cacheControl: String? = nil, contentDisposition: String? = nil,
-                serverSideEncryption: String? = nil, metadata: [String: String] = [:]) {
+                serverSideEncryption: String? = nil, kmsKeyId: String? = nil, metadata: [String: String] = [:]) {
         self.contentType = contentType
         self.cacheControl = cacheControl
         self.contentDisposition = contentDisposition
         self.serverSideEncryption = serverSideEncryption
+        self.kmsKeyId = kmsKeyId
         self.metadata = metadata
+    }
+
+    /// Sets no attribute at all.
+    public var isEmpty: Bool { self == ObjectAttributesSpec() }
+
+    /// These attributes where set, `base`'s elsewhere (a copy keeps what its options leave
+    /// alone); metadata given replaces the source's as a whole, as S3's `REPLACE` does.
+    public func over(_ base: ObjectAttributesSpec) -> ObjectAttributesSpec {
+        ObjectAttributesSpec(contentType: contentType ?? base.contentType, cacheControl: cacheControl ?? base.cacheControl,
+                             contentDisposition: contentDisposition ?? base.contentDisposition,
+                             serverSideEncryption: serverSideEncryption ?? base.serverSideEncryption,
+                             kmsKeyId: serverSideEncryption == nil ? base.kmsKeyId : kmsKeyId,
+                             metadata: metadata.isEmpty ? base.metadata : metadata)
+    }
+
+    /// The type S3 stores when a writer names none is `binary/octet-stream`; the gateway's is
+    /// `application/octet-stream`, the same for every way an object is made.
+    public var withDefaultType: ObjectAttributesSpec {
+        var copy = self
+        if copy.contentType == nil { copy.contentType = "application/octet-stream" }
+        return copy
+    }
+}
+
+/// An object as HeadObject describes it.
+public struct ObjectProperties: Sendable, Equatable {
+    public var size: Int64
+    public var etag: String
+    /// RFC 9110 HTTP-date, as S3 sends it.
+    public var lastModified: String?
+    public var attributes: ObjectAttributesSpec
+
+    public init(size: Int64, etag: String, lastModified: String?, attributes: ObjectAttributesSpec) {
+        self.size = size
+        self.etag = etag
+        self.lastModified = lastModified
+        self.attributes = attributes
+    }
+}
+
+/// An object as a listing names it.
+public struct ObjectSummary: Sendable, Equatable {
+    public var key: String
+    public var size: Int64
+    public var etag: String
+    /// RFC 3339, as S3 lists it.
+    public var lastModified: String
+
+    public init(key: String, size: Int64, etag: String, lastModified: String) {
+        self.key = key
+        self.size = size
+        self.etag = etag
+        self.lastModified = lastModified
     }
 }
 

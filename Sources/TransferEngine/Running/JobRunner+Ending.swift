@@ -14,15 +14,8 @@ extension JobRunner {
 
     /// Finishes the object and checks it: size and, where S3's rule allows computing it, ETag.
     func complete(_ work: Work, uploadID: String?, parts: [RecordedPart]) async throws -> String {
-        switch work.destination {
-        case .upload(let key):
-            guard let uploadID else { throw Failure(code: "InternalError") }
-            return try await completeUpload(key: key, uploadID: uploadID, parts: parts, size: work.plan.objectSize)
-        case .spool(let file):
-            do { try file.sync() } catch { throw Failure(code: FailureCode.spoolFailed) }
-            guard file.size == work.plan.objectSize else { throw Failure(code: FailureCode.sizeMismatch) }
-            return work.sourceETag ?? ""
-        }
+        guard let uploadID else { throw Failure(code: "InternalError") }
+        return try await completeUpload(key: work.key, uploadID: uploadID, parts: parts, size: work.plan.objectSize)
     }
 
     /// CompleteMultipartUpload, then the object checked: the multipart ETag of the parts (when
@@ -75,11 +68,8 @@ extension JobRunner {
         return .failed(code: code)
     }
 
-    /// Spooled parts go when the job stops; a download's data stays while it is completed (or
-    /// paused, to resume from).
+    /// Spooled parts go when the job stops.
     func cleanUp(_ job: Job, after state: Job.State) {
-        guard let spool else { return }
-        let keep: Set<SpoolName> = job.kind == .download && (state == .completed || state == .paused) ? [.download] : []
-        spool.removeAll(jobID: job.id, keeping: keep)
+        spool?.removeAll(jobID: job.id, keeping: [])
     }
 }

@@ -1,6 +1,6 @@
 /// The part loop of a job whose parts are planned: at most `concurrency` parts in flight, each
 /// recorded before it counts, failed ones retried after a backoff, `bandwidthLimit` pacing part
-/// starts. A requested yield stops new parts and hands the job back once those in flight are
+/// starts and ends. A requested yield stops new parts and hands the job back once those in flight are
 /// recorded.
 extension JobRunner {
     enum PartEvent: Sendable {
@@ -104,18 +104,23 @@ extension JobRunner {
         for action in loop.scheduler.nextActions(now: clock.now()) {
             guard case .start(let part, let attempt) = action else { return action }
             let size = work.plan.size(ofPart: part)
+            // Paced: a part starts once the bytes before it would have moved at the limit, and
+            // counts once its own would have, so the job as a whole keeps to the rate.
             let notBefore = loop.bytesPerSecond.map { loop.pacingStart + Int(loop.bytesScheduled * 1000 / $0) }
             if attempt == 1 { loop.bytesScheduled += size }
-            group.addTask { try await self.move(part, size: size, work, uploadID, notBefore: notBefore) }
+            let doneNotBefore = loop.bytesPerSecond.map { loop.pacingStart + Int(loop.bytesScheduled * 1000 / $0) }
+            group.addTask { try await self.move(part, size: size, work, uploadID, notBefore: notBefore, doneNotBefore: doneNotBefore) }
         }
         return nil
     }
 
     /// One part, its buffers reserved from the memory budget first; its failure as an event.
-    private func move(_ part: Int, size: Int64, _ work: Work, _ uploadID: String?, notBefore: Int?) async throws -> PartEvent {
+    private func move(_ part: Int, size: Int64, _ work: Work, _ uploadID: String?, notBefore: Int?,
+                      doneNotBefore: Int?) async throws -> PartEvent {
         do {
             if let notBefore { try await clock.sleep(until: notBefore) }
             let etag = try await settings.transferring { try await work.move(part, work.plan.range(ofPart: part), uploadID) }
+            if let doneNotBefore { try await clock.sleep(until: doneNotBefore) }
             return .moved(part: part, size: size, etag: etag)
         } catch let error as TransferError {
             try Task.checkCancellation()

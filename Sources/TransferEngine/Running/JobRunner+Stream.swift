@@ -92,6 +92,8 @@ extension JobRunner {
                               retryLimit: options.retryLimit ?? settings.retryLimit, known: recorded)
         let yielded = try await withThrowingTaskGroup(of: RecordedPart.self) { group in
             while let chunk = try await body.next() {
+                // Bytes read so far show as the job's progress, inside the part being filled.
+                control.meter.add(Int64(chunk.count))
                 let yielding: Bool
                 do {
                     try await write(chunk, &pass, &group, job, options, lease, upload, pass.sent > 0 ? control : nil)

@@ -7,8 +7,9 @@ extension JobRunner {
         switch job.kind {
         case .copy: return .parts(try await copyWork(job, options))
         case .import: return try await importWork(job, options, control)
-        case .download: return .parts(try await downloadWork(job, options, control))
-        case .upload: throw Failure(code: FailureCode.invalidJob)
+        // A download is pinned and completed when it is made (the API streams it from S3); an
+        // upload takes its bytes from requests. Neither is the worker's.
+        case .download, .upload: throw Failure(code: FailureCode.invalidJob)
         }
     }
 
@@ -40,55 +41,28 @@ extension JobRunner {
     }
 
     /// `copy`: UploadPartCopy per part, CopyObject for one part, each pinned to the source's ETag.
+    /// The copy keeps the source's content type, metadata, cache control and disposition where
+    /// the job's options set none: CopyObject by S3's `COPY` directive, a multipart copy by
+    /// creating its upload with the source's attributes.
     private func copyWork(_ job: Job, _ options: JobOptions) async throws -> Work {
         guard let source = decode(ObjectSource.self, job.source), let key = job.objectKey else {
             throw Failure(code: FailureCode.invalidJob)
         }
-        let info = try await sourced { try await self.objects.size(of: source.key) }
+        let info = try await sourced { try await self.objects.properties(of: source.key) }
         let objectStore = self.objects
-        let attributes = options.attributes
+        let chosen = options.attributes
+        let attributes = chosen.over(info.attributes)
         let pinned = job.sourceETag ?? info.etag
-        return Work(plan: try plan(size: info.size, options, job), destination: .upload(key: key),
+        return Work(plan: try plan(size: info.size, options, job), key: key,
                     move: { part, range, uploadID in
                         try await objectStore.copyPart(key: key, uploadID: uploadID ?? "", part: part, sourceKey: source.key,
                                                        range: range, ifMatch: pinned)
                     },
-                    single: { try await objectStore.copyObject(from: source.key, to: key, attributes: attributes, ifMatch: pinned) },
-                    stillHolds: nil, sourceETag: info.etag)
-    }
-
-    /// `download`: ranged GETs (pinned to the object's ETag) into the spool file, whose size is
-    /// reserved first; each part's SHA-256 is what is recorded, so a restart trusts only the
-    /// bytes the spool still holds.
-    private func downloadWork(_ job: Job, _ options: JobOptions, _ control: JobControl) async throws -> Work {
-        guard let source = decode(ObjectSource.self, job.source), let spool else { throw Failure(code: FailureCode.invalidJob) }
-        let info = try await sourced { try await self.objects.size(of: source.key) }
-        try checkPinned(job, size: info.size, etag: info.etag)
-        let plan = try plan(size: info.size, options, job)
-        let resumed = job.partsTotal == plan.partCount
-        let file = try await sourced {
-            let jobID = job.id, bytes = plan.objectSize
-            try await control.waitingForRoom { try await spool.reserve(jobID: jobID, name: .download, bytes: bytes) }
-            guard let file = try spool.open(jobID: job.id, name: .download, create: true, truncate: !resumed) else {
-                throw Failure(code: FailureCode.spoolFailed)
-            }
-            try file.truncate(to: plan.objectSize)
-            return file
-        }
-        let objectStore = self.objects
-        return Work(plan: plan, destination: .spool(file),
-                    move: { _, range, _ in
-                        guard let range else { return "sha256:" }
-                        try await objectStore.read(key: source.key, range: range, ifMatch: info.etag, into: file, at: range.lowerBound)
-                        guard let digest = file.sha256(range) else { throw TransferError(code: FailureCode.spoolFailed, retryable: true) }
-                        return "sha256:" + digest
+                    single: {
+                        try await objectStore.copyObject(from: source.key, to: key, attributes: chosen.isEmpty ? nil : attributes,
+                                                         ifMatch: pinned)
                     },
-                    single: nil,
-                    stillHolds: { part, range in
-                        guard let range else { return part.etag == "sha256:" }
-                        return part.etag == "sha256:" + (file.sha256(range) ?? "-")
-                    },
-                    sourceETag: info.etag)
+                    sourceETag: info.etag, attributes: attributes)
     }
 
     /// `import`: ranged GETs into spooled parts, each sent to S3 from its file, when the source
@@ -129,7 +103,7 @@ extension JobRunner {
             guard file.size == length else { throw TransferError.sourceChanged }
             return try await send(.file(file, offset: 0, length: length))
         }
-        return .parts(Work(plan: plan, destination: .upload(key: key),
+        return .parts(Work(plan: plan, key: key,
                            move: { part, range, uploadID in
                                try await spooled(part, range) { data in
                                    try await objectStore.uploadPart(key: key, uploadID: uploadID ?? "", part: part, data: data)
@@ -140,7 +114,7 @@ extension JobRunner {
                                    try await objectStore.putObject(key: key, data: data, attributes: attributes)
                                }
                            },
-                           stillHolds: nil, sourceETag: probe.etag))
+                           sourceETag: probe.etag))
     }
 
     func decode<T: Decodable>(_ type: T.Type, _ json: String?) -> T? {

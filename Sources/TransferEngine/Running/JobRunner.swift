@@ -56,7 +56,7 @@ public struct JobRunner: Sendable {
         let options = JobOptions.decode(job.options)
         let deadline = clock.now() + max(1, options.timeoutSeconds ?? settings.timeoutSeconds) * 1000
         let lifetime = LeaseLifetime<Outcome>(store: store, clock: clock, tickMilliseconds: settings.tickMilliseconds,
-                                              leaseMilliseconds: settings.leaseMilliseconds)
+                                              leaseMilliseconds: settings.leaseMilliseconds, progress: control.meter)
         let ending = try await lifetime.run(lease, deadline: deadline) {
             try await self.work(job, options, lease, upload, control)
         }
@@ -67,24 +67,20 @@ public struct JobRunner: Sendable {
         }
     }
 
-    /// Where a job's parts land.
-    enum Destination: Sendable {
-        case upload(key: String)
-        case spool(SpoolFile)
-    }
-
     /// A job's bytes and how each part moves, once its source is known.
     struct Work: Sendable {
         let plan: PartPlan
-        let destination: Destination
+        /// The object the parts make (a multipart upload of it).
+        let key: String
         /// Moves part `part` (its byte `range`); returns what is recorded as its ETag.
         let move: @Sendable (_ part: Int, _ range: ClosedRange<Int64>?, _ uploadID: String?) async throws -> String
         /// A cheaper call for a one-part object (CopyObject, PutObject), where there is one.
         let single: (@Sendable () async throws -> String)?
-        /// Whether a part recorded before a restart still holds, beyond what ListParts says.
-        let stillHolds: (@Sendable (RecordedPart, ClosedRange<Int64>?) -> Bool)?
-        /// The source's ETag (the job's ETag too when it lands in the spool), if it has one.
+        /// The source's ETag, if it has one.
         let sourceETag: String?
+        /// What the new object is created with, when not just the job's options (a copy keeps
+        /// the source's attributes where its options leave them).
+        var attributes: ObjectAttributesSpec? = nil
     }
 
     /// What a job does, once its source is known.
@@ -169,45 +165,31 @@ public struct JobRunner: Sendable {
     private func resume(_ job: Job, _ options: JobOptions, _ lease: Lease, _ work: Work, _ upload: UploadHandle) async throws -> Resumed {
         let plan = work.plan
         var recorded: [Int: RecordedPart] = [:]
-        switch work.destination {
-        case .upload(let key):
-            if let existing = job.uploadID {
-                do {
-                    // A part number sent twice is the later upload in S3's eyes, as in listParts.
-                    let held = Dictionary(try await objects.listParts(key: key, uploadID: existing).map { ($0.number, $0) },
-                                          uniquingKeysWith: { _, later in later })
-                    for part in try await store.parts(of: job.id)
-                    where plan.holds(part) && held[part.number]?.etag == part.etag
-                        && work.stillHolds?(part, plan.range(ofPart: part.number)) ?? true {
-                        recorded[part.number] = part
-                    }
-                    return .parts(recorded)
-                } catch let error as TransferError where error.code == "NoSuchUpload" {
-                    // The previous owner died after completing the upload but before recording
-                    // it: the object is done if it is exactly what the recorded parts make.
-                    if let etag = try await completedBefore(job, key: key, plan: plan) {
-                        try await store.finish(lease, state: .completed, etag: etag, error: nil)
-                        observer.jobEnded(kind: job.kind, state: .completed)
-                        return .completed(etag: etag)
-                    }
-                }
-            }
-            try await abortOrphans(job, key: key)
-            let created = try await objects.createMultipartUpload(key: key, attributes: options.attributes)
-            upload.set(created)
-            try await store.start(lease, uploadID: created, partsTotal: plan.partCount, partSize: plan.partSize,
-                                  bytesTotal: plan.objectSize, sourceETag: work.sourceETag)
-        case .spool:
-            if job.partsTotal == plan.partCount && job.partSize == plan.partSize {
-                for part in try await store.parts(of: job.id)
-                where plan.holds(part) && work.stillHolds?(part, plan.range(ofPart: part.number)) ?? true {
+        let key = work.key
+        if let existing = job.uploadID {
+            do {
+                // A part number sent twice is the later upload in S3's eyes, as in listParts.
+                let held = Dictionary(try await objects.listParts(key: key, uploadID: existing).map { ($0.number, $0) },
+                                      uniquingKeysWith: { _, later in later })
+                for part in try await store.parts(of: job.id) where plan.holds(part) && held[part.number]?.etag == part.etag {
                     recorded[part.number] = part
                 }
-            } else {
-                try await store.start(lease, uploadID: nil, partsTotal: plan.partCount, partSize: plan.partSize,
-                                      bytesTotal: plan.objectSize, sourceETag: work.sourceETag)
+                return .parts(recorded)
+            } catch let error as TransferError where error.code == "NoSuchUpload" {
+                // The previous owner died after completing the upload but before recording
+                // it: the object is done if it is exactly what the recorded parts make.
+                if let etag = try await completedBefore(job, key: key, plan: plan) {
+                    try await store.finish(lease, state: .completed, etag: etag, error: nil)
+                    observer.jobEnded(kind: job.kind, state: .completed)
+                    return .completed(etag: etag)
+                }
             }
         }
+        try await abortOrphans(job, key: key)
+        let created = try await objects.createMultipartUpload(key: key, attributes: work.attributes ?? options.attributes)
+        upload.set(created)
+        try await store.start(lease, uploadID: created, partsTotal: plan.partCount, partSize: plan.partSize,
+                              bytesTotal: plan.objectSize, sourceETag: work.sourceETag)
         return .parts(recorded)
     }
 

@@ -21,6 +21,9 @@ struct LeaseLifetime<Value: Sendable>: Sendable {
     /// change (pause, cancel) is looked at as it is announced; without it, the job is looked at
     /// through a renewal every tick.
     var signals: (any JobSignals)? = nil
+    /// The work's live byte count: when given, it is carried on a renewal at least once a
+    /// second while it moves (and no write is made while it stands still between renewals).
+    var progress: ProgressMeter? = nil
 
     /// Whether the job's change was announced before `within` milliseconds passed.
     private static func announced(_ signals: any JobSignals, _ id: String, clock: any EngineClock,
@@ -53,14 +56,16 @@ struct LeaseLifetime<Value: Sendable>: Sendable {
                     return .leaseLost
                 }
             }
-            let signals = self.signals
+            let signals = self.signals, progress = self.progress
             let every = signals == nil ? tick : max(tick, Int(leaseMilliseconds / 3))
+            let look = progress == nil ? every : min(every, ProgressMeter.intervalMilliseconds)
             group.addTask {
                 var current = lease
                 var renewAt = clock.now() + every
+                var written = progress?.value
                 while true {
                     try Task.checkCancellation()
-                    let wait = renewAt - clock.now()
+                    let wait = min(renewAt, clock.now() + look) - clock.now()
                     if wait > 0 {
                         if let signals {
                             if try await Self.announced(signals, lease.jobID, clock: clock, within: wait) {
@@ -73,8 +78,12 @@ struct LeaseLifetime<Value: Sendable>: Sendable {
                         }
                     }
                     if let deadline, clock.now() >= deadline { return .timedOut }
+                    let moved = progress.map(\.value).flatMap { $0 != written ? $0 : nil }
+                    // Neither a renewal due nor progress to carry: look again in a second.
+                    if moved == nil && clock.now() < renewAt { continue }
                     do {
-                        current = try await store.renew(current, leaseMilliseconds: leaseMilliseconds)
+                        current = try await store.renew(current, leaseMilliseconds: leaseMilliseconds, flowing: moved)
+                        if let moved { written = moved }
                     } catch is LeaseLost {
                         return .leaseLost
                     } catch {

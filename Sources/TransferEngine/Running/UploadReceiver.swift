@@ -84,19 +84,30 @@ public struct UploadReceiver: Sendable {
         defer { streaming.end(jobID) }
         // Streaming nothing else of this job here (just checked): a lease of our own on it is stale.
         guard let claim = try await store.claimUpload(id: jobID, owner: instance, leaseMilliseconds: settings.leaseMilliseconds) else {
-            return .busy
+            // Not claimable: paused (or canceled) since the route looked, or another request sends.
+            let now = try await store.job(id: jobID)
+            switch now?.state {
+            case .paused?: return .paused(committed: now?.bytesCommitted ?? 0)
+            case .canceled?: return .canceled
+            default: return .busy
+            }
         }
         let job = claim.job
         guard offset == job.bytesCommitted, let key = job.objectKey else {
             try await store.releaseUpload(claim.lease)
             return .offsetMismatch(committed: job.bytesCommitted)
         }
+        // Bytes received onto the spool, shown at least once a second while they arrive.
+        let meter = ProgressMeter(job.bytesCommitted)
         let lifetime = LeaseLifetime<Outcome>(store: store, clock: clock, tickMilliseconds: settings.tickMilliseconds,
-                                              leaseMilliseconds: settings.leaseMilliseconds, signals: signals)
-        let request = UploadRequest(receiver: self, claim: claim, key: key, body: body, checksum: checksum)
+                                              leaseMilliseconds: settings.leaseMilliseconds, signals: signals, progress: meter)
+        let request = UploadRequest(receiver: self, claim: claim, key: key, body: body, checksum: checksum, meter: meter)
+        // An upload job given `timeoutSeconds` must be whole that long after it was made.
+        let deadline = JobOptions.decode(job.options).timeoutSeconds.map { Int(job.createdAt) + $0 * 1000 }
         let ending: LeaseLifetime<Outcome>.Ending
         do {
-            ending = try await lifetime.run(claim.lease, deadline: nil, { try await request.run() })
+            if let deadline, clock.now() >= deadline { return try await timedOut(claim, key: key) }
+            ending = try await lifetime.run(claim.lease, deadline: deadline, { try await request.run() })
         } catch is ByteBudget.TooLarge {
             // A part larger than the whole spool can never be taken: the upload cannot go on.
             if let uploadID = job.uploadID { try? await objects.abortMultipartUpload(key: key, uploadID: uploadID) }
@@ -107,7 +118,10 @@ public struct UploadReceiver: Sendable {
         switch ending {
         case .finished(let outcome):
             return outcome
-        case .leaseLost, .timedOut:
+        case .timedOut:
+            localTails.forget(jobID)
+            return try await timedOut(claim, key: key)
+        case .leaseLost:
             // Paused or canceled meanwhile, or the lease lapsed and another request took over.
             localTails.forget(jobID)
             spool.removeAll(jobID: jobID, keeping: [])
@@ -123,6 +137,17 @@ public struct UploadReceiver: Sendable {
                 return .busy
             }
         }
+    }
+
+    /// The upload outlived its `timeoutSeconds`: it fails (`JobTimeout`), leaving nothing behind.
+    private func timedOut(_ claim: UploadClaim, key: String) async throws -> Outcome {
+        let now = try await store.job(id: claim.job.id) ?? claim.job
+        if let uploadID = now.uploadID { try? await objects.abortMultipartUpload(key: key, uploadID: uploadID) }
+        try await store.finish(claim.lease, state: .failed, etag: nil, error: Job.errorJSON(code: FailureCode.timeout))
+        spool.removeAll(jobID: claim.job.id, keeping: [])
+        await deleteStaged(claim.tail)
+        observer.jobEnded(kind: .upload, state: .failed)
+        return .failed(code: FailureCode.timeout, committed: now.bytesCommitted)
     }
 
     /// Waits at most `roomWaitMilliseconds` for a reservation; nil when there is no room.

@@ -17,6 +17,8 @@ extension UploadRequest {
         /// A part is recorded the moment it and every part before it are in S3, not when the
         /// body's reader next looks: a client that pauses mid-body has its finished parts counted.
         let turns: InOrderTurns
+        /// `bandwidthLimit`: the body is read no faster than this.
+        let pace: Pace?
     }
 
     /// Reads the body into the tail file, sending every whole part as it forms.
@@ -25,7 +27,8 @@ extension UploadRequest {
         let streaming = Streaming(partSize: job.partSize, declared: job.bytesTotal,
                                   concurrency: min(max(options.concurrency ?? settings.concurrency, 1), settings.maxConcurrency),
                                   retryLimit: options.retryLimit ?? settings.retryLimit, deferRecording: checksum != nil,
-                                  turns: InOrderTurns(first: progress.nextPart))
+                                  turns: InOrderTurns(first: progress.nextPart),
+                                  pace: Pace(bytesPerSecond: options.bandwidthLimit, clock: receiver.clock))
         let hasher = checksum.map { Digest.Context($0.algorithm) }
         var ending = Ending.clean
         try await withThrowingTaskGroup(of: PartResult.self) { group in
@@ -49,7 +52,10 @@ extension UploadRequest {
     /// Reads until the body ends, breaks, goes past the declared size, or finds no room.
     private func readBody(_ group: inout Parts, _ inFlight: inout Int, _ progress: inout Progress, _ s: Streaming,
                           _ hasher: Digest.Context?) async throws -> Ending {
+        let first = progress.received
         while progress.failedCode == nil {
+            // Read no faster than the limit: the client's sending slows to it (TCP backpressure).
+            if let pace = s.pace { try await receiver.clock.sleep(until: pace.time(forBytes: progress.received - first)) }
             let chunk: ArraySlice<UInt8>?
             do {
                 chunk = try await body.next()
@@ -71,6 +77,7 @@ extension UploadRequest {
                 }
                 progress.tailSize += Int64(take)
                 progress.received += Int64(take)
+                meter.set(progress.received)
                 rest = rest.dropFirst(take)
                 // A whole object of exactly one part is left for one PutObject at the end.
                 let wholeObjectIsThisPart = progress.uploadID == nil && progress.nextPart == 1

@@ -10,6 +10,8 @@ struct UploadRequest: Sendable {
     let key: String
     let body: any ByteSource
     let checksum: UploadReceiver.Checksum?
+    /// Where the bytes received so far are shown.
+    let meter: ProgressMeter
 
     var job: Job { claim.job }
     var lease: Lease { claim.lease }

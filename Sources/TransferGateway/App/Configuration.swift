@@ -37,6 +37,8 @@ public struct Configuration: Sendable {
     public var uploadTTL = 86_400
     public var spoolDirectory = "./.spool"
     public var downloadTTL = 3600
+    /// The key of `dataUrl` signatures; nil: a random one per instance.
+    public var linkSecret: String?
     public var importAllowHosts: [String] = []
     /// Allowed browser origins; `["*"]` allows any.
     public var corsOrigins: [String] = []
@@ -116,6 +118,10 @@ public struct Configuration: Sendable {
         c.uploadTTL = try reader.integer("GATEWAY_UPLOAD_TTL", in: 60...31_536_000) ?? c.uploadTTL
         c.spoolDirectory = try reader.string("GATEWAY_SPOOL_DIR") ?? c.spoolDirectory
         c.downloadTTL = try reader.integer("GATEWAY_DOWNLOAD_TTL", in: 1...31_536_000) ?? c.downloadTTL
+        c.linkSecret = try reader.string("GATEWAY_LINK_SECRET", secret: true)
+        if let secret = c.linkSecret, secret.utf8.count < 16 {
+            throw Invalid(variable: "GATEWAY_LINK_SECRET", reason: "must be at least 16 bytes")
+        }
         c.importAllowHosts = try reader.hostList("GATEWAY_IMPORT_ALLOW_HOSTS")
         c.corsOrigins = try reader.originList("GATEWAY_CORS_ORIGINS")
         c.logLevel = try reader.logLevel("GATEWAY_LOG_LEVEL") ?? c.logLevel

@@ -65,7 +65,7 @@ public struct GatewayApp: Sendable {
             let receiver = UploadReceiver(store: store, objects: objects, spool: spool, settings: settings.engine, instance: instance,
                                           observer: JobMetrics(metrics: metrics), signals: changes)
             jobs = GatewayRoutes.Jobs(store: store, objects: objects, spool: spool, receiver: receiver, clientUploads: clientUploads,
-                                      changes: changes)
+                                      changes: changes, idempotency: PostgresIdempotencyStore(pool: pool))
             let fetcher = HTTPSourceFetcher(fetcher: s3.urlFetcher(allowedHosts: configuration.importAllowHosts))
             let jobWorker = JobWorker(store: store, objects: objects, fetcher: fetcher, spool: spool,
                                       observer: JobMetrics(metrics: metrics), settings: settings.engine, instance: instance,
@@ -117,6 +117,8 @@ public struct GatewayApp: Sendable {
         settings.quota = OwnerQuota(maxActiveJobs: configuration.userMaxActiveJobs, maxOpenUploads: configuration.userMaxOpenUploads)
         settings.userRate = configuration.userRate
         settings.userMaxWaits = configuration.userMaxWaits
+        settings.linkSecret = configuration.linkSecret.map { Array($0.utf8) } ?? Digest.randomBytes(32)
+        settings.downloadTTL = configuration.downloadTTL
         return settings
     }
 

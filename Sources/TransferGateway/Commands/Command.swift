@@ -78,6 +78,9 @@ enum Command {
             fail("\(error)", code: 1)
         }
         logger.info("listening", ["host": .string(configuration.host), "port": .int(port)])
+        if configuration.linkSecret == nil {
+            logger.warn("GATEWAY_LINK_SECRET is not set: dataUrl links are signed with a random key of this instance, so only it serves them")
+        }
         app.startBackground()
         let janitorTask = app.janitor.map { janitor in
             Task { await janitor.run(every: min(600, Double(configuration.uploadTTL) / 4), logger: logger) }

@@ -1,0 +1,44 @@
+import Crypto
+
+/// Gateway-signed links to a download job's data (`dataUrl`): the job id and an expiry under an
+/// HMAC-SHA256 made with `GATEWAY_LINK_SECRET`, so the link needs no `Authorization` header
+/// (`<a href download>`, media players, background download tasks) and any instance that
+/// shares the secret serves it. A link lives at most `lifetime` seconds; its expiry is rounded
+/// down to the minute, so a job polled once a second shows one link, not sixty.
+public struct DataLinks: Sendable {
+    let secret: [UInt8]
+    let lifetime: Int
+    let now: @Sendable () -> Int
+
+    public init(secret: [UInt8], lifetime: Int = 3000, now: @escaping @Sendable () -> Int) {
+        self.secret = secret
+        self.lifetime = lifetime
+        self.now = now
+    }
+
+    /// The query of a fresh link to `jobID`'s data: `expires=…&signature=…`.
+    func query(jobID: String) -> String {
+        let expires = (now() + lifetime) / 60 * 60
+        return "expires=\(expires)&signature=\(signature(jobID: jobID, expires: expires))"
+    }
+
+    /// Whether `expires` and `signature` make a link to `jobID` that is valid now.
+    func valid(jobID: String, expires: String?, signature: String?) -> Bool {
+        guard let expires, let signature, expires.utf8.count <= 12, let seconds = Int(expires), seconds >= now(),
+              seconds <= now() + lifetime else { return false }
+        return Digest.constantTimeEqual(Array(signature.utf8), Array(self.signature(jobID: jobID, expires: seconds).utf8))
+    }
+
+    /// A `Host` value fit to be written into a URL: a host name or address and a port, no more.
+    static func plausibleHost(_ host: String) -> Bool {
+        !host.isEmpty && host.utf8.count <= 255 && host.utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ":")
+                || byte == UInt8(ascii: "[") || byte == UInt8(ascii: "]")
+        }
+    }
+
+    private func signature(jobID: String, expires: Int) -> String {
+        Digest.hex(Digest.hmacSHA256(key: secret, Array("data-link\n\(jobID)\n\(expires)".utf8)))
+    }
+}

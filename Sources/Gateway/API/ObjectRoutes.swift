@@ -1,0 +1,135 @@
+import Auth
+import HTTPServer
+import TransferEngine
+
+/// `/v1/objects`: what a screen that lists files needs (openapi.yaml, tag `objects`): a page of
+/// the objects under a level (and a prefix), one object's properties, and deleting one, each
+/// under the access rules of the level (reads as `get`, deletes as `put`).
+struct ObjectRoutes: Sendable {
+    let authenticator: Authenticator
+    let policy: AccessPolicy
+    let objects: any ObjectStore
+
+    func register(in router: inout Router<RouteHandler>) {
+        router.add("GET", "/v1/objects") { try await list($0.http) }
+        router.add("GET", "/v1/objects/properties") { try await properties($0.http) }
+        router.add("DELETE", "/v1/objects") { try await delete($0.http) }
+    }
+
+    /// The query's parameters, each at most once, none unknown.
+    private static func query(_ http: HTTPRequest, known: Set<String>) throws(APIError) -> [String: String] {
+        var out: [String: String] = [:]
+        for (name, value) in PercentDecoding.query(http.query) {
+            guard known.contains(name) else { throw APIError(.unknownField, "Unknown query parameter '\(name.prefix(64))'.") }
+            guard out.updateValue(value, forKey: name) == nil else { throw APIError.validation("\(name) is given twice.") }
+        }
+        return out
+    }
+
+    private static func level(_ query: [String: String]) throws(APIError) -> AccessLevel {
+        guard let raw = query["accessLevel"] else { throw APIError.validation("accessLevel is required.") }
+        guard let level = AccessLevel(rawValue: raw) else { throw APIError.validation("accessLevel must be public, protected or private.") }
+        return level
+    }
+
+    private func list(_ http: HTTPRequest) async throws -> HTTPResponse {
+        let identity = try authenticator.identity(of: http, guestAllowed: true)
+        let query = try Self.query(http, known: ["accessLevel", "prefix", "targetIdentityId", "limit", "cursor"])
+        let base = try policy.grantedPrefix(.read, level: try Self.level(query), identity: identity, target: query["targetIdentityId"])
+        let prefix = query["prefix"] ?? ""
+        guard prefix.utf8.count <= 1024, prefix.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x7F }) else {
+            throw APIError(.invalidKey, "prefix must be at most 1024 bytes with no control character.")
+        }
+        let limit = DecimalNumber.parse(query["limit"] ?? "100").map(Int.init) ?? -1
+        guard (1...1000).contains(limit) else { throw APIError.validation("limit must be from 1 to 1000.") }
+        // The cursor is the last key of the previous page, in the caller's key space: listing
+        // starts after it, still under the level and prefix, so no cursor reaches further.
+        var after: String?
+        if let cursor = query["cursor"] {
+            guard cursor.hasPrefix(prefix), cursor.utf8.count <= 1024 else { throw APIError.validation("cursor is not one this API gave.") }
+            after = base + cursor
+        }
+        let page = try await objects.list(prefix: base + prefix, after: after, limit: limit)
+        var items: [UInt8] = [UInt8(ascii: "[")]
+        for (index, object) in page.objects.enumerated() where object.key.hasPrefix(base) {
+            var item = JSONText()
+            item.begin()
+            item.field("key", .string(String(object.key.dropFirst(base.count))))
+            item.field("objectKey", .string(object.key))
+            item.field("size", .int(Int(object.size)))
+            item.field("etag", .string(object.etag))
+            item.field("lastModified", .string(object.lastModified))
+            item.end()
+            if index > 0 { items.append(UInt8(ascii: ",")) }
+            items += item.bytes
+        }
+        items.append(UInt8(ascii: "]"))
+        var text = JSONText()
+        text.begin(capacity: items.count + 256)
+        text.rawField("objects", items)
+        if let next = page.next, next.hasPrefix(base) {
+            text.field("nextCursor", .string(String(next.dropFirst(base.count))))
+        } else {
+            text.rawField("nextCursor", Array("null".utf8))
+        }
+        text.end()
+        return Responses.json(200, bytes: text.bytes)
+    }
+
+    private func properties(_ http: HTTPRequest) async throws -> HTTPResponse {
+        let identity = try authenticator.identity(of: http, guestAllowed: true)
+        let query = try Self.query(http, known: ["accessLevel", "key", "targetIdentityId"])
+        guard let key = query["key"] else { throw APIError.validation("key is required.") }
+        let objectKey = try policy.granted(.read, level: try Self.level(query), key: key, identity: identity,
+                                           target: query["targetIdentityId"])
+        let found = try await Self.found { try await objects.properties(of: objectKey) }
+        let attributes = found.attributes
+        var text = JSONText()
+        text.begin()
+        text.field("objectKey", .string(objectKey))
+        text.field("size", .int(Int(found.size)))
+        text.field("etag", .string(found.etag))
+        Self.optional(&text, "contentType", attributes.contentType)
+        Self.optional(&text, "lastModified", found.lastModified.flatMap { Timestamp.rfc3339(httpDate: $0) })
+        var metadata = JSONText()
+        metadata.begin()
+        for (name, value) in attributes.metadata.sorted(by: { $0.key < $1.key }) { metadata.field(name, .string(value)) }
+        metadata.end()
+        text.rawField("metadata", metadata.bytes)
+        Self.optional(&text, "cacheControl", attributes.cacheControl)
+        Self.optional(&text, "contentDisposition", attributes.contentDisposition)
+        Self.optional(&text, "serverSideEncryption", attributes.serverSideEncryption)
+        text.end()
+        var response = Responses.json(200, bytes: text.bytes)
+        response.headers.add("Cache-Control", "no-store")
+        return response
+    }
+
+    private func delete(_ http: HTTPRequest) async throws -> HTTPResponse {
+        let identity = try authenticator.identity(of: http)
+        let query = try Self.query(http, known: ["accessLevel", "key", "targetIdentityId"])
+        guard let key = query["key"] else { throw APIError.validation("key is required.") }
+        let objectKey = try policy.granted(.write, level: try Self.level(query), key: key, identity: identity,
+                                           target: query["targetIdentityId"])
+        let objects = self.objects
+        // S3 answers a delete of a missing key as done; the API says 404, so it looks first.
+        try await Shield.run {
+            _ = try await Self.found { try await objects.size(of: objectKey) }
+            try await objects.deleteObject(key: objectKey)
+        }
+        return HTTPResponse(status: 204)
+    }
+
+    /// The store's answer, a missing object being 404.
+    static func found<T>(_ work: () async throws -> T) async throws -> T {
+        do {
+            return try await work()
+        } catch let error as TransferError where error.code == "NoSuchKey" || error.code == "NotFound" || error.code == "404" {
+            throw APIError(.notFound, "No such object.")
+        }
+    }
+
+    private static func optional(_ text: inout JSONText, _ key: String, _ value: String?) {
+        if let value { text.field(key, .string(value)) } else { text.rawField(key, Array("null".utf8)) }
+    }
+}

@@ -1,0 +1,107 @@
+import Foundation
+import TestSupport
+import Testing
+import TransferEngine
+@testable import Gateway
+
+/// `/v1/objects`, download jobs, strict bodies and idempotency keys through the real router
+/// over in-memory ports.
+@Suite struct ObjectRoutesTests {
+    @Test func objectsAreListedByPageUnderTheCallersLevel() async throws {
+        let rig = try RouteRig()
+        for name in ["a", "b", "c"] { rig.objects.put("private/alice/docs/\(name).txt", Array(name.utf8)) }
+        rig.objects.put("private/bob/docs/x.txt", [1])
+        let first = try await rig.send("GET", "/v1/objects?accessLevel=private&prefix=docs/&limit=2", as: "alice")
+        let keys = (first.json["objects"] as? [[String: Any]] ?? []).compactMap { $0["key"] as? String }
+        #expect(keys == ["docs/a.txt", "docs/b.txt"], "\(first.json)")
+        let cursor = try #require(first.json["nextCursor"] as? String)
+        let second = try await rig.send("GET", "/v1/objects?accessLevel=private&prefix=docs/&limit=2&cursor=\(cursor)", as: "alice")
+        #expect((second.json["objects"] as? [[String: Any]] ?? []).compactMap { $0["key"] as? String } == ["docs/c.txt"])
+        #expect(second.json["nextCursor"] is NSNull)
+        #expect(try await rig.send("GET", "/v1/objects?accessLevel=private&targetIdentityId=bob", as: "alice").status == 403)
+        let unknown = try await rig.send("GET", "/v1/objects?accessLevel=private&colour=red", as: "alice")
+        #expect(unknown.status == 400 && unknown.code == "unknown_field")
+        #expect(try await rig.send("GET", "/v1/objects?accessLevel=private&limit=0", as: "alice").code == "validation_failed")
+    }
+
+    @Test func propertiesAndDeleteFollowTheRules() async throws {
+        let rig = try RouteRig()
+        rig.objects.put("protected/alice/p.txt", Array("hi".utf8),
+                        attributes: ObjectAttributesSpec(contentType: "text/plain", cacheControl: "no-cache", metadata: ["k": "v"]))
+        let seen = try await rig.send("GET", "/v1/objects/properties?accessLevel=protected&key=p.txt&targetIdentityId=alice", as: "bob")
+        #expect(seen.status == 200 && seen.json["contentType"] as? String == "text/plain" && seen.json["size"] as? Int == 2)
+        #expect(seen.json["metadata"] as? [String: String] == ["k": "v"] && seen.json["cacheControl"] as? String == "no-cache")
+        #expect(try await rig.send("DELETE", "/v1/objects?accessLevel=protected&key=p.txt&targetIdentityId=alice", as: "bob").status == 403)
+        #expect(try await rig.send("DELETE", "/v1/objects?accessLevel=protected&key=p.txt", as: "alice").status == 204)
+        #expect(rig.objects.object("protected/alice/p.txt") == nil)
+        #expect(try await rig.send("DELETE", "/v1/objects?accessLevel=protected&key=p.txt", as: "alice").status == 404)
+        #expect(try await rig.send("GET", "/v1/objects/properties?accessLevel=protected&key=p.txt", as: "alice").status == 404)
+    }
+
+    @Test func aDownloadJobPinsTheObjectAndCarriesALink() async throws {
+        let rig = try RouteRig { $0.linkSecret = Array("route-tests-link-secret".utf8) }
+        rig.objects.put("private/alice/song.mp3", [1, 2, 3], attributes: ObjectAttributesSpec(contentType: "audio/mpeg"))
+        let created = try await rig.send("POST", "/v1/jobs", as: "alice", json: [
+            "type": "download", "source": ["accessLevel": "private", "key": "song.mp3"], "filename": "song.mp3"])
+        #expect(created.status == 201 && created.json["state"] as? String == "completed", "\(created.json)")
+        #expect(created.json["etag"] as? String == InMemoryObjectStore.etag([1, 2, 3]) && created.json["bytesTotal"] as? Int == 3)
+        let link = try #require(created.json["dataUrl"] as? String)
+        #expect(link.hasPrefix("http://rig/v1/jobs/\(created.json["id"] as? String ?? "")/data?expires=") && link.contains("&signature="))
+        let missing = try await rig.send("POST", "/v1/jobs", as: "alice", json: [
+            "type": "download", "source": ["accessLevel": "private", "key": "none"]])
+        #expect(missing.status == 404)
+        let badName = try await rig.send("POST", "/v1/jobs", as: "alice", json: [
+            "type": "download", "source": ["accessLevel": "private", "key": "song.mp3"], "filename": "a/b"])
+        #expect(badName.code == "validation_failed")
+        let tampered = try await rig.send("GET", "/v1/jobs/\(created.json["id"] as? String ?? "")/data?expires=9999999999&signature=00")
+        #expect(tampered.status == 403)
+    }
+
+    @Test func bodiesAreStrictOnEveryRoute() async throws {
+        let rig = try RouteRig()
+        let cases: [(String, [String: Any], String)] = [
+            ("/v1/jobs", ["type": "upload", "accessLevel": "private", "key": "k", "extra": 1], "unknown_field"),
+            ("/v1/jobs", ["type": "download", "source": ["accessLevel": "private", "key": "k"], "concurrency": 2], "option_not_supported"),
+            ("/v1/jobs", ["type": "upload", "accessLevel": "private", "key": "k", "filename": "f"], "option_not_supported"),
+            ("/v1/jobs", ["type": "import", "sourceUrl": "https://e.com/", "accessLevel": "private", "key": "k",
+                          "source": ["accessLevel": "private", "key": "k"]], "option_not_supported"),
+            ("/v1/jobs", ["type": "upload", "accessLevel": "private", "key": "k", "kmsKeyId": "key-1"], "validation_failed"),
+            ("/v1/uploads", ["accessLevel": "private", "key": "k", "size": 1, "extra": true], "unknown_field"),
+            ("/v1/presign", ["operation": "get", "accessLevel": "private", "key": "k", "metadata": ["a": "b"]], "option_not_supported"),
+            ("/v1/presign", ["operation": "put", "accessLevel": "private", "key": "k", "expires": 5], "unknown_field"),
+            ("/v1/presign/post", ["accessLevel": "private", "key": "k", "maxsize": 5], "unknown_field"),
+        ]
+        for (path, body, code) in cases {
+            let answer = try await rig.send("POST", path, as: "alice", json: body)
+            #expect(answer.status == 400 && answer.code == code, "\(path) \(body): \(answer.status) \(answer.json)")
+        }
+        let accepted = try await rig.send("POST", "/v1/jobs", as: "alice", json: [
+            "type": "upload", "accessLevel": "private", "key": "k", "serverSideEncryption": "aws:kms", "kmsKeyId": "key-1",
+            "cacheControl": "no-cache", "contentDisposition": "inline", "metadata": ["a": "b"], "bandwidthLimit": 100])
+        #expect(accepted.status == 201, "\(accepted.json)")
+    }
+
+    @Test func anIdempotencyKeyMakesOneJobPerIdentityAndBody() async throws {
+        let rig = try RouteRig()
+        let body: [String: Any] = ["type": "upload", "accessLevel": "private", "key": "once", "size": 5]
+        let first = try await rig.send("POST", "/v1/jobs", as: "alice", json: body, headers: [("Idempotency-Key", "k-1")])
+        let again = try await rig.send("POST", "/v1/jobs", as: "alice", json: body, headers: [("Idempotency-Key", "k-1")])
+        #expect(first.status == 201 && again.status == 201 && first.json["id"] as? String == again.json["id"] as? String)
+        #expect(again.headers["idempotent-replayed"] == "true" && again.headers["location"] == first.headers["location"])
+        let reused = try await rig.send("POST", "/v1/jobs", as: "alice", json: ["type": "upload", "accessLevel": "private", "key": "other"],
+                                        headers: [("Idempotency-Key", "k-1")])
+        #expect(reused.status == 422 && reused.code == "idempotency_key_reused")
+        let bobs = try await rig.send("POST", "/v1/jobs", as: "bob", json: body, headers: [("Idempotency-Key", "k-1")])
+        #expect(bobs.status == 201 && bobs.json["id"] as? String != first.json["id"] as? String)
+        let refused = try await rig.send("POST", "/v1/jobs", as: "alice", json: ["type": "upload", "accessLevel": "private", "key": "x", "size": -1],
+                                         headers: [("Idempotency-Key", "k-2")])
+        #expect(refused.status == 400)
+        let fixed = try await rig.send("POST", "/v1/jobs", as: "alice", json: ["type": "upload", "accessLevel": "private", "key": "x"],
+                                       headers: [("Idempotency-Key", "k-2")])
+        #expect(fixed.status == 201, "a refused request keeps nothing under its key")
+        #expect(try await rig.send("POST", "/v1/jobs", as: "alice", json: body, headers: [("Idempotency-Key", "bad key")]).status == 400)
+        let listed = try await rig.send("GET", "/v1/jobs?type=upload", as: "alice")
+        #expect((listed.json["jobs"] as? [Any])?.count == 2)
+        #expect((try await rig.send("GET", "/v1/jobs?type=copy", as: "alice").json["jobs"] as? [Any])?.count == 0)
+    }
+}
