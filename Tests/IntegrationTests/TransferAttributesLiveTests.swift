@@ -174,5 +174,56 @@ extension JobTableTests {
         #expect(job["state"] as? String == "completed", "\(job)")
         #expect(took >= 2.9, "6 MiB at 2 MiB/s took \(took) s")
     }
+
+    /// A browser form POST stores the metadata and cache control its policy pins.
+    @Test func aFormPostKeepsItsMetadata() async throws {
+        let s = try await setup()
+        defer { Task { await teardown(s) } }
+        let form = try await s.gateway.request("POST", "/v1/presign/post", token: s.token, json: [
+            "accessLevel": "private", "key": "\(s.folder)/form.txt", "contentType": "text/plain", "cacheControl": "max-age=5",
+            "metadata": ["origin": "web"], "maxSize": 1024])
+        #expect(form.status == 200, "\(form.json)")
+        let url = try #require(form.json["url"] as? String)
+        let fields = try #require(form.json["fields"] as? [String: String])
+        var args = ["-F", "key=\(fields["key"] ?? "")"]
+        for (name, value) in fields.sorted(by: { $0.key < $1.key }) where name != "key" { args += ["-F", "\(name)=\(value)"] }
+        let posted = try curl(args + ["-F", "file=@/etc/hostname", url])
+        #expect((200..<300).contains(posted.status), "\(posted)")
+        let head = try await s.client.headObject(key: "\(s.prefix)/form.txt")
+        #expect(head.metadata["origin"] == "web" && head.cacheControl == "max-age=5" && head.contentType == "text/plain")
+    }
+
+    /// Every tus `Upload-Metadata` key but the ones the gateway reads is kept as user metadata
+    /// (a value that is not ASCII percent-encoded).
+    @Test func tusKeepsEveryMetadataKey() async throws {
+        let s = try await setup()
+        defer { Task { await teardown(s) } }
+        func b64(_ text: String) -> String { Data(text.utf8).base64EncodedString() }
+        let metadata = ["key \(b64("\(s.folder)/tus.txt"))", "filename \(b64("résumé.txt"))", "relativePath \(b64("docs/a"))",
+                        "filetype \(b64("text/plain"))", "accessLevel \(b64("private"))"].joined(separator: ",")
+        let created = try await s.gateway.request("POST", "/v1/tus/", token: s.token, rawBody: Data("hello".utf8), headers: [
+            "Tus-Resumable": "1.0.0", "Upload-Length": "5", "Upload-Metadata": metadata,
+            "Content-Type": "application/offset+octet-stream"])
+        #expect(created.status == 201, "\(created.status)")
+        let head = try await s.client.headObject(key: "\(s.prefix)/tus.txt")
+        #expect(head.contentType == "text/plain")
+        #expect(head.metadata["relativepath"] == "docs/a" && head.metadata["filename"] == "r%C3%A9sum%C3%A9%2Etxt", "\(head.metadata)")
+        #expect(head.metadata["accesslevel"] == nil && head.metadata["filetype"] == nil && head.metadata["key"] == nil)
+    }
+
+    /// `timeoutSeconds` bounds an upload job too: bytes sent after it are refused and the job
+    /// fails `JobTimeout`.
+    @Test func anUploadJobKeepsToItsTimeout() async throws {
+        let s = try await setup()
+        defer { Task { await teardown(s) } }
+        let created = try await s.gateway.request("POST", "/v1/jobs", token: s.token, json: [
+            "type": "upload", "accessLevel": "private", "key": "\(s.folder)/late.bin", "size": 5, "timeoutSeconds": 1])
+        let id = try #require(created.json["id"] as? String, "\(created.json)")
+        try await Task.sleep(for: .milliseconds(1_100))  // the condition is time itself: the second must pass
+        let late = try await s.gateway.request("PUT", "/v1/jobs/\(id)/data", token: s.token, rawBody: Data("hello".utf8))
+        #expect(late.status == 409 && late.json["code"] as? String == "job_not_pending", "\(late.status) \(late.json)")
+        let job = try await s.gateway.request("GET", "/v1/jobs/\(id)", token: s.token).json
+        #expect(job["state"] as? String == "failed" && (job["error"] as? [String: String])?["code"] == "JobTimeout", "\(job)")
+    }
 }
 }
