@@ -220,6 +220,10 @@ final class CurlTransfer: @unchecked Sendable {
         switch sink {
         case .memory(let limit):
             guard response.body.count + count <= limit else { sinkFailed = true; return 0 }
+            if response.body.isEmpty, let length = response.header("content-length").flatMap(Int.init), length > count {
+                // The whole body's room at once: growing it by doubling copies it again and again.
+                response.body.reserveCapacity(min(length, limit))
+            }
             data.withMemoryRebound(to: UInt8.self, capacity: count) {
                 response.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: count))
             }
