@@ -43,7 +43,7 @@ let package = Package(
         .target(name: "Gateway", dependencies: ["HTTPServer", "Auth", "TransferEngine", "Crypto", "Striped"]),
         // The ports' real implementations: PostgreSQL stores and schema, the S3 object store,
         // presigner and bucket sweeps, the URL fetcher, the dependency checks.
-        .target(name: "Adapters", dependencies: ["Gateway", "TransferEngine", "Postgres", "S3", "SigV4", "Crypto"]),
+        .target(name: "Adapters", dependencies: ["Gateway", "TransferEngine", "Postgres", "S3", "SigV4", "Crypto", "Auth"]),
         // The composition root (configuration, wiring) and the commands: `transfer-gateway serve|migrate|token`.
         .executableTarget(name: "TransferGateway", dependencies: ["Gateway", "Adapters", "HTTPServer", "TransferEngine", "Postgres",
                                                                 "S3", "SigV4", "Auth", "Crypto"]),

@@ -16,17 +16,32 @@ public struct JWTVerifier: Sendable {
     /// The keys configured: at most one HMAC secret and one public key. Each algorithm is
     /// checked only with the key of its own family.
     public let keys: [Key]
+    /// An identity provider's key set (`GATEWAY_JWT_JWKS_URL`): RS256 and ES256 tokens naming a
+    /// `kid` are checked with that key.
+    public let keySet: KeySet?
     public let issuer: String?
     public let audience: String?
     public let leeway: Int
+    public let claims: ClaimNames
     private let cache: VerifiedTokenCache?
 
-    public init(keys: [Key], issuer: String? = nil, audience: String? = nil, leeway: Int = 60,
-                cache: VerifiedTokenCache? = nil) {
+    /// Where a token's identity and roles are read (`GATEWAY_JWT_IDENTITY_CLAIM`,
+    /// `GATEWAY_JWT_ROLES_CLAIM`, `GATEWAY_JWT_ADMIN_ROLE`).
+    public struct ClaimNames: Sendable {
+        public var identity = "sub"
+        public var roles = "roles"
+        public var adminRole = "admin"
+        public init() {}
+    }
+
+    public init(keys: [Key], keySet: KeySet? = nil, issuer: String? = nil, audience: String? = nil, leeway: Int = 60,
+                claims: ClaimNames = ClaimNames(), cache: VerifiedTokenCache? = nil) {
         self.keys = keys
+        self.keySet = keySet
         self.issuer = issuer
         self.audience = audience
         self.leeway = leeway
+        self.claims = claims
         self.cache = cache
     }
 
@@ -55,41 +70,14 @@ public struct JWTVerifier: Sendable {
         case wrongIssuer
         case wrongAudience
         case badSubject
+        /// The token names a `kid` the provider's key set does not have (a fetch was asked for).
+        case unknownKey
     }
 
     private struct Header: Decodable {
         let alg: String
+        let kid: String?
         let crit: [String]?
-    }
-
-    private struct Claims: Decodable {
-        let sub: String?
-        let exp: Double?
-        let nbf: Double?
-        let iss: String?
-        let aud: Audience?
-        let roles: [String]?
-    }
-
-    private enum Audience: Decodable {
-        case one(String)
-        case many([String])
-
-        init(from decoder: any Decoder) throws {
-            let container = try decoder.singleValueContainer()
-            if let one = try? container.decode(String.self) {
-                self = .one(one)
-            } else {
-                self = .many(try container.decode([String].self))
-            }
-        }
-
-        func contains(_ value: String) -> Bool {
-            switch self {
-            case .one(let one): return one == value
-            case .many(let many): return many.contains(value)
-            }
-        }
     }
 
     /// A remembered token's identity, with the time rules applied again; nil when not cached.
@@ -126,6 +114,16 @@ public struct JWTVerifier: Sendable {
         return try verifyUncached(String(token), now: now)
     }
 
+    /// The `kid` a token names that the key set lacks: nil without a key set, for a token
+    /// already verified, or one whose key is known. Cheap: only the header is read.
+    public func unknownKid(of token: Substring) -> String? {
+        guard let keySet, cache?.lookup(token) == nil, let dot = token.firstIndex(of: "."),
+              let bytes = Base64URL.decode(token[..<dot]),
+              let header = try? JSONDecoder().decode(Header.self, from: Data(bytes)),
+              let kid = header.kid, keySet.key(kid) == nil else { return nil }
+        return kid
+    }
+
     /// The same, for a token on its own.
     public func verify(_ token: String, now: Int) throws(Failure) -> Identity {
         try verify(token[...], now: now)
@@ -149,32 +147,105 @@ public struct JWTVerifier: Sendable {
             let expected = Digest.hmacSHA256(key: secret, signingInput)
             guard Digest.constantTimeEqual(expected, signature) else { throw .badSignature }
         case "RS256", "ES256":
-            guard let publicKey, publicKey.kind == (header.alg == "RS256" ? .rsa : .ecP256) else {
-                throw .unsupportedAlgorithm
-            }
-            guard publicKey.verify(signature, of: signingInput) else { throw .badSignature }
+            let key = try publicKey(for: header, now: now)
+            guard key.kind == (header.alg == "RS256" ? .rsa : .ecP256) else { throw .unsupportedAlgorithm }
+            guard key.verify(signature, of: signingInput) else { throw .badSignature }
         default:
             throw .unsupportedAlgorithm
         }
         // Claims are read only once the signature holds.
-        guard let claims = try? JSONDecoder().decode(Claims.self, from: Data(payloadBytes)) else { throw .malformed }
-        try checkClaims(claims, now: now)
-        guard let sub = claims.sub, Identity.isValidID(sub) else { throw .badSubject }
-        let identity = Identity(id: sub, isAdmin: claims.roles?.contains("admin") ?? false)
-        if let exp = claims.exp { cache?.store(token, .init(identity: identity, expiry: exp, notBefore: claims.nbf)) }
+        guard let object = try? JSONDecoder().decode([String: ClaimValue].self, from: Data(payloadBytes)) else { throw .malformed }
+        let read = try TokenClaims(object, names: claims)
+        try check(read, now: now)
+        guard let id = read.identity, Identity.isValidID(id) else { throw .badSubject }
+        let identity = Identity(id: id, isAdmin: read.roles.contains(claims.adminRole))
+        cache?.store(token, .init(identity: identity, expiry: read.expiry ?? 0, notBefore: read.notBefore))
         return identity
     }
 
-    private func checkClaims(_ claims: Claims, now: Int) throws(Failure) {
-        guard let exp = claims.exp, exp.isFinite else { throw .missingExpiry }
-        if Double(now) > exp + Double(leeway) { throw .expired }
-        if let nbf = claims.nbf {
-            guard nbf.isFinite else { throw .malformed }
-            if Double(now + leeway) < nbf { throw .notYetValid }
+    /// The key a token's signature is checked with: the provider's key of its `kid` when a key
+    /// set is configured (a `kid` the set lacks asks for a fetch, and is refused now), else the
+    /// configured PEM key.
+    private func publicKey(for header: Header, now: Int) throws(Failure) -> PublicKey {
+        if let keySet, let kid = header.kid {
+            if let key = keySet.key(kid) { return key }
+            keySet.unknownKid(kid, now: now)
+            throw .unknownKey
         }
-        if let issuer, claims.iss != issuer { throw .wrongIssuer }
-        if let audience {
-            guard let aud = claims.aud, aud.contains(audience) else { throw .wrongAudience }
+        guard let publicKey else { throw .unsupportedAlgorithm }
+        return publicKey
+    }
+
+    private func check(_ claims: TokenClaims, now: Int) throws(Failure) {
+        guard let exp = claims.expiry else { throw .missingExpiry }
+        if Double(now) > exp + Double(leeway) { throw .expired }
+        if let nbf = claims.notBefore, Double(now + leeway) < nbf { throw .notYetValid }
+        if let issuer, claims.issuer != issuer { throw .wrongIssuer }
+        if let audience, !claims.audiences.contains(audience) { throw .wrongAudience }
+    }
+}
+
+/// A claim's JSON value, as decoded (so a number is never taken for a boolean).
+enum ClaimValue: Decodable {
+    case string(String)
+    case bool(Bool)
+    case number(Double)
+    case array([ClaimValue])
+    case object([String: ClaimValue])
+    case null
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() { self = .null }
+        else if let value = try? container.decode(String.self) { self = .string(value) }
+        else if let value = try? container.decode(Bool.self) { self = .bool(value) }
+        else if let value = try? container.decode(Double.self) { self = .number(value) }
+        else if let value = try? container.decode([ClaimValue].self) { self = .array(value) }
+        else { self = .object(try container.decode([String: ClaimValue].self)) }
+    }
+
+    var string: String? { if case .string(let value) = self { return value } else { return nil } }
+
+    /// A string, or the strings of an array.
+    var strings: [String] {
+        switch self {
+        case .string(let value): return [value]
+        case .array(let values): return values.compactMap(\.string)
+        default: return []
+        }
+    }
+}
+
+/// The claims the gateway reads from a verified token's payload, by the configured names.
+struct TokenClaims {
+    var identity: String?
+    var roles: [String]
+    var expiry: Double?
+    var notBefore: Double?
+    var issuer: String?
+    /// `aud` (a string or an array); with no `aud`, the `client_id` of an access token, as
+    /// Cognito's access tokens carry their app client there.
+    var audiences: [String]
+
+    init(_ object: [String: ClaimValue], names: JWTVerifier.ClaimNames) throws(JWTVerifier.Failure) {
+        func number(_ name: String) throws(JWTVerifier.Failure) -> Double? {
+            switch object[name] {
+            case nil: return nil
+            case .number(let value)? where value.isFinite: return value
+            default: throw .malformed
+            }
+        }
+        identity = object[names.identity]?.string
+        roles = object[names.roles]?.strings ?? []
+        expiry = try number("exp")
+        notBefore = try number("nbf")
+        issuer = object["iss"]?.string
+        if let aud = object["aud"] {
+            audiences = aud.strings
+        } else if object["token_use"]?.string == "access", let client = object["client_id"]?.string {
+            audiences = [client]
+        } else {
+            audiences = []
         }
     }
 }

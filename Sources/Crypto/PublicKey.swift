@@ -11,6 +11,7 @@ public final class PublicKey: @unchecked Sendable {
 
     public struct LoadError: Error, CustomStringConvertible {
         public let description: String
+        public init(description: String) { self.description = description }
     }
 
     public init(pem: [UInt8]) throws {

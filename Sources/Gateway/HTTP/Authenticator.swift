@@ -14,6 +14,21 @@ public struct Authenticator: Sendable {
         self.now = now
     }
 
+    /// With an identity provider's key set, a request waits (at most `keyWaitMilliseconds`) for
+    /// the first set after start-up, and for the fetch its token's unknown `kid` asks for, so a
+    /// key rotated in a moment ago works on the first try. Without one, nothing.
+    public func prepare(_ request: HTTPRequest) async {
+        guard let keySet = verifier.keySet else { return }
+        let generation = keySet.generation
+        if generation == 0 { return await keySet.waitForSet(after: 0, milliseconds: Self.keyWaitMilliseconds) }
+        guard let authorization = try? Self.authorization(request), let space = authorization.utf8.firstIndex(of: UInt8(ascii: " ")),
+              let kid = verifier.unknownKid(of: authorization[authorization.utf8.index(after: space)...].trimmingOWS()),
+              keySet.unknownKid(kid, now: now()) else { return }
+        await keySet.waitForSet(after: generation, milliseconds: Self.keyWaitMilliseconds)
+    }
+
+    static let keyWaitMilliseconds = 5_000
+
     /// The caller's identity. Without a token: a guest where `guestAllowed` (reads of `public/`
     /// with `GATEWAY_ALLOW_GUEST_READ`), else 401. A bad token is always 401, never a guest.
     func identity(of request: HTTPRequest, guestAllowed: Bool = false) throws(APIError) -> Identity {
@@ -64,7 +79,8 @@ extension APIError {
         case .notYetValid: detail = "The token is not valid yet."
         case .wrongIssuer: detail = "The token's issuer is not accepted."
         case .wrongAudience: detail = "The token's audience is not this gateway."
-        case .badSubject: detail = "The token's sub claim is missing or not a usable identity id."
+        case .badSubject: detail = "The token's identity claim is missing or not a usable identity id."
+        case .unknownKey: detail = "The token's key (kid) is not in the identity provider's key set."
         }
         return APIError(.unauthorized, detail)
     }

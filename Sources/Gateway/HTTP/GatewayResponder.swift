@@ -14,9 +14,13 @@ public final class GatewayResponder: HTTPResponder {
     /// Whether an error says a store is away for now (the database restarting): 503 with
     /// `Retry-After`, a state the client can wait out, not a bug. The adapters know which.
     private let isUnavailable: @Sendable (any Error) -> Bool
+    /// Runs before a matched route (the authenticator's wait for an identity provider's keys).
+    private let beforeRoute: (@Sendable (HTTPRequest) async -> Void)?
 
     public init(router: Router<RouteHandler>, cors: CORS, logger: Logger, metrics: Metrics, instancePrefix: String,
-         isUnavailable: @escaping @Sendable (any Error) -> Bool = { _ in false }) {
+         isUnavailable: @escaping @Sendable (any Error) -> Bool = { _ in false },
+         beforeRoute: (@Sendable (HTTPRequest) async -> Void)? = nil) {
+        self.beforeRoute = beforeRoute
         self.router = router
         self.cors = cors
         self.logger = logger
@@ -57,6 +61,7 @@ public final class GatewayResponder: HTTPResponder {
         switch router.route(method: method, path: request.path) {
         case .matched(let match):
             do {
+                await beforeRoute?(request)
                 let response = try await match.handler(RouteRequest(http: request, parameters: match.parameters))
                 return (response, match.pattern)
             } catch let error as APIError {

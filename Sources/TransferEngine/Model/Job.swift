@@ -38,7 +38,11 @@ public struct Job: Sendable, Equatable {
     /// received onto the spool): the live figure, written at most once a second; 0 when none.
     public var bytesFlowing: Int64 = 0
     /// What `bytesTransferred` shows a client: the live figure while the job runs.
-    public var progressShown: Int64 { state.isFinal ? bytesTransferred : max(bytesTransferred, bytesCommitted, bytesFlowing) }
+    public var progressShown: Int64 {
+        if state.isFinal { return bytesTransferred }
+        let live = max(bytesTransferred, bytesCommitted, bytesFlowing)
+        return bytesTotal.map { min($0, live) } ?? live
+    }
     /// Parts recorded so far.
     public var partsCompleted: Int = 0
     /// Bumped on every change: the API's ETag and long-poll key.

@@ -101,6 +101,8 @@ extension JobRunner {
             }
             if let range { try await fetcher.fetch(source.url, range: range, ifMatch: probe.etag, into: file) }
             guard file.size == length else { throw TransferError.sourceChanged }
+            // Fetched: it shows as progress while it goes on to S3.
+            control.meter.add(length)
             return try await send(.file(file, offset: 0, length: length))
         }
         return .parts(Work(plan: plan, key: key,

@@ -20,6 +20,11 @@ public struct Configuration: Sendable {
     public var s3PathStyle: Bool?
     public var s3Accelerate = false
     public var jwtSecret: String?
+    /// An identity provider's JSON Web Key Set (https, or http on loopback).
+    public var jwtJWKSURL: String?
+    public var jwtIdentityClaim = "sub"
+    public var jwtRolesClaim = "roles"
+    public var jwtAdminRole = "admin"
     public var jwtPublicKeyFile: String?
     public var jwtIssuer: String?
     public var jwtAudience: String?
@@ -100,6 +105,15 @@ public struct Configuration: Sendable {
         c.s3Accelerate = try reader.bool("GATEWAY_S3_ACCELERATE") ?? false
         c.jwtSecret = try reader.string("GATEWAY_JWT_SECRET", secret: true)
         c.jwtPublicKeyFile = try reader.string("GATEWAY_JWT_PUBLIC_KEY_FILE")
+        if let url = try reader.string("GATEWAY_JWT_JWKS_URL") {
+            guard Self.isKeySetURL(url) else {
+                throw Invalid(variable: "GATEWAY_JWT_JWKS_URL", reason: "must be an https URL (http only on loopback)")
+            }
+            c.jwtJWKSURL = url
+        }
+        c.jwtIdentityClaim = try reader.string("GATEWAY_JWT_IDENTITY_CLAIM") ?? c.jwtIdentityClaim
+        c.jwtRolesClaim = try reader.string("GATEWAY_JWT_ROLES_CLAIM") ?? c.jwtRolesClaim
+        c.jwtAdminRole = try reader.string("GATEWAY_JWT_ADMIN_ROLE") ?? c.jwtAdminRole
         c.jwtIssuer = try reader.string("GATEWAY_JWT_ISSUER")
         c.jwtAudience = try reader.string("GATEWAY_JWT_AUDIENCE")
         c.allowGuestRead = try reader.bool("GATEWAY_ALLOW_GUEST_READ") ?? false
@@ -150,8 +164,27 @@ public struct Configuration: Sendable {
         if s3SecretAccessKey == nil {
             throw Invalid(variable: "GATEWAY_S3_SECRET_ACCESS_KEY", reason: "is required (or AWS_SECRET_ACCESS_KEY)")
         }
-        if jwtSecret == nil && jwtPublicKeyFile == nil {
-            throw Invalid(variable: "GATEWAY_JWT_SECRET", reason: "is required (or GATEWAY_JWT_PUBLIC_KEY_FILE)")
+        if jwtSecret == nil && jwtPublicKeyFile == nil && jwtJWKSURL == nil {
+            throw Invalid(variable: "GATEWAY_JWT_SECRET", reason: "is required (or GATEWAY_JWT_PUBLIC_KEY_FILE, or GATEWAY_JWT_JWKS_URL)")
         }
+    }
+
+    /// `https://…`, or `http://` to a loopback host (a provider run beside the gateway): a key
+    /// set fetched in the clear over a network could be anyone's.
+    static func isKeySetURL(_ url: String) -> Bool {
+        let lower = url.lowercased()
+        guard url.utf8.count <= 2048, url.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return false }
+        if lower.hasPrefix("https://") { return lower.count > "https://".count }
+        guard lower.hasPrefix("http://") else { return false }
+        let rest = lower.dropFirst("http://".count)
+        let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        guard !authority.contains("@") else { return false }
+        let host: Substring
+        if authority.hasPrefix("[") {
+            host = authority.prefix { $0 != "]" } + "]"
+        } else {
+            host = authority.prefix { $0 != ":" }
+        }
+        return ["localhost", "[::1]"].contains(String(host)) || host.hasPrefix("127.")
     }
 }

@@ -23,6 +23,8 @@ public struct GatewayApp: Sendable {
     public let changes: JobChanges
     /// Hears every job change from PostgreSQL (nil without a database).
     public let listener: PostgresListener?
+    /// Keeps the identity provider's key set fresh (nil without `GATEWAY_JWT_JWKS_URL`).
+    public let keySetRefresher: KeySetRefresher?
 
     /// Whole seconds since 1970, read without building a `Date` (presigning asks twice a request).
     static let wallClock: @Sendable () -> Int = { Int(time(nil)) }
@@ -34,8 +36,15 @@ public struct GatewayApp: Sendable {
         let metrics = Metrics()
         self.metrics = metrics
         let s3 = try configuration.makeS3Client()
-        let authenticator = Authenticator(verifier: try Self.verifier(configuration), allowGuestRead: configuration.allowGuestRead,
-                                          now: Self.wallClock)
+        let keySet = configuration.jwtJWKSURL.map { _ in KeySet() }
+        let authenticator = Authenticator(verifier: try Self.verifier(configuration, keySet: keySet),
+                                          allowGuestRead: configuration.allowGuestRead, now: Self.wallClock)
+        if let keySet, let url = configuration.jwtJWKSURL {
+            keySetRefresher = KeySetRefresher(keySet: keySet, url: url, fetcher: s3.urlFetcher(allowedHosts: [Self.authority(of: url)]),
+                                              logger: logger, now: Self.wallClock)
+        } else {
+            keySetRefresher = nil
+        }
         let settings = try Self.settings(configuration)
         let objects = S3ObjectStore(client: s3)
         let spool: DirectorySpool
@@ -78,13 +87,17 @@ public struct GatewayApp: Sendable {
             listener = nil
         }
         checks.append(S3Check(client: s3))
+        if let keySet { checks.append(KeySetCheck(keySet: keySet)) }
         let routes = GatewayRoutes(authenticator: authenticator,
                                    presigner: S3Presigner(client: s3, publicEndpoint: try configuration.s3PublicEndpointValue()),
                                    checks: checks, metrics: metrics, openAPI: Self.loadOpenAPI(configuration.openAPIPath),
                                    jobs: jobs, settings: settings, now: Self.wallClock, monotonic: Self.monotonicSeconds)
+        var beforeRoute: (@Sendable (HTTPRequest) async -> Void)?
+        if keySet != nil { beforeRoute = { request in await authenticator.prepare(request) } }
         let responder = GatewayResponder(router: routes.router(), cors: CORS(origins: configuration.corsOrigins), logger: logger,
                                          metrics: metrics, instancePrefix: Digest.hex(Digest.randomBytes(3)) + "-",
-                                         isUnavailable: { ($0 as? PostgresError)?.meansUnavailable ?? false })
+                                         isUnavailable: { ($0 as? PostgresError)?.meansUnavailable ?? false },
+                                         beforeRoute: beforeRoute)
         let server: HTTPServer
         do {
             server = try HTTPServer(configuration: Self.http(configuration), responder: responder)
@@ -136,6 +149,14 @@ public struct GatewayApp: Sendable {
     public func startBackground() {
         listener?.start()
         worker?.start()
+        if let keySetRefresher { Task { await keySetRefresher.run() } }
+    }
+
+    /// `host[:port]` of a URL, as the address guard lists allowed hosts: the key set's host is
+    /// the operator's choice, so it may be on a private network (a Keycloak beside the gateway).
+    static func authority(of url: String) -> String {
+        let rest = url.drop { $0 != "/" }.dropFirst(2)
+        return String(rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }).lowercased()
     }
 
     /// SIGTERM: jobs handed back first (another instance takes them at once), then waiting
@@ -159,7 +180,7 @@ public struct GatewayApp: Sendable {
     }
 
     /// The JWT keys: the HS256 secret and/or the PEM public key file (RS256 or ES256).
-    static func verifier(_ configuration: Configuration) throws(Configuration.Invalid) -> JWTVerifier {
+    static func verifier(_ configuration: Configuration, keySet: KeySet? = nil) throws(Configuration.Invalid) -> JWTVerifier {
         var keys: [JWTVerifier.Key] = []
         if let secret = configuration.jwtSecret {
             guard secret.utf8.count >= 32 else {
@@ -177,8 +198,12 @@ public struct GatewayApp: Sendable {
                 throw Configuration.Invalid(variable: "GATEWAY_JWT_PUBLIC_KEY_FILE", reason: "\(error)")
             }
         }
-        return JWTVerifier(keys: keys, issuer: configuration.jwtIssuer, audience: configuration.jwtAudience,
-                           cache: VerifiedTokenCache())
+        var claims = JWTVerifier.ClaimNames()
+        claims.identity = configuration.jwtIdentityClaim
+        claims.roles = configuration.jwtRolesClaim
+        claims.adminRole = configuration.jwtAdminRole
+        return JWTVerifier(keys: keys, keySet: keySet, issuer: configuration.jwtIssuer, audience: configuration.jwtAudience,
+                           claims: claims, cache: VerifiedTokenCache())
     }
 
     /// The OpenAPI document: `GATEWAY_OPENAPI_PATH`, else `openapi.yaml` in the working folder,
