@@ -106,7 +106,8 @@ public final class HTTPServer: Sendable {
                 refusal = HTTPParseError(status: 429, code: "client_connection_limit",
                                          detail: "This address has too many open connections.")
             }
-            _ = ResponseHead.refusal(refusal, date: HTTPDate.format(time(nil))).withUnsafeBytes { SystemCall.write(fd, $0) }
+            let extra = context.responder.refused(refusal, origin: nil, remoteAddress: Listener.describe(&address))
+            _ = ResponseHead.refusal(refusal, date: HTTPDate.format(time(nil)), extra: extra).withUnsafeBytes { SystemCall.write(fd, $0) }
             SystemCall.close(fd)
         }
     }

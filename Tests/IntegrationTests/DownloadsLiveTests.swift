@@ -28,7 +28,6 @@ extension JobTableTests {
     /// with a Range, byte for byte; with the object's type and the job's file name.
     @Test func aDownloadMadeOnOneInstanceIsServedByAnother() async throws {
         let a = try await gateway(), b = try await gateway()
-        defer { Task { await a.stop(); await b.stop() } }
         let client = try a.configuration.makeS3Client()
         let folder = "dl-\(UUID().uuidString)"
         let body = repeatingBytes(9 << 20, seed: 4, multiplier: 131)
@@ -50,13 +49,14 @@ extension JobTableTests {
         #expect(part.headers["Content-Range"] as? String == "bytes 5000000-5000099/\(body.count)")
         let stranger = try await b.request("GET", "/v1/jobs/\(id)/data", token: b.token("mallory"))
         #expect(stranger.status == 404)
+        await a.stop()
+        await b.stop()
     }
 
     /// `dataUrl` works with plain curl (no Authorization) on any instance sharing the secret;
     /// a changed signature, another job's id, or a passed expiry does not.
     @Test func theDataURLNeedsNoHeaderAndExpires() async throws {
         let a = try await gateway(), b = try await gateway()
-        defer { Task { await a.stop(); await b.stop() } }
         let client = try a.configuration.makeS3Client()
         let key = "private/alice/dl-\(UUID().uuidString)/f.bin"
         let body = repeatingBytes(300_000, seed: 5)
@@ -81,12 +81,13 @@ extension JobTableTests {
         #expect(try curl(["-o", "/dev/null", "http://127.0.0.1:\(b.port)/v1/jobs/\(id)/data?" + fresh.query(jobID: id)]).status == 200)
         let other = UUID().uuidString.lowercased()
         #expect(try curl(["-o", "/dev/null", "http://127.0.0.1:\(b.port)/v1/jobs/\(other)/data?" + fresh.query(jobID: id)]).status == 403)
+        await a.stop()
+        await b.stop()
     }
 
     /// An object overwritten after its download job was made answers 412 `source_changed`.
     @Test func anObjectChangedSinceTheJobIs412() async throws {
         let a = try await gateway()
-        defer { Task { await a.stop() } }
         let client = try a.configuration.makeS3Client()
         let folder = "dl-\(UUID().uuidString)"
         _ = try await client.putObject(key: "private/alice/\(folder)/f.txt", body: .bytes(Array("first".utf8)))
@@ -101,12 +102,12 @@ extension JobTableTests {
         let missing = try await a.request("POST", "/v1/jobs", token: token, json: [
             "type": "download", "source": ["accessLevel": "private", "key": "\(folder)/none.txt"]])
         #expect(missing.status == 404)
+        await a.stop()
     }
 
     /// List, inspect and delete objects under the access rules.
     @Test func objectsAreListedInspectedAndDeleted() async throws {
         let a = try await gateway()
-        defer { Task { await a.stop() } }
         let client = try a.configuration.makeS3Client()
         let folder = "objs-\(UUID().uuidString)"
         for name in ["a.txt", "b.txt", "c.txt"] {
@@ -133,12 +134,12 @@ extension JobTableTests {
         #expect(try await a.request("DELETE", "/v1/objects?accessLevel=protected&key=\(folder)/b.txt", token: alice).status == 204)
         #expect(try await a.request("DELETE", "/v1/objects?accessLevel=protected&key=\(folder)/b.txt", token: alice).status == 404)
         #expect(try await a.request("GET", "/v1/objects/properties?accessLevel=protected&key=\(folder)/b.txt", token: alice).status == 404)
+        await a.stop()
     }
 
     /// An app that restarts finds its open client-driven uploads.
     @Test func openClientUploadsAreListed() async throws {
         let a = try await gateway()
-        defer { Task { await a.stop() } }
         let token = a.token("lister-\(UUID().uuidString.prefix(8))")
         let opened = try await a.request("POST", "/v1/uploads", token: token, json: [
             "accessLevel": "private", "key": "u.bin", "size": 12 << 20, "cacheControl": "no-cache"])
@@ -149,13 +150,13 @@ extension JobTableTests {
         #expect(uploads.count == 1 && uploads.first?["uploadId"] as? String == id && uploads.first?["state"] as? String == "open")
         #expect(try await a.request("DELETE", "/v1/uploads/\(id)", token: token).status == 204)
         #expect((try await a.request("GET", "/v1/uploads", token: token).json["uploads"] as? [Any])?.count == 0)
+        await a.stop()
     }
 
     /// An upload fed at 1 MiB/s shows its progress inside its first 5 MiB part, at least three
     /// distinct `bytesTransferred` values before the part is whole.
     @Test func progressMovesInsideAPart() async throws {
         let a = try await gateway()
-        defer { Task { await a.stop() } }
         let token = a.token("alice")
         let size = 6 << 20
         let created = try await a.request("POST", "/v1/jobs", token: token, json: [
@@ -183,6 +184,7 @@ extension JobTableTests {
         }
         #expect(seen.count >= 3, "values seen inside the first part: \(seen.sorted())")
         #expect(try await sender.value == 200)
+        await a.stop()
     }
 }
 }

@@ -69,7 +69,6 @@ import Testing
     @Test func rotatedKeysWorkWithoutARestartAndUnknownKidsAreRefused() async throws {
         let provider = try Provider()
         let (gateway, refresher) = try gateway(provider)
-        defer { refresher.cancel(); Task { await gateway.stop() } }
         #expect(try await status(gateway, try await provider.token("sub=ks-a")) == 200, "the first request waits for the set")
         let newKid = try await provider.call("POST", "/rotate?alg=RS256")
         let rotated = try await provider.token("sub=ks-b&kid=\(newKid)")
@@ -82,12 +81,13 @@ import Testing
             #expect(answer.status == 401 && answer.json["code"] as? String == "unauthorized")
         }
         #expect(try await provider.fetches - before <= 1, "unknown kids fetched the set at most once")
+        refresher.cancel()
+        await gateway.stop()
     }
 
     @Test func aProviderThatGoesDownLeavesTheLastGoodSetInUse() async throws {
         let provider = try Provider()
         let (gateway, refresher) = try gateway(provider)
-        defer { refresher.cancel(); Task { await gateway.stop() } }
         #expect(try await status(gateway, try await provider.token("sub=down-a")) == 200)
         _ = try await provider.call("POST", "/down")
         // A fresh token (not in the verified cache) of a known key, and an unknown kid that asks
@@ -96,13 +96,14 @@ import Testing
         #expect(try await status(gateway, try await provider.token("sub=down-c")) == 200)
         let ready = try await gateway.request("GET", "/readyz")
         #expect((ready.json["checks"] as? [String: String])?["jwks"] == "ok", "\(ready.json)")
+        refresher.cancel()
+        await gateway.stop()
     }
 
     @Test func aColdStartWithTheProviderDownRefusesTokensUntilTheSetArrives() async throws {
         let provider = try Provider()
         _ = try await provider.call("POST", "/down")
         let (gateway, refresher) = try gateway(provider)
-        defer { refresher.cancel(); Task { await gateway.stop() } }
         let token = try await provider.token("sub=cold-a")
         #expect(try await status(gateway, token) == 401)
         let ready = try await gateway.request("GET", "/readyz")
@@ -116,6 +117,8 @@ import Testing
             if answered != 200 { try await Task.sleep(for: .milliseconds(250)) }
         }
         #expect(answered == 200)
+        refresher.cancel()
+        await gateway.stop()
     }
 
     @Test func cognitoAndAuth0ShapedTokensAreAccepted() async throws {
@@ -125,7 +128,6 @@ import Testing
             $0.jwtRolesClaim = "cognito:groups"
             $0.jwtAdminRole = "admins"
         }
-        defer { cognitoRefresher.cancel(); Task { await cognito.stop() } }
         let access = try await provider.token("shape=cognito-access&sub=cog-user&aud=app-client")
         #expect(try await status(cognito, access) == 200, "client_id stands for the audience of an access token")
         let id = try await provider.token("shape=cognito-id&sub=cog-user&aud=app-client")
@@ -146,8 +148,11 @@ import Testing
             $0.jwtAudience = "https://api.example"
             $0.jwtRolesClaim = "https://example.com/roles"
         }
-        defer { auth0Refresher.cancel(); Task { await auth0.stop() } }
         #expect(try await status(auth0, try await provider.token("shape=auth0&sub=auth0%7Cabc123&aud=https://api.example")) == 200)
         #expect(try await status(auth0, try await provider.token("shape=auth0&sub=auth0%7Cabc123&aud=https://other")) == 401)
+        auth0Refresher.cancel()
+        await auth0.stop()
+        cognitoRefresher.cancel()
+        await cognito.stop()
     }
 }

@@ -56,7 +56,6 @@ extension JobTableTests {
     @Test(arguments: [12, 12 << 20])
     func aCopyKeepsTheSourcesAttributes(size: Int) async throws {
         let s = try await setup()
-        defer { Task { await teardown(s) } }
         _ = try await s.client.putObject(key: "\(s.prefix)/src.txt", body: .bytes(repeatingBytes(size, seed: 1)), attributes: Self.attributes)
         let source: [String: Any] = ["accessLevel": "private", "key": "\(s.folder)/src.txt"]
         let plain = try await run(s, ["type": "copy", "source": source, "destination": ["accessLevel": "private", "key": "\(s.folder)/a.txt"]])
@@ -71,13 +70,13 @@ extension JobTableTests {
         let other = try await s.client.headObject(key: "\(s.prefix)/b.txt")
         #expect(other.contentType == "text/markdown")
         #expect(other.metadata == ["owner": "alice", "batch": "7"], "what the options leave alone is kept")
+        await teardown(s)
     }
 
     /// An upload job of 12 MB with no `contentType`, and a multipart copy of it, are both
     /// `application/octet-stream` (not libcurl's form type, not S3's `binary/octet-stream`).
     @Test func objectsMadeWithoutATypeAreOctetStream() async throws {
         let s = try await setup()
-        defer { Task { await teardown(s) } }
         let created = try await s.gateway.request("POST", "/v1/jobs", token: s.token, json: [
             "type": "upload", "accessLevel": "private", "key": "\(s.folder)/up.bin", "size": 12_000_000])
         let id = try #require(created.json["id"] as? String, "\(created.status) \(created.json)")
@@ -90,13 +89,13 @@ extension JobTableTests {
                                      "destination": ["accessLevel": "private", "key": "\(s.folder)/copy.bin"], "partSize": 5 << 20])
         #expect(copy["state"] as? String == "completed" && copy["partsTotal"] as? Int == 3, "\(copy)")
         #expect(try await s.client.headObject(key: "\(s.prefix)/copy.bin").contentType == "application/octet-stream")
+        await teardown(s)
     }
 
     /// The same `Idempotency-Key` twice gives one job (the first answer again); with another
     /// body, 422. Jobs list by type.
     @Test func aRetriedCreateWithItsKeyMakesOneJob() async throws {
         let s = try await setup()
-        defer { Task { await teardown(s) } }
         let key = UUID().uuidString
         let body: [String: Any] = ["type": "upload", "accessLevel": "private", "key": "\(s.folder)/once.bin", "size": 10]
         let first = try await s.gateway.request("POST", "/v1/jobs", token: s.token, json: body, headers: ["Idempotency-Key": key])
@@ -117,13 +116,13 @@ extension JobTableTests {
         #expect(listed.filter { $0 == id }.count == 1)
         let copies = try await s.gateway.request("GET", "/v1/jobs?type=copy&limit=100", token: s.token)
         #expect(!(copies.json["jobs"] as? [[String: Any]] ?? []).contains { $0["id"] as? String == id })
+        await teardown(s)
     }
 
     /// Strict bodies: an unknown field is `unknown_field`, an option the type does not use is
     /// `option_not_supported`, on every create route.
     @Test func bodiesAreStrict() async throws {
         let s = try await setup()
-        defer { Task { await teardown(s) } }
         let unknown = try await s.gateway.request("POST", "/v1/jobs", token: s.token, json: [
             "type": "upload", "accessLevel": "private", "key": "k", "sizee": 1])
         #expect(unknown.status == 400 && unknown.json["code"] as? String == "unknown_field")
@@ -140,13 +139,13 @@ extension JobTableTests {
         let uploads = try await s.gateway.request("POST", "/v1/uploads", token: s.token, json: [
             "accessLevel": "private", "key": "k", "size": 1, "color": "red"])
         #expect(uploads.status == 400 && uploads.json["code"] as? String == "unknown_field")
+        await teardown(s)
     }
 
     /// Cache control, disposition, encryption and metadata are signed into a presigned PUT: a
     /// client sending the headers it was given stores them all.
     @Test func aPresignedPutStoresEveryAttributeItSigns() async throws {
         let s = try await setup()
-        defer { Task { await teardown(s) } }
         let answer = try await s.gateway.request("POST", "/v1/presign", token: s.token, json: [
             "operation": "put", "accessLevel": "private", "key": "\(s.folder)/p.txt", "contentType": "text/plain",
             "cacheControl": "no-cache", "contentDisposition": "attachment", "metadata": ["Origin": "phone"]])
@@ -159,12 +158,12 @@ extension JobTableTests {
         let head = try await s.client.headObject(key: "\(s.prefix)/p.txt")
         #expect(head.contentType == "text/plain" && head.cacheControl == "no-cache" && head.contentDisposition == "attachment")
         #expect(head.metadata["origin"] == "phone")
+        await teardown(s)
     }
 
     /// `bandwidthLimit` is a byte rate: a copy of 6 MiB at 2 MiB/s takes at least 3 s.
     @Test func aCopyKeepsToItsBandwidthLimit() async throws {
         let s = try await setup()
-        defer { Task { await teardown(s) } }
         _ = try await s.client.putObject(key: "\(s.prefix)/six.bin", body: .bytes(repeatingBytes(6 << 20, seed: 3)))
         let started = Date()
         let job = try await run(s, ["type": "copy", "source": ["accessLevel": "private", "key": "\(s.folder)/six.bin"],
@@ -173,12 +172,12 @@ extension JobTableTests {
         let took = Date().timeIntervalSince(started)
         #expect(job["state"] as? String == "completed", "\(job)")
         #expect(took >= 2.9, "6 MiB at 2 MiB/s took \(took) s")
+        await teardown(s)
     }
 
     /// A browser form POST stores the metadata and cache control its policy pins.
     @Test func aFormPostKeepsItsMetadata() async throws {
         let s = try await setup()
-        defer { Task { await teardown(s) } }
         let form = try await s.gateway.request("POST", "/v1/presign/post", token: s.token, json: [
             "accessLevel": "private", "key": "\(s.folder)/form.txt", "contentType": "text/plain", "cacheControl": "max-age=5",
             "metadata": ["origin": "web"], "maxSize": 1024])
@@ -191,13 +190,13 @@ extension JobTableTests {
         #expect((200..<300).contains(posted.status), "\(posted)")
         let head = try await s.client.headObject(key: "\(s.prefix)/form.txt")
         #expect(head.metadata["origin"] == "web" && head.cacheControl == "max-age=5" && head.contentType == "text/plain")
+        await teardown(s)
     }
 
     /// Every tus `Upload-Metadata` key but the ones the gateway reads is kept as user metadata
     /// (a value that is not ASCII percent-encoded).
     @Test func tusKeepsEveryMetadataKey() async throws {
         let s = try await setup()
-        defer { Task { await teardown(s) } }
         func b64(_ text: String) -> String { Data(text.utf8).base64EncodedString() }
         let metadata = ["key \(b64("\(s.folder)/tus.txt"))", "filename \(b64("résumé.txt"))", "relativePath \(b64("docs/a"))",
                         "filetype \(b64("text/plain"))", "accessLevel \(b64("private"))"].joined(separator: ",")
@@ -209,13 +208,13 @@ extension JobTableTests {
         #expect(head.contentType == "text/plain")
         #expect(head.metadata["relativepath"] == "docs/a" && head.metadata["filename"] == "r%C3%A9sum%C3%A9%2Etxt", "\(head.metadata)")
         #expect(head.metadata["accesslevel"] == nil && head.metadata["filetype"] == nil && head.metadata["key"] == nil)
+        await teardown(s)
     }
 
     /// `timeoutSeconds` bounds an upload job too: bytes sent after it are refused and the job
     /// fails `JobTimeout`.
     @Test func anUploadJobKeepsToItsTimeout() async throws {
         let s = try await setup()
-        defer { Task { await teardown(s) } }
         let created = try await s.gateway.request("POST", "/v1/jobs", token: s.token, json: [
             "type": "upload", "accessLevel": "private", "key": "\(s.folder)/late.bin", "size": 5, "timeoutSeconds": 1])
         let id = try #require(created.json["id"] as? String, "\(created.json)")
@@ -224,6 +223,7 @@ extension JobTableTests {
         #expect(late.status == 409 && late.json["code"] as? String == "job_not_pending", "\(late.status) \(late.json)")
         let job = try await s.gateway.request("GET", "/v1/jobs/\(id)", token: s.token).json
         #expect(job["state"] as? String == "failed" && (job["error"] as? [String: String])?["code"] == "JobTimeout", "\(job)")
+        await teardown(s)
     }
 }
 }

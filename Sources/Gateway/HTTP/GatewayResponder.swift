@@ -46,10 +46,23 @@ public final class GatewayResponder: HTTPResponder {
         return response
     }
 
+    /// A refusal of the HTTP layer gets what every answer gets: a request id, CORS headers for
+    /// an allowed origin, its metrics and its log line.
+    public func refused(_ error: HTTPParseError, origin: String?, remoteAddress: String) -> [(String, String)] {
+        let requestID = instancePrefix + String(requestCounter.add(1, ordering: .relaxed).newValue, radix: 36)
+        var headers: [(String, String)] = []
+        if let origin, cors.enabled, cors.allows(origin) { headers += cors.headers(origin: origin) }
+        headers.append(("X-Request-Id", requestID))
+        metrics.recordRequest(route: "refused", method: "OTHER", status: error.status, seconds: 0)
+        logger.request(id: requestID, method: "-", route: "refused", path: "", status: error.status, microseconds: 0,
+                       remote: remoteAddress)
+        return headers
+    }
+
     private func route(_ request: HTTPRequest) async -> (HTTPResponse, String) {
         if CORS.isPreflight(request), let origin = request.headers["origin"] {
             guard cors.enabled, cors.allows(origin) else { return (Responses.problem(.originNotAllowed), "preflight") }
-            return (cors.preflight(origin: origin), "preflight")
+            return (cors.preflight(origin: origin, requestedHeaders: request.headers["access-control-request-headers"]), "preflight")
         }
         // X-HTTP-Method-Override (tus): clients and proxies that can send only GET and POST.
         var method = request.method

@@ -131,9 +131,41 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
 
     /// Answers a request that never reached a handler, then closes.
     func refuse(_ error: HTTPParseError) {
-        enqueue(ResponseHead.refusal(error, date: date.now())[...])
+        let origin = inbound.withReadableBytes { Self.originHeader(in: $0) }
+        let extra = context.responder.refused(error, origin: origin, remoteAddress: remoteAddress)
+        enqueue(ResponseHead.refusal(error, date: date.now(), extra: extra)[...])
         if let exchange { exchange.body.fail(.malformed(error)) }
         closeAfterFlush()
+    }
+
+    /// The `Origin` of a head the parser refused, found in its first 16 KiB, if it names one a
+    /// header may carry: the refusal can then carry CORS headers a browser reads.
+    static func originHeader(in bytes: UnsafeRawBufferPointer) -> String? {
+        let window = bytes.prefix(16 * 1024)
+        let needle = Array("\r\norigin:".utf8)
+        guard window.count > needle.count else { return nil }
+        var i = 0
+        while i + needle.count <= window.count {
+            var matches = true
+            for j in 0..<needle.count {
+                var byte = window[i + j]
+                if byte >= 0x41 && byte <= 0x5A { byte |= 0x20 }
+                if byte != needle[j] { matches = false; break }
+            }
+            if matches {
+                var value: [UInt8] = []
+                var k = i + needle.count
+                while k < window.count, window[k] != 0x0D, window[k] != 0x0A, value.count <= 256 {
+                    value.append(window[k])
+                    k += 1
+                }
+                let trimmed = value.drop { $0 == 0x20 || $0 == 0x09 }.reversed().drop { $0 == 0x20 || $0 == 0x09 }.reversed()
+                guard !trimmed.isEmpty, trimmed.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else { return nil }
+                return String(decoding: Array(trimmed), as: UTF8.self)
+            }
+            i += 1
+        }
+        return nil
     }
 
     // MARK: interest and deadlines

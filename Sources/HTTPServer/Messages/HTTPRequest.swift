@@ -35,4 +35,12 @@ public struct HTTPRequest: Sendable {
 /// What the server calls for every request that parsed.
 public protocol HTTPResponder: Sendable {
     func respond(to request: HTTPRequest) async -> HTTPResponse
+    /// A request the HTTP layer refused before any route saw it (a malformed head, a timeout,
+    /// a connection cap): the headers to add to the refusal (a request id, CORS for `origin`
+    /// when the request said one), the place to log it. Runs on the connection's event loop.
+    func refused(_ error: HTTPParseError, origin: String?, remoteAddress: String) -> [(String, String)]
+}
+
+extension HTTPResponder {
+    public func refused(_ error: HTTPParseError, origin: String?, remoteAddress: String) -> [(String, String)] { [] }
 }

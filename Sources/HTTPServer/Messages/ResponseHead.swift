@@ -72,11 +72,11 @@ enum ResponseHead {
     private static let keepAliveLine = Array("Connection: keep-alive\r\n".utf8)
 
     /// A complete answer for a request refused before any handler saw it.
-    static func refusal(_ error: HTTPParseError, date: String) -> [UInt8] {
+    static func refusal(_ error: HTTPParseError, date: String, extra: [(String, String)] = []) -> [UInt8] {
         let body = "{\"type\":\"about:blank\",\"title\":\"\(HTTPStatus.reason(error.status))\","
             + "\"status\":\(error.status),\"code\":\"\(error.code)\",\"detail\":\"\(error.detail)\"}"
         var head = encode(status: error.status,
-                          headers: HTTPHeaders([("Content-Type", "application/problem+json")]),
+                          headers: HTTPHeaders([("Content-Type", "application/problem+json")] + extra.map { (name: $0.0, value: $0.1) }),
                           version: .http11, framing: .length(body.utf8.count), close: true, date: date)
         head.append(contentsOf: body.utf8)
         return head

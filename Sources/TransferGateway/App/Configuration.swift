@@ -47,6 +47,7 @@ public struct Configuration: Sendable {
     public var importAllowHosts: [String] = []
     /// Allowed browser origins; `["*"]` allows any.
     public var corsOrigins: [String] = []
+    public var corsAllowCredentials = false
     public var logLevel = LogLevel.info
     /// Open HTTP connections at most (beyond the table of §2; see README).
     public var maxConnections = 4096
@@ -138,6 +139,7 @@ public struct Configuration: Sendable {
         }
         c.importAllowHosts = try reader.hostList("GATEWAY_IMPORT_ALLOW_HOSTS")
         c.corsOrigins = try reader.originList("GATEWAY_CORS_ORIGINS")
+        c.corsAllowCredentials = try reader.bool("GATEWAY_CORS_ALLOW_CREDENTIALS") ?? false
         c.logLevel = try reader.logLevel("GATEWAY_LOG_LEVEL") ?? c.logLevel
         c.maxConnections = try reader.integer("GATEWAY_MAX_CONNECTIONS", in: 1...1_000_000) ?? c.maxConnections
         let grace = try reader.integer("GATEWAY_SHUTDOWN_GRACE", in: 0...3600)

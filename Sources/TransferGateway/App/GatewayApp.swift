@@ -94,7 +94,7 @@ public struct GatewayApp: Sendable {
                                    jobs: jobs, settings: settings, now: Self.wallClock, monotonic: Self.monotonicSeconds)
         var beforeRoute: (@Sendable (HTTPRequest) async -> Void)?
         if keySet != nil { beforeRoute = { request in await authenticator.prepare(request) } }
-        let responder = GatewayResponder(router: routes.router(), cors: CORS(origins: configuration.corsOrigins), logger: logger,
+        let responder = GatewayResponder(router: routes.router(), cors: CORS(origins: configuration.corsOrigins, allowCredentials: configuration.corsAllowCredentials), logger: logger,
                                          metrics: metrics, instancePrefix: Digest.hex(Digest.randomBytes(3)) + "-",
                                          isUnavailable: { ($0 as? PostgresError)?.meansUnavailable ?? false },
                                          beforeRoute: beforeRoute)
