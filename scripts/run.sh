@@ -18,4 +18,7 @@ export GATEWAY_PORT="${GATEWAY_PORT:-8080}"
 # The usual dev-server origins may call it from a browser out of the box (React/Next on 3000,
 # Vite on 5173); set GATEWAY_CORS_ORIGINS to choose others.
 export GATEWAY_CORS_ORIGINS="${GATEWAY_CORS_ORIGINS:-http://localhost:3000,http://localhost:5173,http://127.0.0.1:5173}"
+# The bucket lets those pages use presigned URLs too (ETag exposed for multipart completion).
+.build/release/transfer-gateway bucket-cors --apply >/dev/null ||
+  echo "[run] the bucket did not take its CORS rule; presigned uploads from a page may be refused" >&2
 exec .build/release/transfer-gateway serve "$@"

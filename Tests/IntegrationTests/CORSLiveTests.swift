@@ -53,4 +53,23 @@ import Testing
         #expect(gateway.logs.all.contains { $0.contains("\"requestId\":\"\(id)\"") && $0.contains("\"status\":\(status)") })
         await gateway.stop()
     }
+
+    /// `bucket-cors --apply` puts a rule the S3 server then answers browsers' preflights with:
+    /// the gateway's origins allowed, `ETag` exposed, another origin not allowed.
+    @Test func theBucketRuleLetsTheGatewaysOriginsReachS3() async throws {
+        let configuration = try Configuration.fromEnvironment(ProcessInfo.processInfo.environment)
+        let client = try configuration.makeS3Client()
+        try await client.putBucketCors(xml: BucketCORSCommand.rule(origins: [Self.origin, "http://localhost:3000"]))
+        func preflight(_ origin: String) throws -> (Int, String) {
+            let answer = try curl(["-X", "OPTIONS", "-D", "-", "-o", "/dev/null", "-H", "Origin: \(origin)",
+                                   "-H", "Access-Control-Request-Method: PUT",
+                                   "\(client.endpoint.url(encodedPath: "/" + client.endpoint.bucket + "/any-key"))"])
+            return (answer.status, answer.body.lowercased())
+        }
+        let (status, headers) = try preflight(Self.origin)
+        #expect(status == 200 && headers.contains("access-control-allow-origin: \(Self.origin)"), "\(headers)")
+        #expect(headers.contains("etag"), "ETag is exposed: \(headers)")
+        let (_, other) = try preflight("http://evil.example")
+        #expect(!other.contains("access-control-allow-origin: http://evil.example"))
+    }
 }

@@ -91,6 +91,13 @@ public final class S3Client: Sendable {
         return try xmlETag(response, root: "CopyObjectResult")
     }
 
+    /// PutBucketCors: `xml` is the whole `CORSConfiguration` (S3 requires its Content-MD5).
+    public func putBucketCors(xml: String) async throws {
+        let body = Array(xml.utf8)
+        _ = try await send("PUT", key: nil, query: [("cors", "")],
+                           headers: [("Content-Type", "application/xml"), ("Content-MD5", Self.contentMD5(body))], body: .bytes(body))
+    }
+
     // MARK: multipart
 
     public func createMultipartUpload(key: String, attributes: ObjectAttributes = ObjectAttributes()) async throws -> String {

@@ -11,6 +11,7 @@ enum Command {
         usage: transfer-gateway [serve]
                transfer-gateway token --sub ID [--ttl SECONDS] [--role admin]
                transfer-gateway migrate
+               transfer-gateway bucket-cors [--apply]
         Settings come from GATEWAY_* environment variables; see README.md.
         """
 
@@ -23,6 +24,8 @@ enum Command {
             await MigrateCommand.run()
         case "token":
             TokenCommand.run(Array(arguments.dropFirst(2)))
+        case "bucket-cors":
+            await BucketCORSCommand.run(Array(arguments.dropFirst(2)))
         case "bench-s3":
             await BenchS3Command.run(Array(arguments.dropFirst(2)))
         case "-h", "--help", "help":
