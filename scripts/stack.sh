@@ -196,7 +196,7 @@ start_pg() {
   log "starting PostgreSQL on 127.0.0.1:$PG_PORT"
   # -w waits until it accepts connections.
   (cd "$STACK" && detached "${PG_RUN[@]}" "$PG_BIN/pg_ctl" -D "$PG_DATA" -l "$PG_LOG" -w -t "$WAIT_SECONDS" -s \
-    -o "-p $PG_PORT -k $PG_SOCK -c listen_addresses=127.0.0.1" start </dev/null >/dev/null) ||
+    -o "-p $PG_PORT -k $PG_SOCK -c listen_addresses=127.0.0.1 -c max_connections=400" start </dev/null >/dev/null) ||
     { tail -n 20 "$PG_LOG" >&2 || true; die "PostgreSQL did not start, see $PG_LOG"; }
 }
 

@@ -16,9 +16,14 @@ public final class KeySet: Sendable {
         var expiresAt = 0
         /// When a fetch for an unknown `kid` was last allowed.
         var lastUnknownKidFetch = Int.min / 2
-        var waiters: [(after: Int, continuation: CheckedContinuation<Void, Never>)] = []
+        var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
+        var nextWaiter = 0
+        /// Waits whose bound passed before they parked.
+        var ended = Set<Int>()
         var wanted: CheckedContinuation<Void, Never>?
         var wantedNow = false
+        /// The fetcher's current wait has ended (its timer ran before it parked).
+        var fetcherWaitOver = false
     }
     private let state = Mutex(State())
     public static let unknownKidInterval = 30
@@ -53,14 +58,14 @@ public final class KeySet: Sendable {
 
     /// The fetched set, to keep until `expiresAt`; wakes whoever waits for it.
     public func replace(with keys: [String: PublicKey], expiresAt: Int) {
-        let waiters = state.withLock { s -> [(after: Int, continuation: CheckedContinuation<Void, Never>)] in
+        let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
             s.keys = keys
             s.generation += 1
             s.expiresAt = expiresAt
-            defer { s.waiters = [] }
-            return s.waiters
+            defer { s.waiters = [:] }
+            return Array(s.waiters.values)
         }
-        for waiter in waiters { waiter.continuation.resume() }
+        for waiter in waiters { waiter.resume() }
     }
 
     /// When the set should be fetched again.
@@ -83,11 +88,12 @@ public final class KeySet: Sendable {
 
     /// For the fetcher: returns when a fetch is asked for, or after `seconds`.
     public func waitForRequest(seconds: Int) async {
+        state.withLock { $0.fetcherWaitOver = false }
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                     let now = self.state.withLock { s -> Bool in
-                        if s.wantedNow || Task.isCancelled { return true }
+                        if s.wantedNow || s.fetcherWaitOver || Task.isCancelled { return true }
                         s.wanted = continuation
                         return false
                     }
@@ -99,6 +105,7 @@ public final class KeySet: Sendable {
             group.cancelAll()
             // The timer won: nobody will resume the parked wait, so it is resumed here.
             let parked = state.withLock { s -> CheckedContinuation<Void, Never>? in
+                s.fetcherWaitOver = true
                 defer { s.wanted = nil }
                 return s.wanted
             }
@@ -107,15 +114,26 @@ public final class KeySet: Sendable {
         state.withLock { $0.wantedNow = false }
     }
 
+    /// Whether a fetch for an unknown `kid` was asked for in the last few seconds (a request
+    /// naming the same new `kid` waits for that fetch too).
+    public func fetchAskedRecently(now: Int) -> Bool {
+        state.withLock { now - $0.lastUnknownKidFetch < 5 }
+    }
+
     /// Waits until a set newer than `generation` arrives, at most `milliseconds` (a cold start
     /// waits once; a request whose `kid` asked for a fetch waits for it).
     public func waitForSet(after generation: Int, milliseconds: Int) async {
+        let id = state.withLock { s -> Int in
+            s.nextWaiter += 1
+            return s.nextWaiter
+        }
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                     let done = self.state.withLock { s -> Bool in
-                        if s.generation > generation { return true }
-                        s.waiters.append((generation, continuation))
+                        // Already there, or this wait already ended (its timer ran first).
+                        if s.generation > generation || s.ended.contains(id) { return true }
+                        s.waiters[id] = continuation
                         return false
                     }
                     if done { continuation.resume() }
@@ -124,12 +142,14 @@ public final class KeySet: Sendable {
             group.addTask { try? await Task.sleep(for: .milliseconds(milliseconds)) }
             await group.next()
             group.cancelAll()
-            // Past the bound the waits still parked are let go (a later set resumes nobody twice).
-            let left = state.withLock { s -> [(after: Int, continuation: CheckedContinuation<Void, Never>)] in
-                defer { s.waiters = [] }
-                return s.waiters
+            // This wait's own entry only: others keep waiting to their own bounds. An entry
+            // not parked yet is marked so it will not park.
+            let parked = state.withLock { s -> CheckedContinuation<Void, Never>? in
+                s.ended.insert(id)
+                return s.waiters.removeValue(forKey: id)
             }
-            for waiter in left { waiter.continuation.resume() }
+            parked?.resume()
         }
+        state.withLock { _ = $0.ended.remove(id) }
     }
 }

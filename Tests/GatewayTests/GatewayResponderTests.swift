@@ -80,7 +80,7 @@ struct FixedCheck: DependencyCheck {
         ("Access-Control-Request-Headers", "authorization, content-type")]))
     #expect(preflight.status == 200)
     #expect(preflight.headers["access-control-allow-origin"] == "https://app.example.com")
-    #expect(preflight.headers["access-control-allow-headers"]?.contains("Authorization") == true)
+    #expect(preflight.headers["access-control-allow-headers"]?.lowercased().contains("authorization") == true)
     let denied = await responder.respond(to: request("OPTIONS", "/v1/presign", headers: [
         ("Origin", "https://evil.example"), ("Access-Control-Request-Method", "POST")]))
     #expect(denied.status == 403 && denied.headers["access-control-allow-origin"] == nil)

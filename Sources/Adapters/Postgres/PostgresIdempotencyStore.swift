@@ -12,10 +12,16 @@ public struct PostgresIdempotencyStore: IdempotencyStore {
 
     public func claim(owner: String, scope: String, key: String, fingerprint: String, lifetimeSeconds: Int) async throws -> IdempotencyClaim {
         try await pool.withTransaction { connection in
-            // Expired keys of this identity go first (its own rows only: the table stays small).
+            // Expired keys go first: this identity's, and a few of anyone's, so the table is swept
+            // by its own use. A claim whose request died before it answered (no status a minute
+            // on) is let go too, or its key would answer 503 for a day.
             try connection.query("""
                 DELETE FROM idempotency_keys
-                WHERE owner = \(owner) AND created_at < now() - make_interval(secs => \(lifetimeSeconds))
+                WHERE (owner = \(owner) AND created_at < now() - make_interval(secs => \(lifetimeSeconds)))
+                   OR (owner = \(owner) AND scope = \(scope) AND key = \(key) AND status IS NULL
+                       AND created_at < now() - interval '60 seconds')
+                   OR ctid IN (SELECT ctid FROM idempotency_keys
+                               WHERE created_at < now() - make_interval(secs => \(lifetimeSeconds)) LIMIT 20)
                 """)
             let won = try connection.query("""
                 INSERT INTO idempotency_keys (owner, scope, key, fingerprint) VALUES (\(owner), \(scope), \(key), \(fingerprint))

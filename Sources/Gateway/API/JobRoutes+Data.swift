@@ -40,6 +40,10 @@ extension JobRoutes {
             }
         }
         headers.add("Content-Type", source.contentType ?? "application/octet-stream")
+        // Served from the gateway's own origin with the uploader's type: an HTML file opened
+        // from a link must not run as a page of this origin, nor be sniffed into one.
+        headers.add("X-Content-Type-Options", "nosniff")
+        headers.add("Content-Security-Policy", "sandbox; default-src 'none'")
         if let filename = source.filename { headers.add("Content-Disposition", Self.attachment(filename)) }
         let start = range?.lowerBound ?? 0
         let length = range.map { $0.upperBound - $0.lowerBound + 1 } ?? size
@@ -47,8 +51,8 @@ extension JobRoutes {
         let status = range == nil ? 200 : 206
         if http.method == "HEAD" || length == 0 { return HTTPResponse(status: status, headers: headers, body: .stream(length: Int(length)) { _ in }) }
         // The read-ahead window comes out of the memory budget; with no room soon, 503.
-        // (the blocks in flight, and the one being written)
-        let window = min(length, Self.readAheadBlock * Int64(Self.readAheadDepth + 1))
+        // (the blocks in flight, the one being written and the one that has just arrived)
+        let window = min(length, Self.readAheadBlock * Int64(Self.readAheadDepth + 2))
         guard let held = try await settings.memory.reserve(window, waitingAtMost: settings.roomWaitMilliseconds) else {
             throw APIError.noRoom()
         }

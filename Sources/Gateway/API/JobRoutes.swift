@@ -44,7 +44,15 @@ struct JobRoutes: Sendable {
         guard let owner = identity.id else { throw APIError.unauthorized }
         try limits.admitCreation(owner)
         let fields = try await Responses.fields(from: http, known: Self.knownFields)
-        return try await idempotency.run(http, owner: owner, scope: "jobs", request: fields.canonical) {
+        return try await idempotency.run(http, owner: owner, scope: "jobs", request: fields.canonical, replay: { first in
+            // The job as it is now, with the first answer's status and the same id.
+            guard let id = first.location?.split(separator: "/").last, let job = try await store.job(id: String(id)),
+                  AccessPolicy.same(job.owner, owner) else { throw APIError.notFound }
+            var response = Responses.json(first.status, bytes: json(job, http))
+            response.headers.add("Location", "/v1/jobs/\(job.id)")
+            response.headers.add("ETag", Self.etag(job))
+            return response
+        }) {
             try await create(fields, http, identity: identity, owner: owner)
         }
     }
@@ -104,6 +112,7 @@ struct JobRoutes: Sendable {
             }
         }
         let found = try await ObjectRoutes.found { try await objects.properties(of: key) }
+        guard found.size >= 0, found.etag.utf8.count > 2 else { throw APIError(.storageError, "S3 described the object without a size or ETag.") }
         let source = ObjectSource(key: key, contentType: found.attributes.contentType, filename: filename)
         var job = Job(id: UUID().uuidString.lowercased(), owner: owner, kind: .download, state: .completed, objectKey: key,
                       source: source.json, bytesTotal: found.size, partSize: settings.partSize)

@@ -46,29 +46,36 @@ struct ObjectRoutes: Sendable {
         // starts after it, still under the level and prefix, so no cursor reaches further.
         var after: String?
         if let cursor = query["cursor"] {
-            guard cursor.hasPrefix(prefix), cursor.utf8.count <= 1024 else { throw APIError.validation("cursor is not one this API gave.") }
+            guard cursor.utf8.starts(with: prefix.utf8), cursor.utf8.count <= 1024 else {
+                throw APIError.validation("cursor is not one this API gave.")
+            }
             after = base + cursor
         }
         let page = try await objects.list(prefix: base + prefix, after: after, limit: limit)
         var items: [UInt8] = [UInt8(ascii: "[")]
-        for (index, object) in page.objects.enumerated() where object.key.hasPrefix(base) {
+        var written = 0
+        // Bytes, not Characters: a key may begin with a combining mark that would merge with the
+        // prefix's last "/" into one Character.
+        for object in page.objects {
+            guard let key = Self.within(base, object.key) else { continue }
             var item = JSONText()
             item.begin()
-            item.field("key", .string(String(object.key.dropFirst(base.count))))
+            item.field("key", .string(key))
             item.field("objectKey", .string(object.key))
             item.field("size", .int(Int(object.size)))
             item.field("etag", .string(object.etag))
             item.field("lastModified", .string(object.lastModified))
             item.end()
-            if index > 0 { items.append(UInt8(ascii: ",")) }
+            if written > 0 { items.append(UInt8(ascii: ",")) }
             items += item.bytes
+            written += 1
         }
         items.append(UInt8(ascii: "]"))
         var text = JSONText()
         text.begin(capacity: items.count + 256)
         text.rawField("objects", items)
-        if let next = page.next, next.hasPrefix(base) {
-            text.field("nextCursor", .string(String(next.dropFirst(base.count))))
+        if let next = page.next, let cursor = Self.within(base, next) {
+            text.field("nextCursor", .string(cursor))
         } else {
             text.rawField("nextCursor", Array("null".utf8))
         }
@@ -118,6 +125,13 @@ struct ObjectRoutes: Sendable {
             try await objects.deleteObject(key: objectKey)
         }
         return HTTPResponse(status: 204)
+    }
+
+    /// `key` without the level's prefix `base`, compared and cut as UTF-8 bytes; nil when it is
+    /// not under it.
+    static func within(_ base: String, _ key: String) -> String? {
+        guard key.utf8.starts(with: base.utf8) else { return nil }
+        return String(decoding: key.utf8.dropFirst(base.utf8.count), as: UTF8.self)
     }
 
     /// The store's answer, a missing object being 404.

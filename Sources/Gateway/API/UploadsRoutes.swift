@@ -53,7 +53,15 @@ struct UploadsRoutes: Sendable {
         guard let owner = identity.id else { throw APIError.unauthorized }
         try limits.admitCreation(owner)
         let fields = try await Responses.fields(from: http, known: Self.createFields)
-        return try await idempotency.run(http, owner: owner, scope: "uploads", request: fields.canonical) {
+        // A repeat is answered afresh (its part URLs signed now), not from a stored copy: an
+        // answer of up to 1,000 URLs is not kept, and old URLs may have expired.
+        return try await idempotency.run(http, owner: owner, scope: "uploads", request: fields.canonical, replay: { first in
+            guard let id = first.location?.split(separator: "/").last, let record = try await store.upload(id: String(id)),
+                  AccessPolicy.same(record.owner, owner), record.state == .open || record.state == .completed,
+                  let s3UploadID = record.s3UploadID,
+                  let plan = try? PartPlan(objectSize: record.size, requestedPartSize: record.partSize) else { throw APIError.notFound }
+            return try created(Upload(record: record, s3UploadID: s3UploadID, plan: plan))
+        }) {
             try await create(fields, identity: identity, owner: owner)
         }
     }
@@ -92,7 +100,12 @@ struct UploadsRoutes: Sendable {
         }
         var opened = record
         opened.state = .open
-        let upload = Upload(record: opened, s3UploadID: s3UploadID, plan: plan)
+        return try created(Upload(record: opened, s3UploadID: s3UploadID, plan: plan))
+    }
+
+    /// 201 with the upload and URLs for its first parts.
+    private func created(_ upload: Upload) throws(APIError) -> HTTPResponse {
+        let plan = upload.plan, record = upload.record, objectKey = upload.objectKey
         let numbers = Array(1...min(plan.partCount, Self.urlsPerAnswer))
         var text = JSONText()
         text.begin(capacity: 512 * numbers.count + 256)

@@ -18,12 +18,13 @@ public struct Authenticator: Sendable {
     /// the first set after start-up, and for the fetch its token's unknown `kid` asks for, so a
     /// key rotated in a moment ago works on the first try. Without one, nothing.
     public func prepare(_ request: HTTPRequest) async {
-        guard let keySet = verifier.keySet else { return }
+        // Only requests with a token wait: /healthz and the like answer whatever the provider does.
+        guard let keySet = verifier.keySet, request.headers["authorization"] != nil else { return }
         let generation = keySet.generation
         if generation == 0 { return await keySet.waitForSet(after: 0, milliseconds: Self.keyWaitMilliseconds) }
         guard let authorization = try? Self.authorization(request), let space = authorization.utf8.firstIndex(of: UInt8(ascii: " ")),
               let kid = verifier.unknownKid(of: authorization[authorization.utf8.index(after: space)...].trimmingOWS()),
-              keySet.unknownKid(kid, now: now()) else { return }
+              keySet.unknownKid(kid, now: now()) || keySet.fetchAskedRecently(now: now()) else { return }
         await keySet.waitForSet(after: generation, milliseconds: Self.keyWaitMilliseconds)
     }
 

@@ -20,10 +20,10 @@ struct Idempotency: Sendable {
         return key
     }
 
-    /// Runs `create` once per key: a repeat with the same `request` bytes answers the first
-    /// answer again; without a key, `create` just runs.
+    /// Runs `create` once per key: a repeat with the same `request` bytes is answered by
+    /// `replay` from what the first made (its `Location`); without a key, `create` just runs.
     func run(_ http: HTTPRequest, owner: String, scope: String, request: [UInt8],
-             replay: (StoredAnswer) async throws -> HTTPResponse = Idempotency.jsonReplay,
+             replay: (StoredAnswer) async throws -> HTTPResponse,
              create: () async throws -> HTTPResponse) async throws -> HTTPResponse {
         guard let key = try Self.key(of: http) else { return try await create() }
         let fingerprint = Digest.hex(Digest.sha256(request))
@@ -47,9 +47,9 @@ struct Idempotency: Sendable {
                     try? await Shield.run { try await store.release(owner: owner, scope: scope, key: key) }
                     return response
                 }
-                var body: [UInt8] = []
-                if case .bytes(let bytes) = response.body { body = bytes }
-                let answer = StoredAnswer(status: response.status, location: response.headers["location"], body: body)
+                // What was made is kept, not the answer: a repeat is answered from the thing as it
+                // is now (fresh part URLs and links, none stored).
+                let answer = StoredAnswer(status: response.status, location: response.headers["location"], body: [])
                 try await Shield.run { try await store.record(owner: owner, scope: scope, key: key, answer: answer) }
                 return response
             case .answered(let answer, let first):
@@ -65,13 +65,6 @@ struct Idempotency: Sendable {
                 try await Task.sleep(for: .milliseconds(100))
             }
         }
-    }
-
-    /// The first answer as it was: a JSON body and its `Location`.
-    @Sendable static func jsonReplay(_ answer: StoredAnswer) -> HTTPResponse {
-        var headers = HTTPHeaders([("Content-Type", "application/json")])
-        if let location = answer.location { headers.add("Location", location) }
-        return HTTPResponse(status: answer.status, headers: headers, body: .bytes(answer.body))
     }
 
     static let reused = APIError(.idempotencyKeyReused, "This Idempotency-Key was used with another request body.")

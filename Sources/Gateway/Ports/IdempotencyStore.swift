@@ -1,5 +1,6 @@
-/// The first answer to a create request sent with an `Idempotency-Key`, kept so the same key
-/// and body from the same identity get that answer again (and another body a 422) for 24 hours.
+/// What a create request sent with an `Idempotency-Key` made (its status and `Location`), kept
+/// so the same key and body from the same identity are answered with it again (and another body
+/// a 422) for 24 hours. `body` is kept empty by the gateway: a repeat is answered from the thing.
 public struct StoredAnswer: Sendable, Equatable {
     public var status: Int
     public var location: String?

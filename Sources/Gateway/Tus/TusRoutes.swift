@@ -125,6 +125,9 @@ struct TusRoutes: Sendable {
         return answer(201, headers)
     }
 
+    /// ASCII letters and digits only (Foundation's `.alphanumerics` holds every Unicode letter).
+    static let asciiAlphanumerics = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+
     /// `Upload-Metadata` keys the gateway reads itself; every other one is user metadata.
     static let attributeKeys: Set<String> = ["accessLevel", "filetype", "contentType", "cacheControl", "contentDisposition",
                                              "serverSideEncryption", "kmsKeyId"]
@@ -151,7 +154,7 @@ struct TusRoutes: Sendable {
         var user: [String: String] = [:]
         for (key, value) in metadata where key != nameKey && !attributeKeys.contains(key) && !value.isEmpty {
             user[key] = value.utf8.allSatisfy({ $0 >= 0x20 && $0 <= 0x7E }) && !value.utf8.allSatisfy({ $0 == 0x20 })
-                ? value : value.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+                ? value : value.addingPercentEncoding(withAllowedCharacters: Self.asciiAlphanumerics) ?? ""
         }
         if !user.isEmpty {
             _ = try HeaderRules.metadataHeaders(user)

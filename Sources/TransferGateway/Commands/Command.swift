@@ -81,6 +81,10 @@ enum Command {
             fail("\(error)", code: 1)
         }
         logger.info("listening", ["host": .string(configuration.host), "port": .int(port)])
+        if configuration.jwtJWKSURL != nil && (configuration.jwtIssuer == nil || configuration.jwtAudience == nil) {
+            // Some key sets sign tokens for many tenants (Firebase's signs every project's).
+            logger.warn("GATEWAY_JWT_JWKS_URL is set without GATEWAY_JWT_ISSUER and GATEWAY_JWT_AUDIENCE: tokens the provider signed for other applications are accepted too")
+        }
         if configuration.linkSecret == nil {
             logger.warn("GATEWAY_LINK_SECRET is not set: dataUrl links are signed with a random key of this instance, so only it serves them")
         }
