@@ -104,4 +104,17 @@ import TransferEngine
         #expect((listed.json["jobs"] as? [Any])?.count == 2)
         #expect((try await rig.send("GET", "/v1/jobs?type=copy", as: "alice").json["jobs"] as? [Any])?.count == 0)
     }
+
+    /// A repeated upload creation is answered from the upload as it is now: same id, part URLs
+    /// signed again (nothing of the first answer was stored).
+    @Test func aRepeatedUploadCreationAnswersTheSameUpload() async throws {
+        let rig = try RouteRig()
+        let body: [String: Any] = ["accessLevel": "private", "key": "big.bin", "size": 12 << 20]
+        let first = try await rig.send("POST", "/v1/uploads", as: "alice", json: body, headers: [("Idempotency-Key", "u-1")])
+        let again = try await rig.send("POST", "/v1/uploads", as: "alice", json: body, headers: [("Idempotency-Key", "u-1")])
+        #expect(first.status == 201 && again.status == 201)
+        #expect(again.json["uploadId"] as? String == first.json["uploadId"] as? String)
+        #expect((again.json["parts"] as? [Any])?.count == 3 && again.headers["idempotent-replayed"] == "true")
+        #expect(rig.objects.openUploads == 1, "one S3 upload, not two")
+    }
 }
