@@ -126,7 +126,18 @@ class Handler(BaseHTTPRequestHandler):
         self.answer(404, "{}")
 
 
+def exit_with_parent():
+    """The test process that started us may end without stopping us: follow it out."""
+    import os
+    parent = os.getppid()
+    while True:
+        time.sleep(1)
+        if os.getppid() != parent:
+            os._exit(0)
+
+
 def main():
+    threading.Thread(target=exit_with_parent, daemon=True).start()
     keys.append(new_key("RS256"))
     keys.append(new_key("ES256"))
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
