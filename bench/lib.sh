@@ -26,3 +26,27 @@ start_stack() {
   bash "$ROOT/scripts/stack.sh" status >/dev/null 2>&1 || STACK_STARTED=1
   bash "$ROOT/scripts/stack.sh" up
 }
+
+# A gateway on 127.0.0.1:$1 for a job benchmark, with the stack's settings (.stack/env, exported),
+# its log in $TMP/gateway.log and its spool in $TMP/spool; GW_PID is its pid and TOKEN a
+# two-hour token for `bench`. Callers set TMP and clean up with cleanup_job_bench.
+start_job_gateway() {
+  build_gateway 'run with BENCH_SKIP_BUILD=1 and an existing binary'
+  start_stack
+  set -a
+  # shellcheck disable=SC1091
+  . "$ROOT/.stack/env"
+  set +a
+  GATEWAY_PORT="$1" GATEWAY_SPOOL_DIR="$TMP/spool" "$GW_BIN" serve 2>"$TMP/gateway.log" &
+  GW_PID=$!
+  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$1/healthz" >/dev/null && break; sleep 0.1; done
+  TOKEN="$("$GW_BIN" token --sub bench --ttl 7200)"
+}
+
+# Stops what start_job_gateway started (the gateway, and the stack when this run started it).
+cleanup_job_bench() {
+  [ -n "${GW_PID:-}" ] && kill "$GW_PID" 2>/dev/null
+  wait 2>/dev/null || true
+  rm -rf "$TMP"
+  if [ -n "$STACK_STARTED" ]; then bash "$ROOT/scripts/stack.sh" down >/dev/null 2>&1 || true; fi
+}

@@ -20,24 +20,8 @@ VENV="$ROOT/.venv"
 STACK_STARTED=""
 TMP="$(mktemp -d /tmp/bench-upload.XXXXXX)"
 GW_PID=""
-cleanup() {
-  [ -n "$GW_PID" ] && kill "$GW_PID" 2>/dev/null
-  wait 2>/dev/null || true
-  rm -rf "$TMP"
-  if [ -n "$STACK_STARTED" ]; then bash "$ROOT/scripts/stack.sh" down >/dev/null 2>&1 || true; fi
-}
-trap cleanup EXIT
-
-build_gateway 'run with BENCH_SKIP_BUILD=1 and an existing binary'
-start_stack
-set -a
-# shellcheck disable=SC1091
-. .stack/env
-set +a
-GATEWAY_PORT=$PORT "$GW_BIN" serve 2>"$TMP/gateway.log" &
-GW_PID=$!
-for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.1; done
-TOKEN="$("$GW_BIN" token --sub bench --ttl 7200)"
+trap cleanup_job_bench EXIT
+start_job_gateway "$PORT"
 SRC="$TMP/source.bin"
 say "writing a $MIB MiB file"
 head -c "$((MIB << 20))" /dev/urandom >"$SRC"

@@ -23,40 +23,15 @@ extension JobTableTests {
         return bytes
     }
 
-    struct Setup {
-        let gateway: LiveGateway
-        let client: S3Client
-        let token: String
-        let folder: String
-    }
+    typealias Setup = JobsLiveSetup
 
     func setup(allowLoopback: Bool = true) async throws -> Setup {
-        let gateway = try LiveGateway {
-            if allowLoopback { $0.importAllowHosts = ["127.0.0.1", "[::1]"] }
-            $0.spoolDirectory = NSTemporaryDirectory() + "gateway-spool-" + UUID().uuidString
-        }
-        try await JobTableTests.retireLeftovers(PostgresPoolFor.live())
-        gateway.app.worker?.start()
-        return Setup(gateway: gateway, client: try gateway.configuration.makeS3Client(), token: gateway.token("alice"),
-                     folder: "types-\(UUID().uuidString)")
+        try await .start(folderPrefix: "types", allowLoopback: allowLoopback)
     }
 
-    func teardown(_ s: Setup) async {
-        await s.gateway.app.worker?.stop()
-        await s.gateway.stop()
-    }
+    func teardown(_ s: Setup) async { await s.stop() }
 
-    /// Creates a job and long-polls it to its end (bounded).
-    func run(_ s: Setup, _ body: [String: Any]) async throws -> [String: Any] {
-        let created = try await s.gateway.request("POST", "/v1/jobs", token: s.token, json: body)
-        let id = try #require(created.json["id"] as? String, "\(created.json)")
-        var job = created.json
-        let deadline = Date().addingTimeInterval(120)
-        while !["completed", "failed", "canceled"].contains(job["state"] as? String ?? "") && Date() < deadline {
-            job = try await s.gateway.request("GET", "/v1/jobs/\(id)?wait=10", token: s.token).json
-        }
-        return job
-    }
+    func run(_ s: Setup, _ body: [String: Any]) async throws -> [String: Any] { try await s.run(body) }
 
     func objectDigest(_ s: Setup, _ key: String) async throws -> [UInt8] {
         Digest.sha256(try await s.client.getObject(key: "private/alice/\(s.folder)/\(key)", sink: .memory(limit: 128 << 20)).body)

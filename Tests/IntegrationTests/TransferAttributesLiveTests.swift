@@ -15,38 +15,13 @@ import Testing
 /// accepted; a retried create with its `Idempotency-Key` makes one job.
 extension JobTableTests {
 @Suite struct TransferAttributesLiveTests {
-    struct Setup {
-        let gateway: LiveGateway
-        let client: S3Client
-        let token: String
-        let folder: String
-        var prefix: String { "private/alice/\(folder)" }
-    }
+    typealias Setup = JobsLiveSetup
 
-    func setup() async throws -> Setup {
-        let gateway = try LiveGateway { $0.spoolDirectory = NSTemporaryDirectory() + "gateway-spool-" + UUID().uuidString }
-        try await JobTableTests.retireLeftovers(PostgresPoolFor.live())
-        gateway.app.worker?.start()
-        return Setup(gateway: gateway, client: try gateway.configuration.makeS3Client(), token: gateway.token("alice"),
-                     folder: "attrs-\(UUID().uuidString)")
-    }
+    func setup() async throws -> Setup { try await .start(folderPrefix: "attrs") }
 
-    func teardown(_ s: Setup) async {
-        await s.gateway.app.worker?.stop()
-        await s.gateway.stop()
-    }
+    func teardown(_ s: Setup) async { await s.stop() }
 
-    /// Creates a job and long-polls it to its end (bounded).
-    func run(_ s: Setup, _ body: [String: Any]) async throws -> [String: Any] {
-        let created = try await s.gateway.request("POST", "/v1/jobs", token: s.token, json: body)
-        let id = try #require(created.json["id"] as? String, "\(created.json)")
-        var job = created.json
-        let deadline = Date().addingTimeInterval(120)
-        while !["completed", "failed", "canceled"].contains(job["state"] as? String ?? "") && Date() < deadline {
-            job = try await s.gateway.request("GET", "/v1/jobs/\(id)?wait=10", token: s.token).json
-        }
-        return job
-    }
+    func run(_ s: Setup, _ body: [String: Any]) async throws -> [String: Any] { try await s.run(body) }
 
     static let attributes = ObjectAttributes(contentType: "text/plain", cacheControl: "max-age=60",
                                              contentDisposition: "inline", metadata: ["owner": "alice", "batch": "7"])
@@ -172,6 +147,13 @@ extension JobTableTests {
         let took = Date().timeIntervalSince(started)
         #expect(job["state"] as? String == "completed", "\(job)")
         #expect(took >= 2.9, "6 MiB at 2 MiB/s took \(took) s")
+        // One CopyObject for a one-part object keeps to it as well.
+        _ = try await s.client.putObject(key: "\(s.prefix)/one.bin", body: .bytes(repeatingBytes(1 << 20, seed: 4)))
+        let small = Date()
+        let one = try await run(s, ["type": "copy", "source": ["accessLevel": "private", "key": "\(s.folder)/one.bin"],
+                                    "destination": ["accessLevel": "private", "key": "\(s.folder)/one-copy.bin"],
+                                    "bandwidthLimit": 512 << 10])
+        #expect(one["state"] as? String == "completed" && Date().timeIntervalSince(small) >= 1.9, "\(one)")
         await teardown(s)
     }
 

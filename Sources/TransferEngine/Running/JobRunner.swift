@@ -142,10 +142,14 @@ public struct JobRunner: Sendable {
         try await store.start(lease, uploadID: nil, partsTotal: 1, partSize: plan.partSize, bytesTotal: plan.objectSize,
                               sourceETag: work.sourceETag)
         let settings = self.settings, clock = self.clock
+        let pace = Pace(bytesPerSecond: options.bandwidthLimit, clock: clock)
         let etag = try await settings.transferring {
             try await clock.retrying(limit: options.retryLimit ?? settings.retryLimit, backoff: settings.backoff,
                                      random: settings.random, single)
         }
+        // `bandwidthLimit` holds for a one-part object too: it counts once its bytes would have
+        // moved at the limit.
+        if let pace { try await clock.sleep(until: pace.time(forBytes: plan.objectSize)) }
         try Task.checkCancellation()
         observer.partMoved(kind: job.kind, bytes: plan.objectSize)
         try await store.recordPart(RecordedPart(number: 1, size: plan.objectSize, etag: etag), under: lease)
