@@ -68,14 +68,6 @@ public final class InMemoryObjectStore: ObjectStore {
         if let error = fault(call, n) { throw error }
     }
 
-    public func size(of key: String) async throws -> (size: Int64, etag: String) {
-        try enter(.size(key))
-        guard let (bytes, etag) = state.withLock({ s in s.objects[key].map { ($0, s.etags[key] ?? Self.etag($0)) } }) else {
-            throw TransferError(code: "NoSuchKey", retryable: false)
-        }
-        return (Int64(bytes.count), etag)
-    }
-
     public func properties(of key: String) async throws -> ObjectProperties {
         try enter(.size(key))
         guard let found = state.withLock({ s in

@@ -12,13 +12,6 @@ public struct S3ObjectStore: ObjectStore {
         self.client = client
     }
 
-    public func size(of key: String) async throws -> (size: Int64, etag: String) {
-        try await mapped {
-            let head = try await client.headObject(key: key)
-            return (head.size, head.etag)
-        }
-    }
-
     public func properties(of key: String) async throws -> ObjectProperties {
         try await mapped {
             let head = try await client.headObject(key: key)

@@ -262,8 +262,7 @@ struct JobRoutes: Sendable {
             guard let parsed = Job.Kind(rawValue: raw) else { throw APIError.validation("type must be upload, import, copy or download.") }
             kind = parsed
         }
-        let limit = DecimalNumber.parse(query["limit"] ?? "20").map(Int.init) ?? -1
-        guard (1...100).contains(limit) else { throw APIError.validation("limit must be from 1 to 100.") }
+        let limit = try PageLimit.read(query, fallback: 20, maximum: 100)
         var cursor: String?
         if let raw = query["cursor"] {
             // A cursor is the last job of a page this identity was given: another's job is not one.

@@ -40,8 +40,7 @@ struct ObjectRoutes: Sendable {
         guard prefix.utf8.count <= 1024, prefix.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x7F }) else {
             throw APIError(.invalidKey, "prefix must be at most 1024 bytes with no control character.")
         }
-        let limit = DecimalNumber.parse(query["limit"] ?? "100").map(Int.init) ?? -1
-        guard (1...1000).contains(limit) else { throw APIError.validation("limit must be from 1 to 1000.") }
+        let limit = try PageLimit.read(query, fallback: 100, maximum: 1000)
         // The cursor is the last key of the previous page, in the caller's key space: listing
         // starts after it, still under the level and prefix, so no cursor reaches further.
         var after: String?

@@ -217,8 +217,7 @@ struct UploadsRoutes: Sendable {
         let identity = try authenticator.identity(of: http)
         guard let owner = identity.id else { throw APIError.unauthorized }
         let query = Dictionary(PercentDecoding.query(http.query), uniquingKeysWith: { a, _ in a })
-        let limit = DecimalNumber.parse(query["limit"] ?? "20").map(Int.init) ?? -1
-        guard (1...100).contains(limit) else { throw APIError.validation("limit must be from 1 to 100.") }
+        let limit = try PageLimit.read(query, fallback: 20, maximum: 100)
         var cursor: String?
         if let raw = query["cursor"] {
             // A cursor is the last upload of a page this identity was given.

@@ -13,3 +13,13 @@ enum DecimalNumber {
         return value
     }
 }
+
+/// A list's `limit` query parameter: `fallback` when absent, else a whole number from 1 to
+/// `maximum` (400 otherwise). One rule for every list route.
+enum PageLimit {
+    static func read(_ query: [String: String], fallback: Int, maximum: Int) throws(APIError) -> Int {
+        let limit = DecimalNumber.parse(query["limit"] ?? String(fallback)).map(Int.init) ?? -1
+        guard (1...maximum).contains(limit) else { throw APIError.validation("limit must be from 1 to \(maximum).") }
+        return limit
+    }
+}

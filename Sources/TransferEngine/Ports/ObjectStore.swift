@@ -1,7 +1,6 @@
 /// The S3 operations the engine needs, no more (the S3 adapter implements them; tests use an
 /// in-memory twin). Errors carry whether a retry can help.
 public protocol ObjectStore: Sendable {
-    func size(of key: String) async throws -> (size: Int64, etag: String)
     /// HeadObject: size, ETag and the attributes the object was stored with.
     func properties(of key: String) async throws -> ObjectProperties
     /// One page of the objects under `prefix` after the key `after`, at most `limit`, and the
@@ -119,6 +118,12 @@ public struct ObjectSummary: Sendable, Equatable {
 }
 
 extension ObjectStore {
+    /// HeadObject's size and ETag.
+    public func size(of key: String) async throws -> (size: Int64, etag: String) {
+        let found = try await properties(of: key)
+        return (found.size, found.etag)
+    }
+
     /// Aborts, taking an upload S3 no longer has (aborted or completed by someone else) as
     /// already done.
     public func abortIfOpen(key: String, uploadID: String) async throws {

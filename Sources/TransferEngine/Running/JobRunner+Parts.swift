@@ -17,10 +17,9 @@ extension JobRunner {
     struct PartLoop {
         var scheduler: PartScheduler
         var recorded: [Int: RecordedPart]
-        /// bandwidthLimit paces part starts: part n may start once the bytes of the parts
-        /// started before it in this run would have moved at the limit.
-        let pacingStart: Int
-        let bytesPerSecond: Int64?
+        /// bandwidthLimit paces parts: part n may start once the bytes of the parts started
+        /// before it in this run would have moved at the limit, and counts once its own would have.
+        let pace: Pace?
         var bytesScheduled: Int64 = 0
         var wakeAt: Int?
         var yielding = false
@@ -32,7 +31,7 @@ extension JobRunner {
         var loop = PartLoop(scheduler: PartScheduler(partCount: work.plan.partCount, concurrency: concurrency,
                                                      retryLimit: options.retryLimit ?? settings.retryLimit,
                                                      backoff: settings.backoff, completed: Set(done.keys), random: settings.random),
-                            recorded: done, pacingStart: clock.now(), bytesPerSecond: options.bandwidthLimit.map { max(1, $0) })
+                            recorded: done, pace: Pace(bytesPerSecond: options.bandwidthLimit, clock: clock))
         let uploadID = upload.id
         let ending = try await withThrowingTaskGroup(of: PartEvent.self) { group in
             try await runParts(&group, &loop, job, lease, work, uploadID, control)
@@ -106,9 +105,9 @@ extension JobRunner {
             let size = work.plan.size(ofPart: part)
             // Paced: a part starts once the bytes before it would have moved at the limit, and
             // counts once its own would have, so the job as a whole keeps to the rate.
-            let notBefore = loop.bytesPerSecond.map { loop.pacingStart + Int(loop.bytesScheduled * 1000 / $0) }
+            let notBefore = loop.pace?.time(forBytes: loop.bytesScheduled)
             if attempt == 1 { loop.bytesScheduled += size }
-            let doneNotBefore = loop.bytesPerSecond.map { loop.pacingStart + Int(loop.bytesScheduled * 1000 / $0) }
+            let doneNotBefore = loop.pace?.time(forBytes: loop.bytesScheduled)
             group.addTask { try await self.move(part, size: size, work, uploadID, notBefore: notBefore, doneNotBefore: doneNotBefore) }
         }
         return nil
