@@ -2,7 +2,9 @@
 # scripts/run.sh — one command for a local gateway: bring up the stack (PostgreSQL + SeaweedFS S3,
 # see scripts/stack.sh), build the release binary, and run `transfer-gateway serve` with the
 # stack's settings (.stack/env). GATEWAY_PORT defaults to 8080, GATEWAY_HOST to 127.0.0.1, and the
-# dev-server origins may call it (CORS).
+# dev-server origins may call it (CORS). The web example (examples/web) is served on
+# http://localhost:5173 (GATEWAY_EXAMPLE_PORT; 0 turns it off) and a link to it with a
+# development token (a day long, identity dev-user) is printed.
 # Extra arguments go to `serve`.
 set -euo pipefail
 
@@ -21,4 +23,20 @@ export GATEWAY_CORS_ORIGINS="${GATEWAY_CORS_ORIGINS:-http://localhost:3000,http:
 # The bucket lets those pages use presigned URLs too (ETag exposed for multipart completion).
 .build/release/transfer-gateway bucket-cors --apply >/dev/null ||
   echo "[run] the bucket did not take its CORS rule; presigned uploads from a page may be refused" >&2
-exec .build/release/transfer-gateway serve "$@"
+GATEWAY_EXAMPLE_PORT="${GATEWAY_EXAMPLE_PORT:-5173}"
+if [ "$GATEWAY_EXAMPLE_PORT" != 0 ]; then
+  python3 -m http.server --bind 127.0.0.1 --directory examples/web "$GATEWAY_EXAMPLE_PORT" >/dev/null 2>&1 &
+  example=$!
+  trap 'kill "$example" 2>/dev/null || true' EXIT
+  token="$(.build/release/transfer-gateway token --sub dev-user --ttl 86400)"
+  echo "[run] web example: http://localhost:$GATEWAY_EXAMPLE_PORT/#gateway=http://127.0.0.1:$GATEWAY_PORT&token=$token" >&2
+fi
+# The gateway runs in the foreground; Ctrl-C (or a TERM to this script) stops it gracefully.
+.build/release/transfer-gateway serve "$@" &
+gateway=$!
+trap 'kill -TERM "$gateway" 2>/dev/null || true' INT TERM
+status=0
+wait "$gateway" || status=$?
+# A signal interrupts the first wait; the second waits for the graceful stop to finish.
+wait "$gateway" 2>/dev/null || true
+exit "$status"
