@@ -64,8 +64,14 @@ if [ "$errors" -ne 0 ]; then
   grep -E '"status":5[0-9][0-9]|handler failed' "$WORK/gateway.log" | head -5 >&2
   status=1
 fi
+# The page follows its upload jobs with EventSource on their eventsUrl (no header).
+streams="$(grep -c '"route":"/v1/jobs/{id}/events".*"status":200' "$WORK/gateway.log" || true)"
+if [ "$status" -eq 0 ] && [ "$streams" -eq 0 ]; then
+  log "the page opened no event stream"
+  status=1
+fi
 if [ "$status" -eq 0 ]; then
-  log "passed; screenshots in $SHOTS"
+  log "passed ($streams event streams opened by the page); screenshots in $SHOTS"
   rm -rf "$WORK"
 else
   log "failed; the gateway's log is $WORK/gateway.log"

@@ -22,6 +22,7 @@ import urllib.request
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 
 MiB = 1024 * 1024
@@ -170,16 +171,34 @@ class Check:
         assert done["state"] == "completed", done
         log(f"multipart: reloaded with {len(held['parts'])} of {held['partCount']} parts held, the same upload completed")
 
+    def listed_keys(self):
+        return set(self.driver.execute_script(
+            "return Array.from(document.querySelectorAll('#object-rows tr'), (row) => row.dataset.key)"))
+
+    def link_for(self, name):
+        """Clicks the row's "Get link" and answers the link; a list drawn again meanwhile (a
+        listing that finished late) is read afresh."""
+        def attempt():
+            try:
+                row = self.driver.find_element(By.CSS_SELECTOR, f'#object-rows tr[data-key="{name}"]')
+                anchors = row.find_elements(By.CSS_SELECTOR, "a.download")
+                if anchors:
+                    return anchors[0].get_attribute("href")
+                buttons = row.find_elements(By.CSS_SELECTOR, "button.link")
+                if buttons and buttons[0].is_enabled():
+                    buttons[0].click()
+                return None
+            except StaleElementReferenceException:
+                return None
+        return self.until(f"a download link for {name}", attempt)
+
     def downloads(self, expected):
         self.driver.find_element(By.ID, "refresh").click()
         listed = self.until("the list to show every file", lambda: (lambda keys: keys if set(expected) <= keys else None)(
-            {row.get_attribute("data-key") for row in self.driver.find_elements(By.CSS_SELECTOR, "#object-rows tr")}))
-        assert "canceled.bin" not in listed, listed
+            self.listed_keys()))
+        assert "example/canceled.bin" not in listed, listed
         for name, path in expected.items():
-            row = self.driver.find_element(By.CSS_SELECTOR, f'#object-rows tr[data-key="{name}"]')
-            row.find_element(By.CSS_SELECTOR, "button.link").click()
-            anchor = self.until(f"a download link for {name}", lambda: row.find_elements(By.CSS_SELECTOR, "a.download"))[0]
-            href = anchor.get_attribute("href")
+            href = self.link_for(name)
             with urllib.request.urlopen(href, timeout=60) as response:  # no Authorization header
                 body = response.read()
             with open(path, "rb") as original:

@@ -9,11 +9,13 @@ public final class PostgresConnection {
     let handle: OpaquePointer
 
     /// Connects with a libpq connection string or `postgres://` URL, waiting at most
-    /// `connectTimeout` seconds.
-    public init(url: String, connectTimeout: Int = 5) throws {
+    /// `connectTimeout` seconds. `settings` are server settings for the session (`-c name=value`;
+    /// names and values of letters, digits, `_` and `.` only).
+    public init(url: String, connectTimeout: Int = 5, settings: [(String, String)] = []) throws {
         // Notices (e.g. "already exists, skipping") would go to stderr raw, outside the JSON log.
+        let options = ([("client_min_messages", "warning")] + settings).map { "-c \($0.0)=\($0.1)" }.joined(separator: " ")
         let keywords = ["dbname", "connect_timeout", "application_name", "options"]
-        let values = [url, String(max(1, connectTimeout)), "transfer-gateway", "-c client_min_messages=warning"]
+        let values = [url, String(max(1, connectTimeout)), "transfer-gateway", options]
         let connection: OpaquePointer? = Self.withCStrings(keywords) { k in
             Self.withCStrings(values) { v in PQconnectdbParams(k, v, 1) }
         }

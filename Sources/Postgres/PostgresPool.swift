@@ -20,11 +20,14 @@ public final class PostgresPool: Sendable {
 
     private let url: String
     private let connectTimeout: Int
+    private let settings: [(String, String)]
     private let state: Mutex<State>
 
-    public init(url: String, size: Int, connectTimeout: Int = 5) {
+    /// `settings`: server settings every connection starts its session with (see `PostgresConnection`).
+    public init(url: String, size: Int, connectTimeout: Int = 5, settings: [(String, String)] = []) {
         self.url = url
         self.connectTimeout = connectTimeout
+        self.settings = settings
         state = Mutex(State(idle: (0..<max(1, size)).map(Slot.init)))
     }
 
@@ -35,11 +38,11 @@ public final class PostgresPool: Sendable {
         let slot = await acquire()
         defer { release(slot) }
         return try await withCheckedThrowingContinuation { continuation in
-            slot.queue.async { [url, connectTimeout] in
+            slot.queue.async { [url, connectTimeout, settings] in
                 do {
                     if slot.connection?.isHealthy != true {
                         slot.connection = nil
-                        slot.connection = try PostgresConnection(url: url, connectTimeout: connectTimeout)
+                        slot.connection = try PostgresConnection(url: url, connectTimeout: connectTimeout, settings: settings)
                     }
                     guard let connection = slot.connection else { throw PostgresError(kind: .connection, sqlState: nil, message: "no connection") }
                     let value = try work(connection)

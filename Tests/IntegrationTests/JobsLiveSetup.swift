@@ -14,10 +14,12 @@ struct JobsLiveSetup {
     var prefix: String { "private/alice/\(folder)" }
 
     /// Jobs left active by earlier runs are retired first, so they cannot be claimed.
-    static func start(folderPrefix: String, allowLoopback: Bool = false) async throws -> JobsLiveSetup {
+    static func start(folderPrefix: String, allowLoopback: Bool = false,
+                      tweak: (inout Configuration) -> Void = { _ in }) async throws -> JobsLiveSetup {
         let gateway = try LiveGateway {
             if allowLoopback { $0.importAllowHosts = ["127.0.0.1", "[::1]"] }
             $0.spoolDirectory = NSTemporaryDirectory() + "gateway-spool-" + UUID().uuidString
+            tweak(&$0)
         }
         try await JobTableTests.retireLeftovers(PostgresPoolFor.live())
         gateway.app.worker?.start()
@@ -27,6 +29,7 @@ struct JobsLiveSetup {
 
     func stop() async {
         await gateway.app.worker?.stop()
+        gateway.app.webhooks?.stop()
         await gateway.stop()
     }
 

@@ -24,11 +24,14 @@ final class LiveGateway: @unchecked Sendable {
         configuration = c
         app = try GatewayApp(configuration: c, logger: Logger(level: .info, sink: logs))
         port = try app.server.start()
-        // As `serve` does: job changes are heard (long polls, uploads paused mid-stream).
+        // As `serve` does: job changes are heard (long polls, uploads paused mid-stream), and
+        // events are delivered when a receiver is set.
         app.listener?.start()
+        if let webhooks = app.webhooks { Task { await webhooks.run() } }
     }
 
     func stop() async {
+        app.webhooks?.stop()
         await app.server.shutdown(grace: 1) { [app] in app.changes.close() }
         app.listener?.stop()
     }

@@ -3,7 +3,8 @@
 // Two ways to send a file:
 //   - an upload job: POST /v1/jobs {type: 'upload'}, then the bytes to PATCH /v1/jobs/{id}/data
 //     with XMLHttpRequest (its upload progress event is the "sent" figure); the gateway stores
-//     them in S3 part by part and the progress bar follows GET /v1/jobs/{id}?wait=…;
+//     them in S3 part by part and the progress bar follows the job's event stream (an
+//     EventSource on its eventsUrl);
 //   - a client-driven multipart upload: POST /v1/uploads, then each part PUT straight to S3 on a
 //     presigned URL, a few at once; the bar follows GET /v1/uploads/{id} (the parts S3 holds).
 // Every open transfer is remembered in localStorage, so after a reload choosing the same file
@@ -171,8 +172,12 @@ class Transfer {
     return this.resume();
   }
 
+  /// Stops following the transfer's progress (a job's event stream).
+  unwatch() {}
+
   finished(state, detail) {
     this.running = false;
+    this.unwatch();
     for (const request of this.requests) request.abort();
     forget(this.record);
     this.setState(state, detail);
@@ -230,31 +235,44 @@ class JobTransfer extends Transfer {
     }
   }
 
-  /// Follows the job with long polls: each answer comes as soon as the job changes.
-  async watch() {
-    if (this.watching) return;
+  /// Follows the job with an EventSource on its eventsUrl (a signed link: EventSource cannot
+  /// send an Authorization header): an event comes as soon as the job changes. A link that
+  /// expired, or a stream that failed for good, is opened again from a fresh job.
+  watch() {
+    if (this.events || this.watching) return;
     this.watching = true;
-    let etag = null;
-    while (this.watching) {
+    const open = async () => {
+      let job;
       try {
-        const response = await fetch(`${config.gateway}/v1/jobs/${this.record.jobId}?wait=25`, {
-          headers: { Authorization: 'Bearer ' + config.token, ...(etag ? { 'If-None-Match': etag } : {}) },
-        });
-        if (response.status === 304) continue;
-        if (!response.ok) throw new APIError(response.status, await response.json().catch(() => null));
-        etag = response.headers.get('ETag');
-        this.show(await response.json());
+        job = await api('GET', `/v1/jobs/${this.record.jobId}`);
       } catch (error) {
-        if (error.status === 404) { this.watching = false; this.finished('failed', 'the job is gone'); }
-        await delay(2000);
+        if (error.status === 404) { this.watching = false; this.finished('failed', 'the job is gone'); return; }
+        setTimeout(open, 2000);
+        return;
       }
-    }
+      this.show(job);
+      if (!this.watching || isFinal(job.state) || !job.eventsUrl) return;
+      const source = new EventSource(job.eventsUrl);
+      this.events = source;
+      source.addEventListener('job', (event) => this.show(JSON.parse(event.data)));
+      source.onerror = () => {
+        if (source.readyState !== EventSource.CLOSED) return;  // it reconnects by itself
+        this.events = null;
+        if (this.watching) setTimeout(open, 2000);
+      };
+    };
+    open();
+  }
+
+  unwatch() {
+    this.watching = false;
+    if (this.events) { this.events.close(); this.events = null; }
   }
 
   show(job) {
     this.setStored(job.fractionCompleted, job.bytesTransferred);
     if (isFinal(job.state)) {
-      this.watching = false;
+      this.unwatch();
       if (this.state !== job.state) this.finished(job.state, job.error && job.error.code);
     } else if (job.state === 'paused' && this.state !== 'paused') {
       this.setState('paused');
@@ -270,7 +288,7 @@ class JobTransfer extends Transfer {
 
   async cancel() {
     this.running = false;
-    this.watching = false;
+    this.unwatch();
     for (const request of this.requests) request.abort();
     if (this.record.jobId) await api('POST', `/v1/jobs/${this.record.jobId}/cancel`);
     this.finished('canceled');
@@ -429,7 +447,10 @@ function choose(files) {
 
 // ---- your files, with download links ----
 
+let listings = 0;
+
 async function listObjects() {
+  const listing = ++listings;
   let answer;
   try {
     answer = await api('GET', `/v1/objects?accessLevel=${LEVEL}&prefix=${encodeURIComponent(PREFIX)}&limit=100`);
@@ -437,6 +458,7 @@ async function listObjects() {
     status('Listing failed: ' + error.message, true);
     return;
   }
+  if (listing !== listings) return;  // a later listing draws the table
   const rows = $('object-rows');
   rows.replaceChildren();
   for (const object of answer.objects) {
@@ -451,7 +473,10 @@ async function listObjects() {
     const button = document.createElement('button');
     button.textContent = 'Get link';
     button.className = 'link';
-    button.onclick = () => link(object.key, cell).catch((error) => { cell.textContent = error.message; });
+    button.onclick = () => {
+      button.disabled = true;
+      link(object.key, cell).catch((error) => { cell.textContent = error.message; });
+    };
     cell.append(button);
   }
 }

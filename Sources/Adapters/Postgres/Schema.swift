@@ -127,5 +127,53 @@ public enum Schema {
             // Bytes moved by the work in flight (inside a part), carried on lease renewals.
             "ALTER TABLE jobs ADD COLUMN bytes_flowing bigint NOT NULL DEFAULT 0",
         ]),
+        .init(version: 7, name: "webhook events", statements: [
+            // The outbox: an event per job or client-driven upload reaching a final state, written
+            // by a trigger in the transaction of the change itself, so a crash can neither lose
+            // one nor send one for a change that rolled back. Sessions of an instance that
+            // delivers webhooks set `gateway.webhooks = on`; others record nothing.
+            """
+            CREATE TABLE webhook_events (
+                id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+                type text NOT NULL,
+                subject_id uuid NOT NULL,
+                state text NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'delivered', 'failed')),
+                attempts integer NOT NULL DEFAULT 0,
+                next_attempt_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+                last_error text,
+                created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+                delivered_at timestamptz
+            )
+            """,
+            "CREATE INDEX webhook_events_due ON webhook_events (next_attempt_at) WHERE state = 'pending'",
+            "CREATE INDEX webhook_events_settled ON webhook_events (created_at) WHERE state = 'delivered'",
+            """
+            CREATE FUNCTION gateway_record_event() RETURNS trigger LANGUAGE plpgsql AS $$
+            DECLARE
+                kind text;
+            BEGIN
+                IF coalesce(current_setting('gateway.webhooks', true), '') <> 'on'
+                   OR (TG_OP = 'UPDATE' AND OLD.state = NEW.state) THEN
+                    RETURN NEW;
+                END IF;
+                IF TG_TABLE_NAME = 'jobs' AND NEW.state IN ('completed', 'failed', 'canceled') THEN
+                    kind := 'job.' || NEW.state;
+                ELSIF TG_TABLE_NAME = 'uploads' AND NEW.state = 'completed' THEN
+                    kind := 'upload.completed';
+                ELSIF TG_TABLE_NAME = 'uploads' AND NEW.state = 'aborted' THEN
+                    kind := 'upload.canceled';
+                ELSE
+                    RETURN NEW;
+                END IF;
+                INSERT INTO webhook_events (type, subject_id) VALUES (kind, NEW.id);
+                -- On the channel every instance already listens on; delivery wakes at once.
+                PERFORM pg_notify('gateway_jobs', 'webhook');
+                RETURN NEW;
+            END
+            $$
+            """,
+            "CREATE TRIGGER jobs_event AFTER INSERT OR UPDATE OF state ON jobs FOR EACH ROW EXECUTE FUNCTION gateway_record_event()",
+            "CREATE TRIGGER uploads_event AFTER INSERT OR UPDATE OF state ON uploads FOR EACH ROW EXECUTE FUNCTION gateway_record_event()",
+        ]),
     ])
 }

@@ -1,6 +1,7 @@
 import Crypto
 
-/// Gateway-signed links to a download job's data (`dataUrl`): the job id and an expiry under an
+/// Gateway-signed links to a download job's data (`dataUrl`) and to a job's event stream
+/// (`eventsUrl`, for `EventSource`, which cannot send a header): the job id and an expiry under an
 /// HMAC-SHA256 made with `GATEWAY_LINK_SECRET`, so the link needs no `Authorization` header
 /// (`<a href download>`, media players, background download tasks) and any instance that
 /// shares the secret serves it. A link lives at most `lifetime` seconds; its expiry is rounded
@@ -16,17 +17,23 @@ public struct DataLinks: Sendable {
         self.now = now
     }
 
-    /// The query of a fresh link to `jobID`'s data: `expires=…&signature=…`.
-    func query(jobID: String) -> String {
+    /// What a link opens; a link made for one opens nothing else.
+    enum Purpose: String, Sendable {
+        case data = "data-link"
+        case events = "events-link"
+    }
+
+    /// The query of a fresh link to `jobID`'s data (or events): `expires=…&signature=…`.
+    func query(jobID: String, for purpose: Purpose = .data) -> String {
         let expires = (now() + lifetime) / 60 * 60
-        return "expires=\(expires)&signature=\(signature(jobID: jobID, expires: expires))"
+        return "expires=\(expires)&signature=\(signature(jobID: jobID, expires: expires, purpose: purpose))"
     }
 
     /// Whether `expires` and `signature` make a link to `jobID` that is valid now.
-    func valid(jobID: String, expires: String?, signature: String?) -> Bool {
+    func valid(jobID: String, expires: String?, signature: String?, for purpose: Purpose = .data) -> Bool {
         guard let expires, let signature, expires.utf8.count <= 12, let seconds = Int(expires), seconds >= now(),
               seconds <= now() + lifetime else { return false }
-        return Digest.constantTimeEqual(Array(signature.utf8), Array(self.signature(jobID: jobID, expires: seconds).utf8))
+        return Digest.constantTimeEqual(Array(signature.utf8), Array(self.signature(jobID: jobID, expires: seconds, purpose: purpose).utf8))
     }
 
     /// A `Host` value fit to be written into a URL: a host name or address and a port, no more.
@@ -38,7 +45,7 @@ public struct DataLinks: Sendable {
         }
     }
 
-    private func signature(jobID: String, expires: Int) -> String {
-        Digest.hex(Digest.hmacSHA256(key: secret, Array("data-link\n\(jobID)\n\(expires)".utf8)))
+    private func signature(jobID: String, expires: Int, purpose: Purpose) -> String {
+        Digest.hex(Digest.hmacSHA256(key: secret, Array("\(purpose.rawValue)\n\(jobID)\n\(expires)".utf8)))
     }
 }

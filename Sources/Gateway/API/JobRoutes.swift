@@ -32,6 +32,7 @@ struct JobRoutes: Sendable {
         router.add("POST", "/v1/jobs/{id}/resume") { try await change($0.http, id: $0.parameters["id"] ?? "", action: .resume) }
         router.add("POST", "/v1/jobs/{id}/cancel") { try await change($0.http, id: $0.parameters["id"] ?? "", action: .cancel) }
         router.add("GET", "/v1/jobs/{id}/data") { try await data($0.http, id: $0.parameters["id"] ?? "") }
+        router.add("GET", "/v1/jobs/{id}/events") { try await events($0.http, id: $0.parameters["id"] ?? "") }
         router.add("PUT", "/v1/jobs/{id}/data") { try await receive($0.http, id: $0.parameters["id"] ?? "") }
         router.add("PATCH", "/v1/jobs/{id}/data") { try await receive($0.http, id: $0.parameters["id"] ?? "") }
     }
@@ -312,19 +313,20 @@ struct JobRoutes: Sendable {
 
     static func etag(_ job: Job) -> String { "\"\(job.version)\"" }
 
-    /// The job's JSON, with a fresh `dataUrl` when it is a completed download: an absolute URL
-    /// on the gateway as the client reached it (its `Host`).
+    /// The job's JSON, with a fresh `dataUrl` when it is a completed download and a fresh
+    /// `eventsUrl` while it has not ended: absolute URLs on the gateway as the client reached it
+    /// (its `Host`).
     func json(_ job: Job, _ http: HTTPRequest) -> [UInt8] {
-        var url: String?
-        if job.kind == .download && job.state == .completed, let links {
-            let host = http.headers["host"].flatMap { DataLinks.plausibleHost($0) ? $0 : nil } ?? "localhost"
-            let scheme = http.headers["x-forwarded-proto"] == "https" && http.clientAddress != http.remoteAddress ? "https" : "http"
-            url = "\(scheme)://\(host)/v1/jobs/\(job.id)/data?" + links.query(jobID: job.id)
-        }
-        return Self.json(job, dataURL: url)
+        guard let links else { return Self.json(job) }
+        let host = http.headers["host"].flatMap { DataLinks.plausibleHost($0) ? $0 : nil } ?? "localhost"
+        let scheme = http.headers["x-forwarded-proto"] == "https" && http.clientAddress != http.remoteAddress ? "https" : "http"
+        let base = "\(scheme)://\(host)/v1/jobs/\(job.id)/"
+        let data = job.kind == .download && job.state == .completed ? base + "data?" + links.query(jobID: job.id) : nil
+        let events = job.state.isFinal ? nil : base + "events?" + links.query(jobID: job.id, for: .events)
+        return Self.json(job, dataURL: data, eventsURL: events)
     }
 
-    static func json(_ job: Job, dataURL: String? = nil) -> [UInt8] {
+    static func json(_ job: Job, dataURL: String? = nil, eventsURL: String? = nil) -> [UInt8] {
         var text = JSONText()
         text.begin()
         text.field("id", .string(job.id))
@@ -353,6 +355,7 @@ struct JobRoutes: Sendable {
         optional(&text, "completedAt", job.completedAt.map { .string(Timestamp.rfc3339(milliseconds: $0)) })
         optional(&text, "etag", job.etag.map { .string($0) })
         if let dataURL { text.field("dataUrl", .string(dataURL)) }
+        if let eventsURL { text.field("eventsUrl", .string(eventsURL)) }
         text.end()
         return text.bytes
     }

@@ -255,15 +255,20 @@ struct UploadsRoutes: Sendable {
     /// The upload as `GET /v1/uploads/{id}` shows it: its state, the parts S3 holds, the bytes.
     private func describe(_ upload: Upload) async throws -> [UInt8] {
         let held = upload.record.state == .open ? try await heldParts(upload) : []
-        let bytes = upload.record.state == .completed ? upload.size : held.reduce(Int64(0)) { $0 + $1.size }
+        return Self.json(upload.record, plan: upload.plan, held: held)
+    }
+
+    /// The upload as `GET /v1/uploads/{id}` shows it, with `held`: the parts S3 holds of it.
+    static func json(_ record: ClientUpload, plan: PartPlan, held: [RecordedPart]) -> [UInt8] {
+        let bytes = record.state == .completed ? record.size : held.reduce(Int64(0)) { $0 + $1.size }
         var text = JSONText()
         text.begin()
-        text.field("uploadId", .string(upload.id))
-        text.field("state", .string(upload.record.state.rawValue))
-        text.field("objectKey", .string(upload.objectKey))
-        text.field("size", .int(Int(upload.size)))
-        text.field("partSize", .int(Int(upload.plan.partSize)))
-        text.field("partCount", .int(upload.plan.partCount))
+        text.field("uploadId", .string(record.id))
+        text.field("state", .string(record.state.rawValue))
+        text.field("objectKey", .string(record.objectKey))
+        text.field("size", .int(Int(record.size)))
+        text.field("partSize", .int(Int(plan.partSize)))
+        text.field("partCount", .int(plan.partCount))
         var parts: [UInt8] = [UInt8(ascii: "[")]
         for (index, part) in held.enumerated() {
             var item = JSONText()
@@ -278,10 +283,10 @@ struct UploadsRoutes: Sendable {
         parts.append(UInt8(ascii: "]"))
         text.rawField("parts", parts)
         text.field("bytesUploaded", .int(Int(bytes)))
-        let fraction = upload.size > 0 ? min(1, Double(bytes) / Double(upload.size)) : (upload.record.state == .completed ? 1 : 0)
+        let fraction = record.size > 0 ? min(1, Double(bytes) / Double(record.size)) : (record.state == .completed ? 1 : 0)
         text.field("fractionCompleted", .double((fraction * 10_000).rounded() / 10_000))
-        if let etag = upload.record.etag { text.field("etag", .string(etag)) } else { text.rawField("etag", Array("null".utf8)) }
-        text.field("createdAt", .string(Timestamp.rfc3339(milliseconds: Int64(upload.record.createdAt * 1000))))
+        if let etag = record.etag { text.field("etag", .string(etag)) } else { text.rawField("etag", Array("null".utf8)) }
+        text.field("createdAt", .string(Timestamp.rfc3339(milliseconds: Int64(record.createdAt * 1000))))
         text.end()
         return text.bytes
     }

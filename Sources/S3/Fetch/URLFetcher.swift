@@ -50,6 +50,19 @@ public struct URLFetcher: Sendable {
         throw FetchError.tooManyRedirects
     }
 
+    /// POSTs `body` to `url` once and answers the status. No redirect is followed: the URL is an
+    /// operator's setting (the webhook receiver), and one that moved is theirs to change.
+    public func post(_ url: String, body: [UInt8], headers: [(String, String)]) async throws -> Int {
+        let target = try Self.parse(url)
+        let address = try await resolve(target)
+        let pin = target.host.hasPrefix("[") ? nil : "\(target.host):\(target.port):\(address)"
+        guard let transfer = CurlTransfer(method: "POST", url: target.url, headers: headers, source: .bytes(body),
+                                          sink: .memory(limit: 64 << 10), options: options, pinnedAddress: pin) else {
+            throw FetchError.badURL("a header cannot be sent")
+        }
+        return try await engine.perform(transfer).status
+    }
+
     /// An answer whose body is read as it arrives (`stream`).
     public struct StreamedResponse: Sendable {
         public let status: Int
@@ -163,7 +176,7 @@ public struct URLFetcher: Sendable {
 
 extension S3Client {
     /// A fetcher for user-named URLs sharing this client's connections thread.
-    public func urlFetcher(allowedHosts: [String]) -> URLFetcher {
-        URLFetcher(engine: engine, options: options, addressGuard: AddressGuard(allowedHosts: allowedHosts))
+    public func urlFetcher(allowedHosts: [String], reach: AddressGuard.Reach = .publicOnly) -> URLFetcher {
+        URLFetcher(engine: engine, options: options, addressGuard: AddressGuard(allowedHosts: allowedHosts, reach: reach))
     }
 }

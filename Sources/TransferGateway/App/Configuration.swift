@@ -45,6 +45,9 @@ public struct Configuration: Sendable {
     /// The key of `dataUrl` signatures; nil: a random one per instance.
     public var linkSecret: String?
     public var importAllowHosts: [String] = []
+    /// Where job and upload events are POSTed, and the key that signs them.
+    public var webhookURL: String?
+    public var webhookSecret: String?
     /// Allowed browser origins; `["*"]` allows any.
     public var corsOrigins: [String] = []
     public var corsAllowCredentials = false
@@ -138,6 +141,18 @@ public struct Configuration: Sendable {
             throw Invalid(variable: "GATEWAY_LINK_SECRET", reason: "must be at least 16 bytes")
         }
         c.importAllowHosts = try reader.hostList("GATEWAY_IMPORT_ALLOW_HOSTS")
+        c.webhookURL = try reader.string("GATEWAY_WEBHOOK_URL", secret: true)
+        c.webhookSecret = try reader.string("GATEWAY_WEBHOOK_SECRET", secret: true)
+        if let url = c.webhookURL {
+            let lower = url.lowercased()
+            guard url.utf8.count <= 2048, url.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }),
+                  (lower.hasPrefix("https://") && lower.count > 8) || (lower.hasPrefix("http://") && lower.count > 7) else {
+                throw Invalid(variable: "GATEWAY_WEBHOOK_URL", reason: "must be an http(s) URL")
+            }
+            guard let secret = c.webhookSecret, secret.utf8.count >= 16 else {
+                throw Invalid(variable: "GATEWAY_WEBHOOK_SECRET", reason: "is required with GATEWAY_WEBHOOK_URL, at least 16 bytes")
+            }
+        }
         c.corsOrigins = try reader.originList("GATEWAY_CORS_ORIGINS")
         c.corsAllowCredentials = try reader.bool("GATEWAY_CORS_ALLOW_CREDENTIALS") ?? false
         c.logLevel = try reader.logLevel("GATEWAY_LOG_LEVEL") ?? c.logLevel

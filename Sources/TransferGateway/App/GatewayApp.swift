@@ -25,6 +25,8 @@ public struct GatewayApp: Sendable {
     public let listener: PostgresListener?
     /// Keeps the identity provider's key set fresh (nil without `GATEWAY_JWT_JWKS_URL`).
     public let keySetRefresher: KeySetRefresher?
+    /// Sends job and upload events to the operator's receiver (nil without `GATEWAY_WEBHOOK_URL`).
+    public let webhooks: WebhookDelivery?
 
     /// Whole seconds since 1970, read without building a `Date` (presigning asks twice a request).
     static let wallClock: @Sendable () -> Int = { Int(time(nil)) }
@@ -62,7 +64,9 @@ public struct GatewayApp: Sendable {
         var jobs: GatewayRoutes.Jobs?
         if let url = configuration.databaseURL {
             checks.append(PostgresCheck(probe: PostgresProbe(url: url)))
-            let pool = PostgresPool(url: url, size: configuration.workers + 4)
+            // Sessions of an instance with a receiver record events (the trigger of migration 7).
+            let pool = PostgresPool(url: url, size: configuration.workers + 4,
+                                    settings: configuration.webhookURL == nil ? [] : [("gateway.webhooks", "on")])
             let store = PostgresJobStore(pool: pool)
             let clientUploads = PostgresClientUploadStore(pool: pool)
             janitor = Janitor(jobs: PostgresMaintenanceStore(pool: pool), uploads: clientUploads, jobStore: store,
@@ -81,10 +85,22 @@ public struct GatewayApp: Sendable {
                                       slots: configuration.workers)
             metrics.registerGauge(name: "gateway_jobs_running", help: "Jobs this instance runs now.") { jobWorker.activeJobs }
             worker = jobWorker
+            if let receiver = configuration.webhookURL, let secret = configuration.webhookSecret {
+                var delivery = WebhookDelivery.Settings()
+                delivery.secret = Array(secret.utf8)
+                let poster = HTTPWebhookPoster(fetcher: s3.urlFetcher(allowedHosts: configuration.importAllowHosts, reach: .anyButLinkLocal),
+                                               url: receiver)
+                webhooks = WebhookDelivery(outbox: PostgresWebhookOutbox(pool: pool), poster: poster,
+                                           render: WebhookEventData.renderer(jobs: store, uploads: clientUploads), changes: changes,
+                                           settings: delivery, now: { Date().timeIntervalSince1970 }, logger: logger, metrics: metrics)
+            } else {
+                webhooks = nil
+            }
         } else {
             worker = nil
             janitor = nil
             listener = nil
+            webhooks = nil
         }
         checks.append(S3Check(client: s3))
         if let keySet { checks.append(KeySetCheck(keySet: keySet)) }
@@ -150,6 +166,7 @@ public struct GatewayApp: Sendable {
         listener?.start()
         worker?.start()
         if let keySetRefresher { Task { await keySetRefresher.run() } }
+        if let webhooks { Task { await webhooks.run() } }
     }
 
     /// `host[:port]` of a URL, as the address guard lists allowed hosts: the key set's host is
@@ -163,6 +180,7 @@ public struct GatewayApp: Sendable {
     /// requests answered and requests in flight finished for up to `grace` seconds.
     public func shutdown(grace: Double) async {
         await worker?.stop()
+        webhooks?.stop()
         await server.shutdown(grace: grace) { [changes] in changes.close() }
         listener?.stop()
     }

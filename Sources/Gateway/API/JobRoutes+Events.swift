@@ -1,0 +1,95 @@
+import Foundation
+import HTTPServer
+import Synchronization
+import TransferEngine
+
+/// `GET /v1/jobs/{id}/events`: the job as Server-Sent Events. An `event: job` with the job's
+/// JSON whenever it changes (its id is the job's ETag value, so `Last-Event-ID` resumes after
+/// the last state the client saw, with nothing missed: each event is the whole job), a comment
+/// every 15 seconds so proxies keep the connection, and the end after a final state. Woken by
+/// the same notification as the long poll, on whichever instance the change happened. Opened
+/// with the owner's token, or with the job's `eventsUrl` (signed, no header), since a browser's
+/// `EventSource` cannot send one. Each stream holds one of the identity's
+/// `GATEWAY_USER_MAX_WAITS` slots until it ends or the client hangs up.
+extension JobRoutes {
+    static let heartbeat: Duration = .seconds(15)
+
+    func events(_ http: HTTPRequest, id: String) async throws -> HTTPResponse {
+        let (job, holder) = try await streamedJob(http, id: id)
+        let lastSeen = http.headers["last-event-id"].map { "\"\($0)\"" }
+        // A client that saw the final state and reconnects is told to stop (204 ends EventSource).
+        if job.state.isFinal && lastSeen == Self.etag(job) {
+            return HTTPResponse(status: 204, headers: HTTPHeaders([("Cache-Control", "no-store")]))
+        }
+        let slot = try WaitSlot(limits: limits, owner: holder)
+        let routes = self
+        let headers = HTTPHeaders([("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-store"),
+                                   ("X-Accel-Buffering", "no")])
+        return HTTPResponse(status: 200, headers: headers, body: .stream(length: nil) { writer in
+            defer { slot.release() }
+            try await routes.stream(job, after: lastSeen, to: writer, http: http)
+        })
+    }
+
+    /// The job a stream names, and whose wait slot it takes: by its owner's (or an admin's)
+    /// token, the caller's; by a valid `eventsUrl`, the job owner's.
+    private func streamedJob(_ http: HTTPRequest, id: String) async throws -> (Job, String) {
+        let query = Dictionary(PercentDecoding.query(http.query), uniquingKeysWith: { a, _ in a })
+        guard query["signature"] != nil || query["expires"] != nil else {
+            let (job, identity) = try await visibleJob(http, id: id)
+            return (job, identity.id ?? job.owner)
+        }
+        guard let links, UUID(uuidString: id) != nil,
+              links.valid(jobID: id.lowercased(), expires: query["expires"], signature: query["signature"], for: .events) else {
+            throw APIError(.forbidden, "The link is not valid or has expired; ask the job for a fresh eventsUrl.")
+        }
+        guard let job = try await store.job(id: id.lowercased()) else { throw APIError.notFound }
+        return (job, job.owner)
+    }
+
+    private func stream(_ first: Job, after lastSeen: String?, to writer: ResponseBodyWriter, http: HTTPRequest) async throws {
+        var job = first
+        var sent = lastSeen
+        // EventSource reconnects after a dropped connection; two seconds is plenty on a phone.
+        try await writer.write(Array("retry: 2000\n\n".utf8))
+        while true {
+            if Self.etag(job) != sent {
+                sent = Self.etag(job)
+                try await writer.write(Self.event(job, json: json(job, http)))
+            }
+            if job.state.isFinal || http.serverIsShuttingDown { return }
+            let next = try await waitForChange(of: job, from: sent ?? Self.etag(job), until: ContinuousClock.now + Self.heartbeat, http: http)
+            if Self.etag(next) == sent && !next.state.isFinal {
+                try await writer.write(Array(": keep-alive\n\n".utf8))
+            }
+            job = next
+        }
+    }
+
+    /// `id: <version>` `event: job` `data: <json>`: the JSON has no line breaks, so one data line.
+    static func event(_ job: Job, json: [UInt8]) -> [UInt8] {
+        Array("id: \(job.version)\nevent: job\ndata: ".utf8) + json + Array("\n\n".utf8)
+    }
+}
+
+/// One of an identity's wait slots, held by a stream: given back when the stream ends, and when
+/// the answer is dropped without its body ever being produced.
+final class WaitSlot: Sendable {
+    private let limits: RequestLimits
+    private let owner: String
+    private let held = Atomic<Bool>(true)
+
+    init(limits: RequestLimits, owner: String) throws(APIError) {
+        guard limits.waits.acquire(owner) else {
+            throw APIError.quotaExceeded("This identity holds \(limits.waits.limit) long polls or event streams already.", retryAfter: 5)
+        }
+        self.limits = limits
+        self.owner = owner
+    }
+
+    func release() {
+        if held.exchange(false, ordering: .acquiringAndReleasing) { limits.waits.release(owner) }
+    }
+
+    deinit { release() }
+}
