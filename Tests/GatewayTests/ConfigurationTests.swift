@@ -103,3 +103,27 @@ func malformedSettingNamesItsVariable(_ bad: BadSetting) {
     #expect(c.corsOrigins == ["https://app.example.com", "http://localhost:3000"])
     #expect(c.importAllowHosts == ["files.internal:8080", "example.org"])
 }
+
+/// A webhook receiver needs a URL delivery can use and a signing key; neither is echoed.
+@Test func aWebhookNeedsAUsableURLAndASecret() throws {
+    let secret = "receiver-secret-0123456789"
+    let good = try Configuration.fromEnvironment(["GATEWAY_WEBHOOK_URL": "https://hooks.example.com/transfer?k=1",
+                                                  "GATEWAY_WEBHOOK_SECRET": secret])
+    #expect(good.webhookURL == "https://hooks.example.com/transfer?k=1" && good.webhookSecret == secret)
+    let cases: [([String: String], String)] = [
+        (["GATEWAY_WEBHOOK_URL": "https://hooks.example.com/x"], "GATEWAY_WEBHOOK_SECRET"),
+        (["GATEWAY_WEBHOOK_URL": "https://hooks.example.com/x", "GATEWAY_WEBHOOK_SECRET": "short"], "GATEWAY_WEBHOOK_SECRET"),
+        (["GATEWAY_WEBHOOK_URL": "ftp://hooks.example.com/x", "GATEWAY_WEBHOOK_SECRET": secret], "GATEWAY_WEBHOOK_URL"),
+        (["GATEWAY_WEBHOOK_URL": "https://user:pw@hooks.example.com/x", "GATEWAY_WEBHOOK_SECRET": secret], "GATEWAY_WEBHOOK_URL"),
+        (["GATEWAY_WEBHOOK_URL": "hooks.example.com", "GATEWAY_WEBHOOK_SECRET": secret], "GATEWAY_WEBHOOK_URL"),
+    ]
+    for (environment, variable) in cases {
+        #expect(throws: Configuration.Invalid.self) { try Configuration.fromEnvironment(environment) }
+        do {
+            _ = try Configuration.fromEnvironment(environment)
+        } catch {
+            #expect(error.variable == variable)
+            #expect(!error.description.contains("pw@") && !error.description.contains(secret))
+        }
+    }
+}

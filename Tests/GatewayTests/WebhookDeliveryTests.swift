@@ -16,14 +16,14 @@ final class MemoryOutbox: WebhookOutbox {
         }
     }
 
-    func delivered(id: String) async throws { outcomes.withLock { $0[id] = "delivered" } }
+    func delivered(_ event: WebhookEvent) async throws { outcomes.withLock { $0[event.id] = "delivered" } }
 
-    func retry(id: String, afterSeconds seconds: Double, error: String) async throws {
-        outcomes.withLock { $0[id] = "retry: \(error)" }
+    func retry(_ event: WebhookEvent, afterSeconds seconds: Double, error: String) async throws {
+        outcomes.withLock { $0[event.id] = "retry: \(error)" }
         retries.withLock { $0.append(seconds) }
     }
 
-    func failed(id: String, error: String) async throws { outcomes.withLock { $0[id] = "failed: \(error)" } }
+    func failed(_ event: WebhookEvent, error: String) async throws { outcomes.withLock { $0[event.id] = "failed: \(error)" } }
     func failedCount() async throws -> Int { outcomes.withLock { $0.values.filter { $0.hasPrefix("failed") }.count } }
     func sweepDelivered(olderThanSeconds seconds: Int) async throws {}
 }

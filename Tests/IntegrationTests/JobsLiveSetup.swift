@@ -29,7 +29,7 @@ struct JobsLiveSetup {
 
     func stop() async {
         await gateway.app.worker?.stop()
-        gateway.app.webhooks?.stop()
+        await gateway.app.webhooks?.stop()
         await gateway.stop()
     }
 

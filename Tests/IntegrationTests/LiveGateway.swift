@@ -31,7 +31,7 @@ final class LiveGateway: @unchecked Sendable {
     }
 
     func stop() async {
-        app.webhooks?.stop()
+        await app.webhooks?.stop()
         await app.server.shutdown(grace: 1) { [app] in app.changes.close() }
         app.listener?.stop()
     }

@@ -28,30 +28,30 @@ public struct PostgresWebhookOutbox: WebhookOutbox {
         }
     }
 
-    public func delivered(id: String) async throws {
+    public func delivered(_ event: WebhookEvent) async throws {
         try await pool.withConnection { connection in
             try connection.query("""
                 UPDATE webhook_events SET state = 'delivered', delivered_at = clock_timestamp(), last_error = NULL
-                WHERE id = \(id)::uuid AND state = 'pending'
+                WHERE id = \(event.id)::uuid AND state = 'pending' AND attempts = \(event.attempts)
                 """)
         }
     }
 
-    public func retry(id: String, afterSeconds seconds: Double, error: String) async throws {
+    public func retry(_ event: WebhookEvent, afterSeconds seconds: Double, error: String) async throws {
         try await pool.withConnection { connection in
             try connection.query("""
                 UPDATE webhook_events SET next_attempt_at = clock_timestamp() + make_interval(secs => \(seconds)),
                        last_error = \(String(error.prefix(500)))
-                WHERE id = \(id)::uuid AND state = 'pending'
+                WHERE id = \(event.id)::uuid AND state = 'pending' AND attempts = \(event.attempts)
                 """)
         }
     }
 
-    public func failed(id: String, error: String) async throws {
+    public func failed(_ event: WebhookEvent, error: String) async throws {
         try await pool.withConnection { connection in
             try connection.query("""
                 UPDATE webhook_events SET state = 'failed', last_error = \(String(error.prefix(500)))
-                WHERE id = \(id)::uuid AND state = 'pending'
+                WHERE id = \(event.id)::uuid AND state = 'pending' AND attempts = \(event.attempts)
                 """)
         }
     }
@@ -62,13 +62,19 @@ public struct PostgresWebhookOutbox: WebhookOutbox {
         }
     }
 
+    /// In batches of 1,000 (short transactions), until fewer than a batch are left.
     public func sweepDelivered(olderThanSeconds seconds: Int) async throws {
-        try await pool.withConnection { connection in
-            try connection.query("""
-                DELETE FROM webhook_events WHERE id IN (
-                    SELECT id FROM webhook_events WHERE state = 'delivered'
-                       AND created_at < clock_timestamp() - make_interval(secs => \(seconds)) LIMIT 1000)
-                """)
+        var removed = 1000
+        while removed >= 1000 {
+            removed = try await pool.withConnection { connection in
+                try connection.query("""
+                    WITH gone AS (DELETE FROM webhook_events WHERE id IN (
+                        SELECT id FROM webhook_events WHERE state = 'delivered'
+                           AND created_at < clock_timestamp() - make_interval(secs => \(seconds)) LIMIT 1000)
+                        RETURNING 1)
+                    SELECT count(*)::int AS n FROM gone
+                    """).first?.int("n") ?? 0
+            }
         }
     }
 }

@@ -175,5 +175,9 @@ public enum Schema {
             "CREATE TRIGGER jobs_event AFTER INSERT OR UPDATE OF state ON jobs FOR EACH ROW EXECUTE FUNCTION gateway_record_event()",
             "CREATE TRIGGER uploads_event AFTER INSERT OR UPDATE OF state ON uploads FOR EACH ROW EXECUTE FUNCTION gateway_record_event()",
         ]),
+        .init(version: 8, name: "failed webhook events, counted", statements: [
+            // `/metrics` counts the events given up, every minute on every instance.
+            "CREATE INDEX webhook_events_failed ON webhook_events (created_at) WHERE state = 'failed'",
+        ]),
     ])
 }

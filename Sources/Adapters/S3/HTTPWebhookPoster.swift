@@ -8,15 +8,18 @@ import S3
 public struct HTTPWebhookPoster: WebhookPoster {
     let fetcher: URLFetcher
     let url: String
+    /// The most one POST may take, connection to last byte of the answer (within the lease).
+    let timeoutSeconds: Int
 
-    public init(fetcher: URLFetcher, url: String) {
+    public init(fetcher: URLFetcher, url: String, timeoutSeconds: Int = 30) {
         self.fetcher = fetcher
         self.url = url
+        self.timeoutSeconds = timeoutSeconds
     }
 
     public func post(body: [UInt8], headers: [(String, String)]) async -> WebhookPostResult {
         do {
-            return .answered(status: try await fetcher.post(url, body: body, headers: headers))
+            return .answered(status: try await fetcher.post(url, body: body, headers: headers, timeoutSeconds: timeoutSeconds))
         } catch let error as S3Error {
             return .unreachable(error.code)
         } catch let error as URLFetcher.FetchError {

@@ -10,9 +10,12 @@ import TransferEngine
 /// the same notification as the long poll, on whichever instance the change happened. Opened
 /// with the owner's token, or with the job's `eventsUrl` (signed, no header), since a browser's
 /// `EventSource` cannot send one. Each stream holds one of the identity's
-/// `GATEWAY_USER_MAX_WAITS` slots until it ends or the client hangs up.
+/// `GATEWAY_USER_MAX_WAITS` slots until it ends or the client hangs up, and ends after 30
+/// minutes in any case (an `EventSource` opens it again with `Last-Event-ID`; a link is checked
+/// again then, so a stream never outlives its link by long).
 extension JobRoutes {
     static let heartbeat: Duration = .seconds(15)
+    static let longestStream: Duration = .seconds(1800)
 
     func events(_ http: HTTPRequest, id: String) async throws -> HTTPResponse {
         let (job, holder) = try await streamedJob(http, id: id)
@@ -50,14 +53,16 @@ extension JobRoutes {
     private func stream(_ first: Job, after lastSeen: String?, to writer: ResponseBodyWriter, http: HTTPRequest) async throws {
         var job = first
         var sent = lastSeen
+        let end = ContinuousClock.now + Self.longestStream
         // EventSource reconnects after a dropped connection; two seconds is plenty on a phone.
         try await writer.write(Array("retry: 2000\n\n".utf8))
         while true {
             if Self.etag(job) != sent {
                 sent = Self.etag(job)
-                try await writer.write(Self.event(job, json: json(job, http)))
+                // Without an eventsUrl: a stream does not hand out fresh links to itself.
+                try await writer.write(Self.event(job, json: json(job, http, eventsLink: false)))
             }
-            if job.state.isFinal || http.serverIsShuttingDown { return }
+            if job.state.isFinal || http.serverIsShuttingDown || ContinuousClock.now >= end { return }
             let next = try await waitForChange(of: job, from: sent ?? Self.etag(job), until: ContinuousClock.now + Self.heartbeat, http: http)
             if Self.etag(next) == sent && !next.state.isFinal {
                 try await writer.write(Array(": keep-alive\n\n".utf8))

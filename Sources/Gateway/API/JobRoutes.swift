@@ -316,13 +316,13 @@ struct JobRoutes: Sendable {
     /// The job's JSON, with a fresh `dataUrl` when it is a completed download and a fresh
     /// `eventsUrl` while it has not ended: absolute URLs on the gateway as the client reached it
     /// (its `Host`).
-    func json(_ job: Job, _ http: HTTPRequest) -> [UInt8] {
+    func json(_ job: Job, _ http: HTTPRequest, eventsLink: Bool = true) -> [UInt8] {
         guard let links else { return Self.json(job) }
         let host = http.headers["host"].flatMap { DataLinks.plausibleHost($0) ? $0 : nil } ?? "localhost"
         let scheme = http.headers["x-forwarded-proto"] == "https" && http.clientAddress != http.remoteAddress ? "https" : "http"
         let base = "\(scheme)://\(host)/v1/jobs/\(job.id)/"
         let data = job.kind == .download && job.state == .completed ? base + "data?" + links.query(jobID: job.id) : nil
-        let events = job.state.isFinal ? nil : base + "events?" + links.query(jobID: job.id, for: .events)
+        let events = job.state.isFinal || !eventsLink ? nil : base + "events?" + links.query(jobID: job.id, for: .events)
         return Self.json(job, dataURL: data, eventsURL: events)
     }
 

@@ -4,9 +4,9 @@ import Synchronization
 /// Delivers the outbox's events to the operator's receiver (`GATEWAY_WEBHOOK_URL`), on every
 /// instance that has one: each event is POSTed as `{id, type, createdAt, data}` with
 /// `Gateway-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "t.body">`; any 2xx settles it;
-/// anything else is tried again after 10 s, then twice as long each time up to an hour (with
-/// jitter, so a receiver coming back is not met by every event at once), for 24 hours from the
-/// change, then kept as failed. Woken by the same notification the long polls hear, so an event
+/// anything else (or no answer within 30 s) is tried again within 10 s, then about twice as
+/// long each time up to an hour (with jitter, so a receiver coming back is not met by every
+/// event at once), for 24 hours from the change, then kept as failed. Woken by the same notification the long polls hear, so an event
 /// leaves within milliseconds of its change; it looks again every few seconds for retries
 /// falling due.
 public final class WebhookDelivery: Sendable {
@@ -14,7 +14,7 @@ public final class WebhookDelivery: Sendable {
         public var secret: [UInt8] = []
         /// Events claimed and sent at once.
         public var batch = 16
-        /// While an instance sends an event, no other claims it (longer than a POST may take).
+        /// While an instance sends an event, no other claims it: twice what a POST may take.
         public var leaseSeconds = 60
         public var giveUpAfterSeconds: Double = 86_400
         public var firstRetrySeconds: Double = 10
@@ -39,7 +39,10 @@ public final class WebhookDelivery: Sendable {
     let logger: Logger
     let metrics: Metrics
     private let stopping = Atomic<Bool>(false)
+    private let running = Atomic<Bool>(false)
     private let failedKept = Atomic<Int>(0)
+    /// When a failed delivery was last logged (seconds): at most one line a minute says so.
+    private let failureLogged = Atomic<Int>(0)
 
     /// `render` answers the event's `data` (the job's or the upload's JSON), nil when its subject is gone.
     public init(outbox: any WebhookOutbox, poster: any WebhookPoster, render: @escaping @Sendable (WebhookEvent) async throws -> [UInt8]?,
@@ -59,8 +62,14 @@ public final class WebhookDelivery: Sendable {
 
     /// Runs until `stop`.
     public func run() async {
+        running.store(true, ordering: .releasing)
+        defer { running.store(false, ordering: .releasing) }
         var lastHousekeeping = -Double.infinity
         while !stopping.load(ordering: .acquiring) {
+            if now() - lastHousekeeping >= 60 {
+                lastHousekeeping = now()
+                await housekeeping()
+            }
             // The ticket first: an event recorded while the outbox is read wakes the wait below.
             let ticket = changes.ticket(for: Self.wakeKey)
             let events: [WebhookEvent]
@@ -71,36 +80,38 @@ public final class WebhookDelivery: Sendable {
                 events = []
             }
             if events.isEmpty {
-                if now() - lastHousekeeping >= 60 {
-                    lastHousekeeping = now()
-                    await housekeeping()
-                }
                 _ = await changes.wait(ticket, for: Self.wakeKey, timeout: .milliseconds(Int(settings.idleSeconds * 1000)))
                 continue
             }
+            changes.forget(ticket, of: Self.wakeKey)
             await withTaskGroup(of: Void.self) { group in
                 for event in events { group.addTask { await self.deliver(event) } }
             }
         }
     }
 
-    /// Ends `run` after the events in hand are settled.
-    public func stop() {
+    /// Ends `run` once the events in hand are settled, waiting for that at most `grace`
+    /// seconds (an event cut short is sent again when its lease runs out).
+    public func stop(grace: Double = 10) async {
         stopping.store(true, ordering: .releasing)
         changes.notify(Self.wakeKey)
+        let deadline = ContinuousClock.now + .milliseconds(Int(grace * 1000))
+        while running.load(ordering: .acquiring) && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
     }
 
     func deliver(_ event: WebhookEvent) async {
         do {
             guard let data = try await render(event) else {
-                try await outbox.failed(id: event.id, error: "its \(event.isJobEvent ? "job" : "upload") no longer exists")
+                try await outbox.failed(event, error: "its \(event.isJobEvent ? "job" : "upload") cannot be read")
                 return
             }
             let body = Self.envelope(event, data: data)
             let headers = Self.headers(body: body, secret: settings.secret, time: Int(now()), eventID: event.id)
             switch await poster.post(body: body, headers: headers) {
             case .answered(let status) where (200...299).contains(status):
-                try await outbox.delivered(id: event.id)
+                try await outbox.delivered(event)
                 metrics.increment("gateway_webhook_deliveries_total{result=\"delivered\"}")
             case .answered(let status):
                 try await settleFailure(event, reason: "HTTP \(status)")
@@ -114,8 +125,13 @@ public final class WebhookDelivery: Sendable {
     }
 
     private func settleFailure(_ event: WebhookEvent, reason: String) async throws {
+        let minute = Int(now() / 60)
+        if failureLogged.exchange(minute, ordering: .relaxed) != minute {
+            // The receiver's URL stays out of the log: it may carry a credential of the receiver's.
+            logger.warn("webhook delivery failed", ["event": .string(event.id), "attempts": .int(event.attempts), "error": .string(reason)])
+        }
         if now() - event.createdAt >= settings.giveUpAfterSeconds {
-            try await outbox.failed(id: event.id, error: reason)
+            try await outbox.failed(event, error: reason)
             metrics.increment("gateway_webhook_deliveries_total{result=\"failed\"}")
             logger.warn("webhook event given up", ["event": .string(event.id), "type": .string(event.type),
                                                    "attempts": .int(event.attempts), "error": .string(reason)])
@@ -123,7 +139,7 @@ public final class WebhookDelivery: Sendable {
         }
         let delay = Self.retryDelay(attempts: event.attempts, first: settings.firstRetrySeconds, max: settings.maxRetrySeconds,
                                     jitter: Double.random(in: 0.5...1))
-        try await outbox.retry(id: event.id, afterSeconds: delay, error: reason)
+        try await outbox.retry(event, afterSeconds: delay, error: reason)
         metrics.increment("gateway_webhook_deliveries_total{result=\"retried\"}")
     }
 

@@ -23,16 +23,18 @@ public struct WebhookEvent: Sendable, Equatable {
 
 /// The events recorded with the state changes they tell of (see the `webhook_events` table).
 /// Any instance may deliver any event; a claim hides an event from the others for a while, so
-/// each is sent by one instance at a time, and again only if that one did not settle it.
+/// each is sent by one instance at a time, and again only if that one did not settle it. An
+/// outcome counts only for the claim it answers (its `attempts`): one that comes after the
+/// lease ran out and another instance claimed the event changes nothing.
 public protocol WebhookOutbox: Sendable {
     /// Up to `limit` events due now, each hidden from other claims for `leaseSeconds`.
     func claimDue(limit: Int, leaseSeconds: Int) async throws -> [WebhookEvent]
     /// The receiver acknowledged it.
-    func delivered(id: String) async throws
+    func delivered(_ event: WebhookEvent) async throws
     /// Try again `seconds` from now.
-    func retry(id: String, afterSeconds seconds: Double, error: String) async throws
+    func retry(_ event: WebhookEvent, afterSeconds seconds: Double, error: String) async throws
     /// Given up: kept as failed.
-    func failed(id: String, error: String) async throws
+    func failed(_ event: WebhookEvent, error: String) async throws
     /// Events given up, for `/metrics`.
     func failedCount() async throws -> Int
     /// Delivered events older than `seconds` are dropped (a few at a time).

@@ -28,6 +28,8 @@ public enum ResponseBodySink: Sendable {
     case file(fd: Int32, offset: Int64)
     /// Handed to a reader as it arrives, the transfer paused while the reader is behind.
     case stream(BodyStream)
+    /// Read and dropped (an answer only its status matters of, however long its body).
+    case discard
 }
 
 /// One HTTP exchange on the curl engine: the easy handle, its callbacks' state and the
@@ -129,6 +131,7 @@ final class CurlTransfer: @unchecked Sendable {
         _ = tg_easy_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, options.connectTimeoutMilliseconds)
         _ = tg_easy_setopt_long(handle, CURLOPT_LOW_SPEED_LIMIT, options.lowSpeedBytesPerSecond)
         _ = tg_easy_setopt_long(handle, CURLOPT_LOW_SPEED_TIME, options.lowSpeedSeconds)
+        if let total = options.totalTimeoutMilliseconds { _ = tg_easy_setopt_long(handle, CURLOPT_TIMEOUT_MS, total) }
         _ = tg_easy_setopt_long(handle, CURLOPT_TCP_NODELAY, 1)
         _ = tg_easy_setopt_long(handle, CURLOPT_BUFFERSIZE, 256 * 1024)
         _ = tg_easy_setopt_long(handle, CURLOPT_UPLOAD_BUFFERSIZE, 512 * 1024)
@@ -228,6 +231,8 @@ final class CurlTransfer: @unchecked Sendable {
                 response.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: count))
             }
             return count
+        case .discard:
+            return count
         case .stream(let stream):
             switch stream.offer(UnsafeRawBufferPointer(start: data, count: count), status: response.status) {
             case .accepted: return count
@@ -282,6 +287,8 @@ public struct CurlOptions: Sendable {
     public var lowSpeedSeconds = 30
     /// Connections kept open per host.
     public var maxHostConnections = 64
+    /// The most a whole transfer may take (nil: no limit but the low-speed rule).
+    public var totalTimeoutMilliseconds: Int?
 
     public init() {}
 }

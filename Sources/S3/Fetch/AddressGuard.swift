@@ -24,17 +24,22 @@ public struct AddressGuard: Sendable {
         self.reach = reach
     }
 
-    /// Whether an IPv4 address is link-local (169.254.0.0/16: the cloud metadata services).
-    public static func isLinkLocalIPv4(_ a: [UInt8]) -> Bool { a[0] == 169 && a[1] == 254 }
+    /// Whether an IPv4 address is link-local (169.254.0.0/16: the cloud metadata services), or
+    /// one of the metadata services that live elsewhere (Alibaba 100.100.100.200, Azure's
+    /// 168.63.129.16).
+    public static func isLinkLocalOrMetadataIPv4(_ a: [UInt8]) -> Bool {
+        (a[0] == 169 && a[1] == 254) || a == [100, 100, 100, 200] || a == [168, 63, 129, 16]
+    }
 
     /// Whether an IPv6 address is link-local (fe80::/10), a form of a link-local IPv4 address,
     /// or AWS's IPv6 metadata address (fd00:ec2::254).
-    public static func isLinkLocalIPv6(_ a: [UInt8]) -> Bool {
-        if a[0..<10].allSatisfy({ $0 == 0 }) && a[10] == 0xFF && a[11] == 0xFF { return isLinkLocalIPv4(Array(a[12..<16])) }
+    public static func isLinkLocalOrMetadataIPv6(_ a: [UInt8]) -> Bool {
+        if a[0..<10].allSatisfy({ $0 == 0 }) && a[10] == 0xFF && a[11] == 0xFF { return isLinkLocalOrMetadataIPv4(Array(a[12..<16])) }
+        if a[0..<12].allSatisfy({ $0 == 0 }) { return isLinkLocalOrMetadataIPv4(Array(a[12..<16])) }   // IPv4-compatible
         if a[0] == 0x00 && a[1] == 0x64 && a[2] == 0xFF && a[3] == 0x9B && a[4..<12].allSatisfy({ $0 == 0 }) {
-            return isLinkLocalIPv4(Array(a[12..<16]))
+            return isLinkLocalOrMetadataIPv4(Array(a[12..<16]))
         }
-        if a[0] == 0x20 && a[1] == 0x02 { return isLinkLocalIPv4(Array(a[2..<6])) }
+        if a[0] == 0x20 && a[1] == 0x02 { return isLinkLocalOrMetadataIPv4(Array(a[2..<6])) }
         if a[0] == 0xFE && a[1] & 0xC0 == 0x80 { return true }
         let ec2: [UInt8] = [0xFD, 0x00, 0x0E, 0xC2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x54]
         return a == ec2
@@ -108,7 +113,7 @@ public struct AddressGuard: Sendable {
                     withUnsafeBytes(of: sin.pointee.sin_addr) { Array($0) }
                 }
                 text = bytes.map(String.init).joined(separator: ".")
-                allowed = reach == .publicOnly ? Self.isPublicIPv4(bytes) : !Self.isLinkLocalIPv4(bytes)
+                allowed = reach == .publicOnly ? Self.isPublicIPv4(bytes) : !Self.isLinkLocalOrMetadataIPv4(bytes)
             } else if entry.pointee.ai_family == AF_INET6 {
                 let bytes = address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { sin6 in
                     withUnsafeBytes(of: sin6.pointee.sin6_addr) { Array($0) }
@@ -116,7 +121,7 @@ public struct AddressGuard: Sendable {
                 var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
                 _ = bytes.withUnsafeBytes { inet_ntop(AF_INET6, $0.baseAddress, &buffer, socklen_t(buffer.count)) }
                 text = "[" + String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) + "]"
-                allowed = reach == .publicOnly ? Self.isPublicIPv6(bytes) : !Self.isLinkLocalIPv6(bytes)
+                allowed = reach == .publicOnly ? Self.isPublicIPv6(bytes) : !Self.isLinkLocalOrMetadataIPv6(bytes)
             } else {
                 continue
             }

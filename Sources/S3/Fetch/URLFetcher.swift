@@ -50,14 +50,17 @@ public struct URLFetcher: Sendable {
         throw FetchError.tooManyRedirects
     }
 
-    /// POSTs `body` to `url` once and answers the status. No redirect is followed: the URL is an
-    /// operator's setting (the webhook receiver), and one that moved is theirs to change.
-    public func post(_ url: String, body: [UInt8], headers: [(String, String)]) async throws -> Int {
+    /// POSTs `body` to `url` once and answers the status, taking at most `timeoutSeconds` in all
+    /// (the answer's body is read and dropped). No redirect is followed: the URL is an operator's
+    /// setting (the webhook receiver), and one that moved is theirs to change.
+    public func post(_ url: String, body: [UInt8], headers: [(String, String)], timeoutSeconds: Int) async throws -> Int {
         let target = try Self.parse(url)
         let address = try await resolve(target)
         let pin = target.host.hasPrefix("[") ? nil : "\(target.host):\(target.port):\(address)"
+        var bounded = options
+        bounded.totalTimeoutMilliseconds = timeoutSeconds * 1000
         guard let transfer = CurlTransfer(method: "POST", url: target.url, headers: headers, source: .bytes(body),
-                                          sink: .memory(limit: 64 << 10), options: options, pinnedAddress: pin) else {
+                                          sink: .discard, options: bounded, pinnedAddress: pin) else {
             throw FetchError.badURL("a header cannot be sent")
         }
         return try await engine.perform(transfer).status
@@ -121,6 +124,11 @@ public struct URLFetcher: Sendable {
     }
 
     /// Scheme http or https, no user info, a host; the URL as libcurl normalises it.
+    /// Whether libcurl's parser takes `text` as an http(s) URL this fetcher can use.
+    public static func isUsable(_ text: String) -> Bool {
+        (try? parse(text)) != nil
+    }
+
     static func parse(_ text: String) throws -> Target {
         guard let handle = curl_url() else { throw FetchError.badURL(text) }
         defer { curl_url_cleanup(handle) }

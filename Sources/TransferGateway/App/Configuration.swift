@@ -1,4 +1,5 @@
 import Gateway
+import S3
 
 /// Every setting (README, "Settings") as one validated value, read from the environment here and
 /// nowhere else. A malformed setting stops start-up with one line naming the variable.
@@ -144,10 +145,9 @@ public struct Configuration: Sendable {
         c.webhookURL = try reader.string("GATEWAY_WEBHOOK_URL", secret: true)
         c.webhookSecret = try reader.string("GATEWAY_WEBHOOK_SECRET", secret: true)
         if let url = c.webhookURL {
-            let lower = url.lowercased()
-            guard url.utf8.count <= 2048, url.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }),
-                  (lower.hasPrefix("https://") && lower.count > 8) || (lower.hasPrefix("http://") && lower.count > 7) else {
-                throw Invalid(variable: "GATEWAY_WEBHOOK_URL", reason: "must be an http(s) URL")
+            // Checked as delivery will read it, so a URL that could never be used stops the start.
+            guard url.utf8.count <= 2048, url.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }), URLFetcher.isUsable(url) else {
+                throw Invalid(variable: "GATEWAY_WEBHOOK_URL", reason: "must be an http(s) URL without user info")
             }
             guard let secret = c.webhookSecret, secret.utf8.count >= 16 else {
                 throw Invalid(variable: "GATEWAY_WEBHOOK_SECRET", reason: "is required with GATEWAY_WEBHOOK_URL, at least 16 bytes")

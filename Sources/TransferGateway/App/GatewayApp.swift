@@ -180,7 +180,7 @@ public struct GatewayApp: Sendable {
     /// requests answered and requests in flight finished for up to `grace` seconds.
     public func shutdown(grace: Double) async {
         await worker?.stop()
-        webhooks?.stop()
+        await webhooks?.stop()
         await server.shutdown(grace: grace) { [changes] in changes.close() }
         listener?.stop()
     }
