@@ -8,7 +8,9 @@
 # Prints a markdown table and writes it into bench/RESULTS.md, section "## HTTP: /healthz vs nginx"
 # (other sections are kept). Stops everything it started on exit.
 #
-#   bench/http.sh                    BENCH_ROUNDS rounds (3), each wrk against gateway then nginx
+#   bench/http.sh                    BENCH_ROUNDS rounds (5), each wrk against the gateway, the
+#                                    gateway with its request log off (GATEWAY_LOG_LEVEL=warn, on
+#                                    18089: what logging costs) and nginx, the order rotated each round
 #   BENCH_DURATION=30s bench/http.sh wrk duration per run (15s)
 #   BENCH_SOAK=60 bench/http.sh      memory run: one 60 s wrk against the gateway, RSS every 5 s
 #   BENCH_TARGETS=nginx bench/http.sh  only the nginx half (no Swift build needed)
@@ -20,10 +22,11 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 DURATION="${BENCH_DURATION:-15s}"
-ROUNDS="${BENCH_ROUNDS:-3}"
+ROUNDS="${BENCH_ROUNDS:-5}"
 SOAK="${BENCH_SOAK:-}"
-TARGETS="${BENCH_TARGETS:-gateway nginx}"
+TARGETS="${BENCH_TARGETS:-gateway quiet nginx}"
 GW_PORT=18090
+QUIET_PORT=18089
 NGINX_PORT=18081
 THREADS=2
 CONNECTIONS=64
@@ -134,18 +137,20 @@ CONF
 
 
 
+# start_gateway PORT LOG_LEVEL NAME: sets GW_PID (or QUIET_PID for the quiet one).
 start_gateway() {
-  port_free "$GW_PORT" || die "port $GW_PORT is in use"
+  port_free "$1" || die "port $1 is in use"
   (
     # shellcheck disable=SC1091
     . "$ROOT/.stack/env"
-    export GATEWAY_HOST=127.0.0.1 GATEWAY_PORT="$GW_PORT" GATEWAY_SPOOL_DIR="$TMP/spool"
+    export GATEWAY_HOST=127.0.0.1 GATEWAY_PORT="$1" GATEWAY_SPOOL_DIR="$TMP/spool-$3" GATEWAY_LOG_LEVEL="$2"
     exec "$GW_BIN" serve
-  ) </dev/null >"$TMP/gateway.log" 2>&1 &
-  GW_PID=$!
-  PIDS+=("$GW_PID")
-  wait_http "http://127.0.0.1:$GW_PORT/healthz" "$GW_PID" "$TMP/gateway.log"
-  say "gateway on 127.0.0.1:$GW_PORT (pid $GW_PID, log $TMP/gateway.log)"
+  ) </dev/null >"$TMP/$3.log" 2>&1 &
+  local pid=$!
+  PIDS+=("$pid")
+  if [ "$3" = gateway ]; then GW_PID=$pid; else QUIET_PID=$pid; fi
+  wait_http "http://127.0.0.1:$1/healthz" "$pid" "$TMP/$3.log"
+  say "$3 on 127.0.0.1:$1 (pid $pid, log level $2, log $TMP/$3.log)"
 }
 
 rss_mb() {  # VmRSS of PID in MiB, one decimal
@@ -238,10 +243,18 @@ run_rounds() {
     RSS_START="$(rss_mb "$GW_PID")"
     say "gateway RSS at start: $RSS_START MiB"
   fi
+  local -a order
+  read -r -a order <<<"$TARGETS"
   for r in $(seq 1 "$ROUNDS"); do
-    for target in gateway nginx; do
+    # The order turns each round, so no target always runs first (or right after another).
+    local shift=$(( (r - 1) % ${#order[@]} ))
+    for target in "${order[@]:$shift}" "${order[@]:0:$shift}"; do
       want "$target" || continue
-      if [ "$target" = gateway ]; then port=$GW_PORT; else port=$NGINX_PORT; fi
+      case "$target" in
+        gateway) port=$GW_PORT ;;
+        quiet) port=$QUIET_PORT ;;
+        *) port=$NGINX_PORT ;;
+      esac
       out="$TMP/wrk-$target-$r.txt"
       say "round $r/$ROUNDS: $target ($DURATION)"
       local sampler=""
@@ -268,14 +281,13 @@ run_rounds() {
   {
     echo "### Throughput: $ROUNDS rounds"
     echo
-    local order
-    order="$(echo "$TARGETS" | xargs | sed 's/ / then /')"
-    echo "$(machine_line). Command: \`$WRK_CMD_TEMPLATE\`, $ROUNDS rounds, each $order. Script: \`bench/http.sh\`."
+    echo "$(machine_line). Command: \`$WRK_CMD_TEMPLATE\`, $ROUNDS rounds of $(echo "$TARGETS" | xargs | sed 's/ /, /g'), the order turned each round. Script: \`bench/http.sh\`."
     if want nginx; then
       echo "nginx $(nginx -v 2>&1 | sed 's/.*nginx\///') \`return 200\` (worker_processes auto, access_log off, keepalive_requests 1000000) on port $NGINX_PORT."
     fi
     if want gateway; then
-      echo "Gateway \`transfer-gateway serve\` (default log level, log to a file) on port $GW_PORT."
+      echo "gateway: \`transfer-gateway serve\` (default log level: a JSON line per request, to a file) on port $GW_PORT."
+      if want quiet; then echo "quiet: the same binary with \`GATEWAY_LOG_LEVEL=warn\` (no request lines) on port $QUIET_PORT."; fi
     else
       echo "Gateway not run (BENCH_TARGETS=$TARGETS)."
     fi
@@ -300,6 +312,14 @@ run_rounds() {
     if want gateway && want nginx; then
       echo "- gateway/nginx: throughput **$(awk -v a="$gw_rps" -v b="$ng_rps" 'BEGIN { printf "%.2f", a / b }')**," \
         "p99 **$(awk -v a="$gw_p99" -v b="$ng_p99" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')**"
+    fi
+    if want quiet; then
+      local q_rps q_p99
+      q_rps="$(awk '$2=="quiet"{print $3}' "$TMP/rows" | median)"
+      q_p99="$(awk '$2=="quiet"{print $4}' "$TMP/rows" | median)"
+      echo "- quiet (request log off) median: **$q_rps req/s**, p99 **$q_p99 ms**"
+      if want nginx; then echo "- quiet/nginx: throughput **$(awk -v a="$q_rps" -v b="$ng_rps" 'BEGIN { printf "%.2f", a / b }')**"; fi
+      if want gateway; then echo "- the request log costs **$(awk -v a="$gw_rps" -v b="$q_rps" 'BEGIN { printf "%.1f", (1 - a / b) * 100 }')%** of throughput (gateway/quiet $(awk -v a="$gw_rps" -v b="$q_rps" 'BEGIN { printf "%.2f", a / b }'))"; fi
     fi
     if want gateway; then
       local peak
@@ -349,11 +369,12 @@ run_soak() {
 # ---------------------------------------------------------------------------------------------
 
 install_tools
-if want gateway; then
+if want gateway || want quiet; then
   build_gateway 'BENCH_TARGETS=nginx runs the nginx half alone'
   start_stack
-  start_gateway
 fi
+if want gateway; then start_gateway "$GW_PORT" info gateway; fi
+if want quiet; then start_gateway "$QUIET_PORT" warn quiet; fi
 if want nginx; then start_nginx; fi
 
 if [ -n "$SOAK" ]; then run_soak; else run_rounds; fi

@@ -219,3 +219,19 @@ struct FixedCheck: DependencyCheck {
     #expect(throws: APIError.self) { _ = try HeaderRules.metadataHeaders(["Lk": " "]) }
     #expect(Set(try HeaderRules.metadataHeaders(["B": "2", "a": "1"]).map(\.0)) == ["x-amz-meta-a", "x-amz-meta-b"])
 }
+
+/// The request line holds at most 256 bytes of the path, cut where a character starts, and
+/// writes numbers without building strings: every line parses as JSON with the same figures.
+@Test func theRequestLineCutsLongPathsOnACharacterBoundary() throws {
+    let sink = MemorySink()
+    let logger = Logger(level: .info, sink: sink)
+    let long = "/v1/" + String(repeating: "a", count: 251) + "é" + String(repeating: "b", count: 100)
+    logger.request(id: "x-1", method: "GET", route: "/v1/{rest}", path: long[...], status: 404, microseconds: 1_234_567, remote: "127.0.0.1:9")
+    logger.request(id: "x-2", method: "GET", route: "/q", path: "/q\"\\\u{1}"[...], status: 200, microseconds: 0, remote: "[::1]:9")
+    #expect(sink.all.count == 2)
+    let first = try #require(try JSONSerialization.jsonObject(with: Data(sink.all[0].utf8)) as? [String: Any])
+    #expect(first["path"] as? String == "/v1/" + String(repeating: "a", count: 251), "the é (bytes 256–257) is left out whole")
+    #expect(first["status"] as? Int == 404 && (first["durationMs"] as? Double) == 1234.567)
+    let second = try #require(try JSONSerialization.jsonObject(with: Data(sink.all[1].utf8)) as? [String: Any])
+    #expect(second["path"] as? String == "/q\"\\\u{1}" && second["durationMs"] as? Double == 0)
+}

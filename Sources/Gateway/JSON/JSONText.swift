@@ -31,37 +31,61 @@ struct JSONText {
     /// Runs of plain bytes are copied whole.
     mutating func appendString(_ text: String) {
         var text = text
+        text.withUTF8 { appendString(utf8: $0) }
+    }
+
+    /// `appendString` for UTF-8 bytes already in hand (a request's path, say).
+    mutating func appendString(utf8: UnsafeBufferPointer<UInt8>) {
         bytes.append(UInt8(ascii: "\""))
-        text.withUTF8 { utf8 in
-            var runStart = 0
-            var i = 0
-            while i < utf8.count {
-                // Eight plain bytes at a time: long values (presigned URLs) rarely need escaping.
-                if i + 8 <= utf8.count,
-                   !Self.mayNeedEscape(UnsafeRawPointer(utf8.baseAddress! + i).loadUnaligned(as: UInt64.self)) {
-                    i += 8
-                    continue
-                }
-                let byte = utf8[i]
-                i += 1
-                guard byte < 0x20 || byte == 0x22 || byte == 0x5C || byte == 0x7F else { continue }
-                let at = i - 1
-                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<at]))
-                runStart = at + 1
-                switch byte {
-                case 0x22: bytes.append(contentsOf: [92, 34])
-                case 0x5C: bytes.append(contentsOf: [92, 92])
-                case 0x0A: bytes.append(contentsOf: [92, UInt8(ascii: "n")])
-                case 0x0D: bytes.append(contentsOf: [92, UInt8(ascii: "r")])
-                case 0x09: bytes.append(contentsOf: [92, UInt8(ascii: "t")])
-                default:
-                    let hex = Array("0123456789abcdef".utf8)
-                    bytes.append(contentsOf: [92, UInt8(ascii: "u"), 48, 48, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
-                }
+        var runStart = 0
+        var i = 0
+        while i < utf8.count {
+            // Eight plain bytes at a time: long values (presigned URLs) rarely need escaping.
+            if i + 8 <= utf8.count,
+               !Self.mayNeedEscape(UnsafeRawPointer(utf8.baseAddress! + i).loadUnaligned(as: UInt64.self)) {
+                i += 8
+                continue
             }
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
+            let byte = utf8[i]
+            i += 1
+            guard byte < 0x20 || byte == 0x22 || byte == 0x5C || byte == 0x7F else { continue }
+            let at = i - 1
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<at]))
+            runStart = at + 1
+            switch byte {
+            case 0x22: bytes.append(contentsOf: [92, 34])
+            case 0x5C: bytes.append(contentsOf: [92, 92])
+            case 0x0A: bytes.append(contentsOf: [92, UInt8(ascii: "n")])
+            case 0x0D: bytes.append(contentsOf: [92, UInt8(ascii: "r")])
+            case 0x09: bytes.append(contentsOf: [92, UInt8(ascii: "t")])
+            default:
+                let hex = Array("0123456789abcdef".utf8)
+                bytes.append(contentsOf: [92, UInt8(ascii: "u"), 48, 48, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+            }
         }
+        bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...]))
         bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// Bytes that need no escaping, from a literal.
+    @inline(__always)
+    mutating func appendRaw(_ text: StaticString) {
+        text.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    }
+
+    /// A non-negative integer's digits, without building a String.
+    mutating func appendDigits(_ value: Int) {
+        var n = value < 0 ? 0 : value
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // 24 bytes: Int has at most 19 digits
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            var at = buffer.count
+            repeat {
+                at -= 1
+                buffer[at] = UInt8(48 + n % 10)
+                n /= 10
+            } while n > 0 && at > 0
+            bytes.append(contentsOf: buffer[at...])
+        }
     }
 
     /// Whether any of eight bytes is below 0x20, a quote, a backslash or DEL (the classic

@@ -64,28 +64,35 @@ public final class Logger: Sendable {
         guard level <= .info else { return }
         var line = JSONText()
         line.bytes.reserveCapacity(256)
-        line.bytes.append(contentsOf: #"{"ts":""#.utf8)
+        line.appendRaw(#"{"ts":""#)
         Timestamp.append(to: &line.bytes)
-        line.bytes.append(contentsOf: #"","level":"info","msg":"request","requestId":"#.utf8)
+        line.appendRaw(#"","level":"info","msg":"request","requestId":"#)
         line.appendString(id)
-        line.bytes.append(contentsOf: #","method":"#.utf8)
+        line.appendRaw(#","method":"#)
         line.appendString(method)
-        line.bytes.append(contentsOf: #","route":"#.utf8)
+        line.appendRaw(#","route":"#)
         line.appendString(route)
-        line.bytes.append(contentsOf: #","path":"#.utf8)
-        line.appendString(String(path.prefix(256)))
-        line.bytes.append(contentsOf: #","status":"#.utf8)
-        line.bytes.append(contentsOf: String(status).utf8)
-        line.bytes.append(contentsOf: #","durationMs":"#.utf8)
-        line.bytes.append(contentsOf: String(microseconds / 1000).utf8)
-        let fraction = microseconds % 1000
+        line.appendRaw(#","path":"#)
+        // At most 256 bytes of the path, cut where a character starts (by bytes: walking
+        // characters to count them cost more than the rest of the line).
+        path.utf8.withContiguousStorageIfAvailable { all in
+            var cut = min(all.count, 256)
+            while cut < all.count && cut > 0 && all[cut] & 0xC0 == 0x80 { cut -= 1 }
+            line.appendString(utf8: UnsafeBufferPointer(rebasing: all[..<cut]))
+        } ?? line.appendString(String(decoding: path.utf8.prefix(256), as: UTF8.self))
+        line.appendRaw(#","status":"#)
+        line.appendDigits(status)
+        line.appendRaw(#","durationMs":"#)
+        let micros = max(0, microseconds)
+        line.appendDigits(micros / 1000)
+        let fraction = micros % 1000
         line.bytes.append(UInt8(ascii: "."))
         line.bytes.append(UInt8(48 + fraction / 100))
         line.bytes.append(UInt8(48 + fraction / 10 % 10))
         line.bytes.append(UInt8(48 + fraction % 10))
-        line.bytes.append(contentsOf: #","remote":"#.utf8)
+        line.appendRaw(#","remote":"#)
         line.appendString(remote)
-        line.bytes.append(contentsOf: "}\n".utf8)
+        line.appendRaw("}\n")
         sink.write(line.bytes)
     }
 
