@@ -6,6 +6,7 @@
 # replays each user's reads of their own jobs and uploads as the other user.
 #
 #   scripts/apifuzz.sh [MAX_EXAMPLES]    default 25 examples per operation and phase
+#   APIFUZZ_SEED=N scripts/apifuzz.sh   the run schemathesis made with seed N (printed as "Seed:"), again
 #
 # scripts/apifuzz.toml holds the settings (and why the tus operations expect 412 and 413);
 # scripts/apifuzz_hooks.py adds a check of our own (each successful read of one user's job,
@@ -57,7 +58,7 @@ APIFUZZ_USERS="$WORK/users.json" APIFUZZ_ALICE="$ALICE" APIFUZZ_BOB="$BOB" SCHEM
   .venv/bin/schemathesis --config-file scripts/apifuzz.toml run openapi.yaml \
   --url "http://127.0.0.1:$PORT" --checks all --max-examples "$EXAMPLES" --workers 1 \
   --request-timeout 70 --suppress-health-check all --report ndjson --report-dir "$WORK/report" \
-  --no-color 2>&1 | tee "$WORK/schemathesis.txt" || status=$?
+  --no-color ${APIFUZZ_SEED:+--seed "$APIFUZZ_SEED"} 2>&1 | tee "$WORK/schemathesis.txt" || status=$?
 
 requests="$(grep -c '"msg":"request"' "$WORK/gateway.log" || true)"
 errors="$(grep -Ec '"status":5[0-9][0-9]|handler failed' "$WORK/gateway.log" || true)"
