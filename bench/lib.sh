@@ -50,3 +50,17 @@ cleanup_job_bench() {
   rm -rf "$TMP"
   if [ -n "$STACK_STARTED" ]; then bash "$ROOT/scripts/stack.sh" down >/dev/null 2>&1 || true; fi
 }
+
+# write_section FILE TEXT: TEXT is a whole "## Title" section; it replaces the section of that
+# title in FILE (up to the next "## "), or is appended when FILE has none.
+write_section() {
+  python3 - "$1" "$2" <<'PY'
+import re, sys
+path, section = sys.argv[1], sys.argv[2].rstrip() + "\n"
+title = section.split("\n", 1)[0]
+text = open(path).read()
+pattern = re.compile("^" + re.escape(title) + r"\n.*?(?=^## |\Z)", re.S | re.M)
+text = pattern.sub(lambda _: section + "\n", text) if pattern.search(text) else text.rstrip() + "\n\n" + section
+open(path, "w").write(text)
+PY
+}

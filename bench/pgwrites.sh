@@ -115,12 +115,5 @@ transaction); the rest is the job's own (insert, claim, start, finish) and lease
 | job | parts | rows written | rows per part | commits | commits per part |
 |---|---:|---:|---:|---:|---:|
 ${rows}"
-python3 - "$RESULTS" "$section" <<'PY'
-import re, sys
-path, section = sys.argv[1], sys.argv[2].rstrip() + "\n"
-text = open(path).read()
-pattern = re.compile(r"^## PostgreSQL writes per part\n.*?(?=^## |\Z)", re.S | re.M)
-text = pattern.sub(lambda _: section + "\n", text) if pattern.search(text) else text.rstrip() + "\n\n" + section
-open(path, "w").write(text)
-PY
+write_section "$RESULTS" "$section"
 say "results in bench/RESULTS.md"

@@ -81,12 +81,5 @@ $table
 
 Every event arrived once (deliveries = events). There is no outside peer for this: what a
 backend does without webhooks is poll each job."
-python3 - "$RESULTS" "$section" <<'PY'
-import re, sys
-path, section = sys.argv[1], sys.argv[2].rstrip() + "\n"
-text = open(path).read()
-pattern = re.compile(r"^## Webhooks\n.*?(?=^## |\Z)", re.S | re.M)
-text = pattern.sub(lambda _: section + "\n", text) if pattern.search(text) else text.rstrip() + "\n\n" + section
-open(path, "w").write(text)
-PY
+write_section "$RESULTS" "$section"
 say "results in bench/RESULTS.md"
