@@ -132,8 +132,8 @@ public final class InMemoryJobStore: UploadStore {
         state.withLock { s in (s.parts[jobID] ?? [:]).values.sorted { $0.number < $1.number } }
     }
 
-    public func start(_ lease: Lease, uploadID: String?, partsTotal: Int, partSize: Int64, bytesTotal: Int64?,
-                      sourceETag: String?) async throws {
+    public func start(_ lease: Lease, uploadID: String?, partChecksum: PartChecksum?, partsTotal: Int, partSize: Int64,
+                      bytesTotal: Int64?, sourceETag: String?) async throws {
         try state.withLock { s in
             try guardWrite(s, lease, "start")
             let dropped = (s.parts[lease.jobID] ?? [:]).values.reduce(Int64(0)) { $0 + $1.size }
@@ -141,6 +141,7 @@ public final class InMemoryJobStore: UploadStore {
             s.jobs[lease.jobID]?.bytesCommitted -= dropped
             s.jobs[lease.jobID]?.bytesTransferred -= dropped
             s.jobs[lease.jobID]?.uploadID = uploadID
+            s.jobs[lease.jobID]?.partChecksum = partChecksum
             s.jobs[lease.jobID]?.partsTotal = partsTotal
             s.jobs[lease.jobID]?.partSize = partSize
             s.jobs[lease.jobID]?.bytesTotal = bytesTotal

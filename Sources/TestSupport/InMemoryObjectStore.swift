@@ -18,6 +18,8 @@ public final class InMemoryObjectStore: ObjectStore {
         var parts: [Int: [UInt8]] = [:]
         /// When it began, in the clock's milliseconds.
         var startedAt = 0
+        /// The algorithm it was created with (as AWS, a part sent with another check is refused).
+        var checksum: PartChecksum? = nil
     }
     private struct State {
         var objects: [String: [UInt8]] = [:]
@@ -88,12 +90,13 @@ public final class InMemoryObjectStore: ObjectStore {
         return (objects, keys.count > limit ? page.last : nil)
     }
 
-    public func createMultipartUpload(key: String, attributes: ObjectAttributesSpec) async throws -> String {
+    public func createMultipartUpload(key: String, attributes: ObjectAttributesSpec, checksum: PartChecksum?) async throws -> String {
         try enter(.create)
         return state.withLock { s in
             s.nextUpload += 1
             let id = "upload-\(s.nextUpload)"
-            s.uploads[id] = Upload(key: key, attributes: attributes.withDefaultType, startedAt: now)
+            s.uploads[id] = Upload(key: key, attributes: attributes.withDefaultType, startedAt: now,
+                                   checksum: checksum == .crc32c ? .crc32c : nil)
             return id
         }
     }
@@ -116,16 +119,31 @@ public final class InMemoryObjectStore: ObjectStore {
         return try storePart(uploadID, part, bytes)
     }
 
-    public func uploadPart(key: String, uploadID: String, part: Int, data: PartData) async throws -> String {
+    public func uploadPart(key: String, uploadID: String, part: Int, data: PartData, checksum: PartChecksum) async throws -> RecordedPart {
         try await beforePart?(part)
         try enter(.uploadPart(part))
-        return try storePart(uploadID, part, try Self.bytes(data))
+        let declared = state.withLock { $0.uploads[uploadID]?.checksum }
+        // AWS: "Checksum Type mismatch" for a part whose check is not the upload's algorithm.
+        guard declared == nil ? checksum == .md5 : checksum == declared else {
+            throw TransferError(code: "InvalidRequest", retryable: false)
+        }
+        let bytes = try Self.bytes(data)
+        let etag = try storePart(uploadID, part, bytes)
+        return RecordedPart(number: part, size: Int64(bytes.count), etag: etag, checksum: declared.map { _ in Self.crc32c(bytes) })
+    }
+
+    /// The CRC-32C S3 would list for `bytes`.
+    public static func crc32c(_ bytes: [UInt8]) -> String {
+        Digest.crc32cBase64(bytes.withUnsafeBytes { Digest.crc32c($0) })
     }
 
     public func listParts(key: String, uploadID: String) async throws -> [RecordedPart] {
         try state.withLock { s in
             guard let upload = s.uploads[uploadID] else { throw TransferError(code: "NoSuchUpload", retryable: false) }
-            return upload.parts.map { RecordedPart(number: $0.key, size: Int64($0.value.count), etag: Self.etag($0.value)) }
+            return upload.parts.map { number, bytes in
+                RecordedPart(number: number, size: Int64(bytes.count), etag: Self.etag(bytes),
+                             checksum: upload.checksum == nil ? nil : Self.crc32c(bytes))
+            }
                 .sorted { $0.number < $1.number }
         }
     }
@@ -137,6 +155,10 @@ public final class InMemoryObjectStore: ObjectStore {
             var whole: [UInt8] = []
             for part in parts {
                 guard let bytes = upload.parts[part.number], Self.etag(bytes) == part.etag else {
+                    throw TransferError(code: "InvalidPart", retryable: false)
+                }
+                // AWS: an upload created with an algorithm is completed with each part's checksum.
+                if upload.checksum != nil, part.checksum != Self.crc32c(bytes) {
                     throw TransferError(code: "InvalidPart", retryable: false)
                 }
                 whole += bytes

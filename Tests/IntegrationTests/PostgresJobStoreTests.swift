@@ -129,5 +129,33 @@ extension JobTableTests {
         #expect(try await store.job(id: job.id)?.state == .failed)
         try await cleanup(pool, [job.id])
     }
+
+    /// How an upload checks its parts, and each part's checksum, outlive the worker: another
+    /// instance completes the upload with them.
+    @Test func anUploadsChecksumAndItsPartsChecksumsAreKept() async throws {
+        let (store, pool) = try await store()
+        let job = newJob()
+        try await store.insert(job)
+        #expect(try await store.job(id: job.id)?.partChecksum == nil)
+        var ours: Lease?
+        while let (claimed, lease) = try await store.claim(owner: "w", leaseMilliseconds: 60_000) {
+            if claimed.id == job.id { ours = lease; break }
+            try await store.release(lease)
+        }
+        let lease = try #require(ours)
+        try await store.start(lease, uploadID: "u-1", partChecksum: .crc32c, partsTotal: 2, partSize: 5 << 20, bytesTotal: 10 << 20,
+                              sourceETag: nil)
+        try await store.recordPart(RecordedPart(number: 2, size: 5 << 20, etag: "\"b\"", checksum: "qn4G2w=="), under: lease)
+        try await store.recordPart(RecordedPart(number: 1, size: 5 << 20, etag: "\"a\""), under: lease)
+        let read = try #require(try await store.job(id: job.id))
+        #expect(read.uploadID == "u-1" && read.partChecksum == .crc32c)
+        #expect(try await store.parts(of: job.id) == [RecordedPart(number: 1, size: 5 << 20, etag: "\"a\""),
+                                                      RecordedPart(number: 2, size: 5 << 20, etag: "\"b\"", checksum: "qn4G2w==")])
+        // A part sent again replaces its checksum with the new one's.
+        try await store.recordPart(RecordedPart(number: 2, size: 5 << 20, etag: "\"c\"", checksum: "YXFUyQ=="), under: lease)
+        #expect(try await store.parts(of: job.id).last?.checksum == "YXFUyQ==")
+        try await store.finish(lease, state: .failed, etag: nil, error: #"{"code":"x"}"#)
+        try await cleanup(pool, [job.id])
+    }
 }
 }

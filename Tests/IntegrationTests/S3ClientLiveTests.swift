@@ -93,6 +93,49 @@ struct S3ClientLiveTests {
         }
     }
 
+    @Test func aWrongCRC32CIsRefusedAndTheRightOneTaken() async throws {
+        let client = try liveClient()
+        let body = pattern(100, seed: 1)
+        let right = Digest.crc32cBase64(body.withUnsafeBytes { Digest.crc32c($0) })
+        do {
+            _ = try await client.putObject(key: uniqueKey("crc"), body: .bytes(body),
+                                           checksumCRC32C: Digest.crc32cBase64([1, 2, 3].withUnsafeBytes { Digest.crc32c($0) }))
+            Issue.record("a wrong x-amz-checksum-crc32c was accepted")
+        } catch let error as S3Error {
+            #expect(error.kind == .service && (error.code == "BadDigest" || error.code == "InvalidRequest"), "\(error)")
+        }
+        let key = uniqueKey("crc")
+        let etag = try await client.putObject(key: key, body: .bytes(body), checksumCRC32C: right)
+        #expect(etag == "\"\(Digest.hex(Digest.md5(body)))\"")
+        try await client.deleteObject(key: key)
+    }
+
+    /// An upload created with CRC32C: a part whose checksum is wrong is refused, and the
+    /// completion lists each part's.
+    @Test func aCRC32CMultipartUploadChecksEveryPart() async throws {
+        let client = try liveClient()
+        let key = uniqueKey("crc-multipart")
+        let uploadId = try await client.createMultipartUpload(key: key, checksumAlgorithm: "CRC32C")
+        let parts = [pattern(5 << 20, seed: 2), pattern(1000, seed: 3)]
+        let checksums = parts.map { part in Digest.crc32cBase64(part.withUnsafeBytes { Digest.crc32c($0) }) }
+        do {
+            _ = try await client.uploadPart(key: key, uploadId: uploadId, partNumber: 1, body: .bytes(parts[0]), checksumCRC32C: checksums[1])
+            Issue.record("a part with another part's checksum was accepted")
+        } catch let error as S3Error {
+            #expect(error.kind == .service && error.code == "BadDigest", "\(error)")
+        }
+        var etags: [(partNumber: Int, etag: String)] = []
+        for (index, part) in parts.enumerated() {
+            let etag = try await client.uploadPart(key: key, uploadId: uploadId, partNumber: index + 1, body: .bytes(part),
+                                                   checksumCRC32C: checksums[index])
+            etags.append((index + 1, etag))
+        }
+        _ = try await client.completeMultipartUpload(key: key, uploadId: uploadId, parts: etags,
+                                                     checksums: [1: checksums[0], 2: checksums[1]])
+        #expect(try await client.getObject(key: key).body == parts[0] + parts[1])
+        try await client.deleteObject(key: key)
+    }
+
     @Test func wrongSecretIsSignatureDoesNotMatch() async throws {
         let client = try liveClient(secret: "not-the-secret")
         do {

@@ -274,11 +274,11 @@ private func copySource(_ key: String) -> String { ObjectSource(key: key).json }
             recorded.add(1, ordering: .relaxed)
         }
         func parts(of jobID: String) async throws -> [RecordedPart] { try await inner.parts(of: jobID) }
-        func start(_ lease: Lease, uploadID: String?, partsTotal: Int, partSize: Int64, bytesTotal: Int64?,
-                   sourceETag: String?) async throws {
+        func start(_ lease: Lease, uploadID: String?, partChecksum: PartChecksum?, partsTotal: Int, partSize: Int64,
+                   bytesTotal: Int64?, sourceETag: String?) async throws {
             try gate()
-            try await inner.start(lease, uploadID: uploadID, partsTotal: partsTotal, partSize: partSize, bytesTotal: bytesTotal,
-                                  sourceETag: sourceETag)
+            try await inner.start(lease, uploadID: uploadID, partChecksum: partChecksum, partsTotal: partsTotal, partSize: partSize,
+                                  bytesTotal: bytesTotal, sourceETag: sourceETag)
         }
         func finish(_ lease: Lease, state: Job.State, etag: String?, error: String?) async throws {
             try gate(); try await inner.finish(lease, state: state, etag: etag, error: error)
@@ -370,6 +370,45 @@ private func copySource(_ key: String) -> String { ObjectSource(key: key).json }
         let (_, job) = try await rig.claimAndRun(runner: try rig.runner(fetcher: fetcher))
         #expect(job.state == .completed && rig.objects.object("small") == pattern(1000))
         #expect(rig.objects.count(.putObject) == 1 && rig.objects.count(.create) == 0)
+    }
+
+    /// The twin refuses, as AWS does, a part whose check is not its upload's algorithm and a
+    /// completion without the parts' checksums when the upload declared one.
+    @Test(arguments: PartChecksum.allCases)
+    func importPartsCarryTheChecksumTheirUploadWasCreatedWith(checksum: PartChecksum) async throws {
+        var rig = Rig()
+        rig.settings.partChecksum = checksum
+        let body = pattern(12 * MiB + 5, seed: 9)
+        try await rig.insert(.import, source: URLSource(url: "https://example.com/f").json, key: "checked")
+        let (outcome, job) = try await rig.claimAndRun(runner: try rig.runner(fetcher: InMemoryFetcher(body: body, ranges: true)))
+        guard case .completed = outcome else { Issue.record("\(outcome)"); return }
+        #expect(job.partChecksum == checksum && rig.objects.object("checked") == body)
+        let parts = try await rig.store.parts(of: job.id)
+        #expect(parts.count == 3)
+        #expect(parts.allSatisfy { $0.checksum == (checksum == .crc32c ? InMemoryObjectStore.crc32c(Self.bytes(of: $0, in: body)) : nil) })
+    }
+
+    @Test func anUploadCreatedBeforeChecksumsWereDeclaredGoesOnWithContentMD5() async throws {
+        let rig = Rig()
+        #expect(rig.settings.partChecksum == .crc32c)
+        let body = pattern(12 * MiB + 5, seed: 4)
+        let inserted = try await rig.insert(.import, source: URLSource(url: "https://example.com/f").json, key: "legacy")
+        // An earlier build's run: its upload declared no algorithm, and it recorded none.
+        let legacy = try await rig.objects.createMultipartUpload(key: "legacy", attributes: ObjectAttributesSpec())
+        let (_, lease) = try #require(try await rig.store.claim(owner: "old", leaseMilliseconds: rig.settings.leaseMilliseconds))
+        try await rig.store.start(lease, uploadID: legacy, partsTotal: 3, partSize: rig.settings.partSize,
+                                  bytesTotal: Int64(body.count), sourceETag: nil)
+        try await rig.store.release(lease)
+        let (outcome, job) = try await rig.claimAndRun(runner: try rig.runner(fetcher: InMemoryFetcher(body: body, ranges: true)))
+        guard case .completed = outcome else { Issue.record("\(outcome)"); return }
+        #expect(job.id == inserted.id && job.uploadID == legacy && job.partChecksum == nil)
+        #expect(rig.objects.object("legacy") == body && rig.objects.count(.create) == 1)
+        #expect(try await rig.store.parts(of: job.id).allSatisfy { $0.checksum == nil })
+    }
+
+    private static func bytes(of part: RecordedPart, in body: [UInt8]) -> [UInt8] {
+        let start = (part.number - 1) * 5 * MiB
+        return Array(body[start..<(start + Int(part.size))])
     }
 
     @Test func aRefusedSourceFailsTheImportWithItsCode() async throws {

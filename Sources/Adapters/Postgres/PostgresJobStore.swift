@@ -15,7 +15,7 @@ public struct PostgresJobStore: UploadStore {
 
     static let columns = SQLFragment("""
         id::text, owner, type, state, object_key, source::text, options::text, bytes_total, bytes_transferred, bytes_flowing,
-        bytes_committed, part_size, parts_total, upload_id, etag, error::text, attempts, crashes, source_etag, version,
+        bytes_committed, part_size, parts_total, upload_id, part_checksum, etag, error::text, attempts, crashes, source_etag, version,
         lease_owner, lease_token, (extract(epoch FROM lease_expires_at) * 1000)::bigint AS lease_expires_ms,
         (extract(epoch FROM created_at) * 1000)::bigint AS created_ms,
         (extract(epoch FROM updated_at) * 1000)::bigint AS updated_ms,
@@ -128,13 +128,16 @@ public struct PostgresJobStore: UploadStore {
 
     public func parts(of jobID: String) async throws -> [RecordedPart] {
         try await pool.withConnection { connection in
-            try connection.query("SELECT part_number, size, etag FROM job_parts WHERE job_id = \(jobID)::uuid ORDER BY part_number")
-                .map { RecordedPart(number: try $0.int("part_number"), size: Int64(try $0.int("size")), etag: try $0.string("etag")) }
+            try connection.query("SELECT part_number, size, etag, checksum FROM job_parts WHERE job_id = \(jobID)::uuid ORDER BY part_number")
+                .map {
+                    RecordedPart(number: try $0.int("part_number"), size: Int64(try $0.int("size")), etag: try $0.string("etag"),
+                                 checksum: try $0.optionalString("checksum"))
+                }
         }
     }
 
-    public func start(_ lease: Lease, uploadID: String?, partsTotal: Int, partSize: Int64, bytesTotal: Int64?,
-                      sourceETag: String?) async throws {
+    public func start(_ lease: Lease, uploadID: String?, partChecksum: PartChecksum?, partsTotal: Int, partSize: Int64,
+                      bytesTotal: Int64?, sourceETag: String?) async throws {
         try await pool.withTransaction { connection in
             try Self.lock(lease, on: connection)
             // Parts of an earlier plan belonged to another upload: their bytes no longer count.
@@ -143,7 +146,7 @@ public struct PostgresJobStore: UploadStore {
                 SELECT coalesce(sum(size), 0)::bigint AS bytes FROM gone
                 """).first?.int("bytes") ?? 0)
             try connection.query("""
-                UPDATE jobs SET upload_id = \(uploadID), parts_total = \(partsTotal), part_size = \(partSize),
+                UPDATE jobs SET upload_id = \(uploadID), part_checksum = \(partChecksum?.rawValue), parts_total = \(partsTotal), part_size = \(partSize),
                        bytes_total = \(bytesTotal), source_etag = \(sourceETag),
                        bytes_committed = bytes_committed - \(dropped), bytes_transferred = bytes_transferred - \(dropped),
                        version = version + 1, updated_at = now()
@@ -286,8 +289,9 @@ public struct PostgresJobStore: UploadStore {
             SELECT size FROM job_parts WHERE job_id = \(jobID)::uuid AND part_number = \(part.number)
             """).first.map { Int64(try $0.int("size")) } ?? 0
         try connection.query("""
-            INSERT INTO job_parts (job_id, part_number, size, etag) VALUES (\(jobID)::uuid, \(part.number), \(part.size), \(part.etag))
-            ON CONFLICT (job_id, part_number) DO UPDATE SET size = EXCLUDED.size, etag = EXCLUDED.etag,
+            INSERT INTO job_parts (job_id, part_number, size, etag, checksum)
+            VALUES (\(jobID)::uuid, \(part.number), \(part.size), \(part.etag), \(part.checksum))
+            ON CONFLICT (job_id, part_number) DO UPDATE SET size = EXCLUDED.size, etag = EXCLUDED.etag, checksum = EXCLUDED.checksum,
                 attempts = job_parts.attempts + 1, completed_at = now()
             """)
         return previous
@@ -315,6 +319,7 @@ public struct PostgresJobStore: UploadStore {
         job.bytesFlowing = Int64(try row.int("bytes_flowing"))
         job.partsTotal = try row.optionalInt("parts_total")
         job.uploadID = try row.optionalString("upload_id")
+        job.partChecksum = try row.optionalString("part_checksum").flatMap(PartChecksum.init(rawValue:))
         job.etag = try row.optionalString("etag")
         job.error = try row.optionalString("error")
         job.attempts = try row.int("attempts")

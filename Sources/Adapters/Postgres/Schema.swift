@@ -179,5 +179,11 @@ public enum Schema {
             // `/metrics` counts the events given up, every minute on every instance.
             "CREATE INDEX webhook_events_failed ON webhook_events (created_at) WHERE state = 'failed'",
         ]),
+        .init(version: 9, name: "part checksums", statements: [
+            // How a job's multipart upload checks its parts ('crc32c' or 'md5'; NULL: created
+            // before this, 'md5'), and each part's CRC-32C, which the completion must list.
+            "ALTER TABLE jobs ADD COLUMN part_checksum text CHECK (part_checksum IN ('crc32c', 'md5'))",
+            "ALTER TABLE job_parts ADD COLUMN checksum text",
+        ]),
     ])
 }

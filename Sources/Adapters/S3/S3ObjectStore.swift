@@ -1,15 +1,19 @@
+import Crypto
 import Foundation
 import Gateway
 import S3
 import TransferEngine
 
 /// The engine's `ObjectStore` port over the S3 client. S3 errors become `TransferError`
-/// with S3's code and the client's retry verdict.
+/// with S3's code and the client's retry verdict. Every body sent carries a checksum S3
+/// verifies: `checksum` says which for a single PutObject; a part's upload says it for parts.
 public struct S3ObjectStore: ObjectStore {
     let client: S3Client
+    let checksum: PartChecksum
 
-    public init(client: S3Client) {
+    public init(client: S3Client, checksum: PartChecksum = .crc32c) {
         self.client = client
+        self.checksum = checksum
     }
 
     public func properties(of key: String) async throws -> ObjectProperties {
@@ -31,8 +35,11 @@ public struct S3ObjectStore: ObjectStore {
         }
     }
 
-    public func createMultipartUpload(key: String, attributes: ObjectAttributesSpec) async throws -> String {
-        try await mapped { try await client.createMultipartUpload(key: key, attributes: Self.attributes(attributes.withDefaultType)) }
+    public func createMultipartUpload(key: String, attributes: ObjectAttributesSpec, checksum: PartChecksum?) async throws -> String {
+        try await mapped {
+            try await client.createMultipartUpload(key: key, attributes: Self.attributes(attributes.withDefaultType),
+                                                   checksumAlgorithm: checksum == .crc32c ? "CRC32C" : nil)
+        }
     }
 
     public func copyPart(key: String, uploadID: String, part: Int, sourceKey: String, range: ClosedRange<Int64>?,
@@ -45,13 +52,17 @@ public struct S3ObjectStore: ObjectStore {
 
     public func listParts(key: String, uploadID: String) async throws -> [RecordedPart] {
         try await mapped {
-            try await client.listParts(key: key, uploadId: uploadID).map { RecordedPart(number: $0.partNumber, size: $0.size, etag: $0.etag) }
+            try await client.listParts(key: key, uploadId: uploadID).map {
+                RecordedPart(number: $0.partNumber, size: $0.size, etag: $0.etag, checksum: $0.checksumCRC32C)
+            }
         }
     }
 
     public func completeMultipartUpload(key: String, uploadID: String, parts: [RecordedPart]) async throws -> String {
         try await mapped {
-            try await client.completeMultipartUpload(key: key, uploadId: uploadID, parts: parts.map { (partNumber: $0.number, etag: $0.etag) })
+            try await client.completeMultipartUpload(key: key, uploadId: uploadID, parts: parts.map { (partNumber: $0.number, etag: $0.etag) },
+                                                     checksums: Dictionary(parts.compactMap { part in part.checksum.map { (part.number, $0) } },
+                                                                           uniquingKeysWith: { _, later in later }))
         }
     }
 
@@ -78,19 +89,31 @@ public struct S3ObjectStore: ObjectStore {
         try await mapped { try await client.deleteObject(key: key) }
     }
 
-    public func uploadPart(key: String, uploadID: String, part: Int, data: PartData) async throws -> String {
+    public func uploadPart(key: String, uploadID: String, part: Int, data: PartData, checksum: PartChecksum) async throws -> RecordedPart {
         defer { withExtendedLifetime(data) {} }
-        let md5 = try Self.contentMD5(data)
-        return try await mapped {
-            try await client.uploadPart(key: key, uploadId: uploadID, partNumber: part, body: Self.body(data), contentMD5: md5)
+        switch checksum {
+        case .crc32c:
+            let crc = try Self.crc32c(data)
+            let etag = try await mapped {
+                try await client.uploadPart(key: key, uploadId: uploadID, partNumber: part, body: Self.body(data), checksumCRC32C: crc)
+            }
+            return RecordedPart(number: part, size: data.count, etag: etag, checksum: crc)
+        case .md5:
+            let md5 = try Self.contentMD5(data)
+            let etag = try await mapped {
+                try await client.uploadPart(key: key, uploadId: uploadID, partNumber: part, body: Self.body(data), contentMD5: md5)
+            }
+            return RecordedPart(number: part, size: data.count, etag: etag)
         }
     }
 
     public func putObject(key: String, data: PartData, attributes: ObjectAttributesSpec) async throws -> String {
         defer { withExtendedLifetime(data) {} }
-        let md5 = try Self.contentMD5(data)
+        let md5 = checksum == .md5 ? try Self.contentMD5(data) : nil
+        let crc = checksum == .crc32c ? try Self.crc32c(data) : nil
         return try await mapped {
-            try await client.putObject(key: key, body: Self.body(data), attributes: Self.attributes(attributes.withDefaultType), contentMD5: md5)
+            try await client.putObject(key: key, body: Self.body(data), attributes: Self.attributes(attributes.withDefaultType),
+                                       contentMD5: md5, checksumCRC32C: crc)
         }
     }
 
@@ -104,8 +127,22 @@ public struct S3ObjectStore: ObjectStore {
         }
     }
 
-    /// `Content-MD5` of a part's bytes, so S3 refuses a part that changed on the way (or on the
-    /// spool's disk) instead of storing it.
+    /// `x-amz-checksum-crc32c` of a part's bytes (read back from the spool), so S3 refuses a
+    /// part that changed on the way (or on the spool's disk) instead of storing it.
+    static func crc32c(_ data: PartData) throws -> String {
+        switch data {
+        case .bytes(let bytes):
+            return Digest.crc32cBase64(bytes.withUnsafeBytes { Digest.crc32c($0) })
+        case .file(let file, let offset, let length):
+            guard length > 0 else { return Digest.crc32cBase64(0) }
+            guard let crc = file.crc32c(offset...(offset + length - 1)) else {
+                throw TransferError(code: FailureCode.spoolFailed, retryable: true)
+            }
+            return Digest.crc32cBase64(crc)
+        }
+    }
+
+    /// `Content-MD5` of a part's bytes, the same check for stores without S3's checksum headers.
     static func contentMD5(_ data: PartData) throws -> String {
         switch data {
         case .bytes(let bytes):

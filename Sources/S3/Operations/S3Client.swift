@@ -37,10 +37,13 @@ public final class S3Client: Sendable {
         }
     }
 
+    /// PutObject. `checksumCRC32C` (base64, `x-amz-checksum-crc32c`) or `contentMD5` makes S3
+    /// refuse a body that changed on the way.
     public func putObject(key: String, body: RequestBodySource, attributes: ObjectAttributes = ObjectAttributes(),
-                          contentMD5: String? = nil) async throws -> String {
+                          contentMD5: String? = nil, checksumCRC32C: String? = nil) async throws -> String {
         var headers = attributes.headers
         if let contentMD5 { headers.append(("Content-MD5", contentMD5)) }
+        if let checksumCRC32C { headers.append(("x-amz-checksum-crc32c", checksumCRC32C)) }
         let response = try await send("PUT", key: key, headers: headers, body: body)
         return try etag(of: response)
     }
@@ -100,17 +103,23 @@ public final class S3Client: Sendable {
 
     // MARK: multipart
 
-    public func createMultipartUpload(key: String, attributes: ObjectAttributes = ObjectAttributes()) async throws -> String {
-        let response = try await send("POST", key: key, query: [("uploads", "")], headers: attributes.headers)
+    /// CreateMultipartUpload. With `checksumAlgorithm` ("CRC32C") every part must carry that
+    /// checksum and the completion lists each part's (AWS refuses either missing).
+    public func createMultipartUpload(key: String, attributes: ObjectAttributes = ObjectAttributes(),
+                                      checksumAlgorithm: String? = nil) async throws -> String {
+        var headers = attributes.headers
+        if let checksumAlgorithm { headers.append(("x-amz-checksum-algorithm", checksumAlgorithm)) }
+        let response = try await send("POST", key: key, query: [("uploads", "")], headers: headers)
         let tree = try parse(response)
         guard let uploadId = tree.text("UploadId"), !uploadId.isEmpty else { throw protocolError("no UploadId") }
         return uploadId
     }
 
     public func uploadPart(key: String, uploadId: String, partNumber: Int, body: RequestBodySource,
-                           contentMD5: String? = nil) async throws -> String {
+                           contentMD5: String? = nil, checksumCRC32C: String? = nil) async throws -> String {
         var headers: [(String, String)] = []
         if let contentMD5 { headers.append(("Content-MD5", contentMD5)) }
+        if let checksumCRC32C { headers.append(("x-amz-checksum-crc32c", checksumCRC32C)) }
         let response = try await send("PUT", key: key, query: [("partNumber", String(partNumber)), ("uploadId", uploadId)],
                                       headers: headers, body: body)
         return try etag(of: response)
@@ -144,7 +153,7 @@ public final class S3Client: Sendable {
                     throw protocolError("a part in ListParts is outside S3's limits")
                 }
                 parts.append(UploadedPart(partNumber: number, etag: Self.quoted(etag), size: size,
-                                          lastModified: part.text("LastModified")))
+                                          lastModified: part.text("LastModified"), checksumCRC32C: part.text("ChecksumCRC32C")))
             }
             let next = tree.text("IsTruncated") == "true" ? tree.text("NextPartNumberMarker") : nil
             // A server that repeats its marker would loop us forever.
@@ -222,10 +231,15 @@ public final class S3Client: Sendable {
 
     /// Completes the upload. S3 may answer 200 and still fail, with `<Error>` in the body
     /// (AWS S3 API Reference, CompleteMultipartUpload): that is an error here too.
-    public func completeMultipartUpload(key: String, uploadId: String, parts: [(partNumber: Int, etag: String)]) async throws -> String {
+    /// `checksums` holds the CRC-32C of each part by number, for an upload created with that
+    /// algorithm.
+    public func completeMultipartUpload(key: String, uploadId: String, parts: [(partNumber: Int, etag: String)],
+                                        checksums: [Int: String] = [:]) async throws -> String {
         var xml = "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
         for part in parts.sorted(by: { $0.partNumber < $1.partNumber }) {
-            xml += "<Part><PartNumber>\(part.partNumber)</PartNumber><ETag>\(xmlEscape(part.etag))</ETag></Part>"
+            xml += "<Part><PartNumber>\(part.partNumber)</PartNumber><ETag>\(xmlEscape(part.etag))</ETag>"
+            if let checksum = checksums[part.partNumber] { xml += "<ChecksumCRC32C>\(xmlEscape(checksum))</ChecksumCRC32C>" }
+            xml += "</Part>"
         }
         xml += "</CompleteMultipartUpload>"
         let response = try await send("POST", key: key, query: [("uploadId", uploadId)],

@@ -20,12 +20,15 @@ public struct UploadedPart: Sendable, Equatable {
     public var size: Int64
     /// ISO 8601, as S3 sends it (when it does).
     public var lastModified: String?
+    /// The part's CRC-32C (base64), listed for an upload created with that algorithm.
+    public var checksumCRC32C: String?
 
-    public init(partNumber: Int, etag: String, size: Int64, lastModified: String? = nil) {
+    public init(partNumber: Int, etag: String, size: Int64, lastModified: String? = nil, checksumCRC32C: String? = nil) {
         self.partNumber = partNumber
         self.etag = etag
         self.size = size
         self.lastModified = lastModified
+        self.checksumCRC32C = checksumCRC32C
     }
 }
 

@@ -114,6 +114,13 @@ public final class SpoolFile: Sendable {
         return context.finish()
     }
 
+    /// CRC-32C of `range`, read back from the file; nil when the file is shorter.
+    public func crc32c(_ range: ClosedRange<Int64>) -> UInt32? {
+        var crc: UInt32 = 0
+        guard forEachBlock(of: range, { crc = Digest.crc32c($0, continuing: crc) }) else { return nil }
+        return crc
+    }
+
     private func digest(_ algorithm: Digest.Algorithm, _ range: ClosedRange<Int64>) -> String? {
         let context = Digest.Context(algorithm)
         guard forEachBlock(of: range, { context.update($0) }) else { return nil }

@@ -24,6 +24,9 @@ public struct Job: Sendable, Equatable {
     public var partSize: Int64
     public var partsTotal: Int?
     public var uploadID: String?
+    /// How the parts of `uploadID` are checked; nil for an upload created before this was
+    /// recorded (its parts carry `Content-MD5`).
+    public var partChecksum: PartChecksum?
     public var etag: String?
     /// `{"code": …}` when failed (see `errorJSON`).
     public var error: String?
@@ -110,10 +113,22 @@ public struct RecordedPart: Sendable, Equatable {
     public let number: Int
     public let size: Int64
     public let etag: String
+    /// The part's CRC-32C (base64) when its upload was created with that algorithm: the
+    /// completion must list it.
+    public let checksum: String?
 
-    public init(number: Int, size: Int64, etag: String) {
+    public init(number: Int, size: Int64, etag: String, checksum: String? = nil) {
         self.number = number
         self.size = size
         self.etag = etag
+        self.checksum = checksum
     }
+}
+
+/// How the parts of a job's multipart upload prove their bytes to S3. `crc32c`: the upload is
+/// created with that algorithm and every part carries its `x-amz-checksum-crc32c` (cheap: the
+/// CPU computes it). `md5`: each part carries `Content-MD5`, for stores without S3's checksum
+/// headers and for uploads created before the algorithm was declared.
+public enum PartChecksum: String, Sendable, CaseIterable {
+    case crc32c, md5
 }

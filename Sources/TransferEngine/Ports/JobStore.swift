@@ -28,8 +28,9 @@ public protocol JobStore: Sendable {
     /// forgets parts recorded under an earlier plan (they belonged to another upload).
     /// `bytesTotal` nil: not known yet (a streamed source); the job's size is then its
     /// committed bytes once it completes.
-    func start(_ lease: Lease, uploadID: String?, partsTotal: Int, partSize: Int64, bytesTotal: Int64?,
-               sourceETag: String?) async throws
+    /// `partChecksum`: how the new upload's parts are checked (`Job.partChecksum`).
+    func start(_ lease: Lease, uploadID: String?, partChecksum: PartChecksum?, partsTotal: Int, partSize: Int64,
+               bytesTotal: Int64?, sourceETag: String?) async throws
     /// Ends the job as completed or failed.
     func finish(_ lease: Lease, state: Job.State, etag: String?, error: String?) async throws
 
@@ -51,6 +52,14 @@ extension JobStore {
 
     @discardableResult
     public func insert(_ job: Job) async throws -> Job { try await insert(job, quota: nil) }
+
+    /// `start` for a plan without a multipart upload of its own (one part) or with parts
+    /// checked by `Content-MD5`.
+    public func start(_ lease: Lease, uploadID: String?, partsTotal: Int, partSize: Int64, bytesTotal: Int64?,
+                      sourceETag: String?) async throws {
+        try await start(lease, uploadID: uploadID, partChecksum: nil, partsTotal: partsTotal, partSize: partSize,
+                        bytesTotal: bytesTotal, sourceETag: sourceETag)
+    }
 
     /// Cancels `job` (as it was read), for the jobs API and tus alike. A running job aborts its
     /// own multipart upload when its worker or streaming request sees the cancel; one that was

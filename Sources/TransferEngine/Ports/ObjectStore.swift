@@ -6,7 +6,9 @@ public protocol ObjectStore: Sendable {
     /// One page of the objects under `prefix` after the key `after`, at most `limit`, and the
     /// key to list after for the next page when there is one.
     func list(prefix: String, after: String?, limit: Int) async throws -> (objects: [ObjectSummary], next: String?)
-    func createMultipartUpload(key: String, attributes: ObjectAttributesSpec) async throws -> String
+    /// With `checksum` `.crc32c` the upload is created with that algorithm: each part must be
+    /// sent with `.crc32c` and completed with its recorded checksum.
+    func createMultipartUpload(key: String, attributes: ObjectAttributesSpec, checksum: PartChecksum?) async throws -> String
     /// UploadPartCopy, pinned to the source's ETag when `ifMatch` is given (a source replaced
     /// meanwhile fails with `TransferError.sourceChanged`).
     func copyPart(key: String, uploadID: String, part: Int, sourceKey: String, range: ClosedRange<Int64>?,
@@ -21,7 +23,9 @@ public protocol ObjectStore: Sendable {
     func openUploads(key: String, olderThan age: Double) async throws -> [String]
     /// CopyObject: with `attributes` nil the copy keeps the source's; else they replace them.
     func copyObject(from sourceKey: String, to key: String, attributes: ObjectAttributesSpec?, ifMatch: String?) async throws -> String
-    func uploadPart(key: String, uploadID: String, part: Int, data: PartData) async throws -> String
+    /// Sends part `part`, checked by `checksum` (the upload's `PartChecksum`); returns it as it
+    /// is to be recorded.
+    func uploadPart(key: String, uploadID: String, part: Int, data: PartData, checksum: PartChecksum) async throws -> RecordedPart
     func putObject(key: String, data: PartData, attributes: ObjectAttributesSpec) async throws -> String
     /// The bytes of `range` of `key` (pinned to `ifMatch`) written into `file` from `fileOffset`.
     func read(key: String, range: ClosedRange<Int64>, ifMatch: String?, into file: SpoolFile, at fileOffset: Int64) async throws
@@ -29,6 +33,13 @@ public protocol ObjectStore: Sendable {
     /// `TransferError.sourceChanged`).
     func read(key: String, range: ClosedRange<Int64>, ifMatch: String?) async throws -> [UInt8]
     func deleteObject(key: String) async throws
+}
+
+extension ObjectStore {
+    /// A multipart upload whose parts carry no declared checksum (a client's, a copy's).
+    public func createMultipartUpload(key: String, attributes: ObjectAttributesSpec) async throws -> String {
+        try await createMultipartUpload(key: key, attributes: attributes, checksum: nil)
+    }
 }
 
 /// The bytes of one part: in memory, or a range of a spool file.

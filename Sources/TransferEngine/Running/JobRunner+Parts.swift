@@ -4,7 +4,7 @@
 /// recorded.
 extension JobRunner {
     enum PartEvent: Sendable {
-        case moved(part: Int, size: Int64, etag: String)
+        case moved(part: Int, size: Int64, etag: String, checksum: String?)
         case failed(part: Int, error: TransferError)
         /// Gave up its wait for room: the job is giving its slot back.
         case abandoned(part: Int)
@@ -12,6 +12,8 @@ extension JobRunner {
     }
 
     typealias PartTasks = ThrowingTaskGroup<PartEvent, any Error>
+    /// The multipart upload parts go to, and how its parts are checked.
+    typealias Target = (id: String?, checksum: PartChecksum)
 
     /// The loop's state for one run.
     struct PartLoop {
@@ -32,9 +34,9 @@ extension JobRunner {
                                                      retryLimit: options.retryLimit ?? settings.retryLimit,
                                                      backoff: settings.backoff, completed: Set(done.keys), random: settings.random),
                             recorded: done, pace: Pace(bytesPerSecond: options.bandwidthLimit, clock: clock))
-        let uploadID = upload.id
+        let uploadID = upload.id, checksum = upload.checksum
         let ending = try await withThrowingTaskGroup(of: PartEvent.self) { group in
-            try await runParts(&group, &loop, job, lease, work, uploadID, control)
+            try await runParts(&group, &loop, job, lease, work, (uploadID, checksum), control)
         }
         try Task.checkCancellation()
         switch ending {
@@ -63,12 +65,12 @@ extension JobRunner {
 
     /// Runs parts until every one is done, one failed for good, or the job yields (nil).
     private func runParts(_ group: inout PartTasks, _ loop: inout PartLoop, _ job: Job, _ lease: Lease, _ work: Work,
-                          _ uploadID: String?, _ control: JobControl) async throws -> PartScheduler.Action? {
-        var terminal = launch(&group, &loop, work, uploadID)
+                          _ upload: Target, _ control: JobControl) async throws -> PartScheduler.Action? {
+        var terminal = launch(&group, &loop, work, upload)
         while terminal == nil, let event = try await group.next() {
             switch event {
-            case .moved(let part, let size, let etag):
-                let record = RecordedPart(number: part, size: size, etag: etag)
+            case .moved(let part, let size, let etag, let checksum):
+                let record = RecordedPart(number: part, size: size, etag: etag, checksum: checksum)
                 try await store.recordPart(record, under: lease)
                 observer.partMoved(kind: job.kind, bytes: size)
                 loop.recorded[part] = record
@@ -90,7 +92,7 @@ extension JobRunner {
                 return nil
             }
             if terminal == nil {
-                terminal = launch(&group, &loop, work, uploadID)
+                terminal = launch(&group, &loop, work, upload)
                 armWake(&group, &loop)
             }
         }
@@ -99,7 +101,7 @@ extension JobRunner {
     }
 
     /// Starts what the scheduler says; returns its verdict when it is the end.
-    private func launch(_ group: inout PartTasks, _ loop: inout PartLoop, _ work: Work, _ uploadID: String?) -> PartScheduler.Action? {
+    private func launch(_ group: inout PartTasks, _ loop: inout PartLoop, _ work: Work, _ upload: Target) -> PartScheduler.Action? {
         for action in loop.scheduler.nextActions(now: clock.now()) {
             guard case .start(let part, let attempt) = action else { return action }
             let size = work.plan.size(ofPart: part)
@@ -108,19 +110,21 @@ extension JobRunner {
             let notBefore = loop.pace?.time(forBytes: loop.bytesScheduled)
             if attempt == 1 { loop.bytesScheduled += size }
             let doneNotBefore = loop.pace?.time(forBytes: loop.bytesScheduled)
-            group.addTask { try await self.move(part, size: size, work, uploadID, notBefore: notBefore, doneNotBefore: doneNotBefore) }
+            group.addTask { try await self.move(part, size: size, work, upload, notBefore: notBefore, doneNotBefore: doneNotBefore) }
         }
         return nil
     }
 
     /// One part, its buffers reserved from the memory budget first; its failure as an event.
-    private func move(_ part: Int, size: Int64, _ work: Work, _ uploadID: String?, notBefore: Int?,
+    private func move(_ part: Int, size: Int64, _ work: Work, _ upload: Target, notBefore: Int?,
                       doneNotBefore: Int?) async throws -> PartEvent {
         do {
             if let notBefore { try await clock.sleep(until: notBefore) }
-            let etag = try await settings.transferring { try await work.move(part, work.plan.range(ofPart: part), uploadID) }
+            let moved = try await settings.transferring {
+                try await work.move(part, work.plan.range(ofPart: part), upload.id, upload.checksum)
+            }
             if let doneNotBefore { try await clock.sleep(until: doneNotBefore) }
-            return .moved(part: part, size: size, etag: etag)
+            return .moved(part: part, size: size, etag: moved.etag, checksum: moved.checksum)
         } catch let error as TransferError {
             try Task.checkCancellation()
             return .failed(part: part, error: error)

@@ -191,16 +191,16 @@ extension JobRunner {
         }
         pass.inFlight += 1
         pass.sent += 1
-        let key = pass.source.key, retryLimit = pass.retryLimit
+        let key = pass.source.key, retryLimit = pass.retryLimit, checksum = upload.checksum
         group.addTask {
             defer { self.spool?.remove(jobID: jobID, name: .part(number)) }
             let settings = self.settings, clock = self.clock, objects = self.objects
-            let partETag = try await settings.transferring {
+            let recorded = try await settings.transferring {
                 try await clock.retrying(limit: retryLimit, backoff: settings.backoff, random: settings.random) {
-                    try await objects.uploadPart(key: key, uploadID: uploadID, part: number, data: .file(file, offset: 0, length: size))
+                    try await objects.uploadPart(key: key, uploadID: uploadID, part: number, data: .file(file, offset: 0, length: size),
+                                                 checksum: checksum)
                 }
             }
-            let recorded = RecordedPart(number: number, size: size, etag: partETag)
             try await self.store.recordPart(recorded, under: lease)
             self.observer.partMoved(kind: job.kind, bytes: size)
             return recorded
@@ -242,10 +242,12 @@ extension JobRunner {
     private func openUpload(_ job: Job, _ options: JobOptions, _ lease: Lease, key: String, partSize: Int64,
                             size: Int64?, etag: String?, upload: UploadHandle) async throws -> String {
         if let id = upload.id { return id }
-        let created = try await objects.createMultipartUpload(key: key, attributes: options.attributes)
-        upload.set(created)
+        let checksum = settings.partChecksum
+        let created = try await objects.createMultipartUpload(key: key, attributes: options.attributes, checksum: checksum)
+        upload.set(created, checksum: checksum)
         let parts = size.map { Int(($0 + partSize - 1) / partSize) } ?? 0
-        try await store.start(lease, uploadID: created, partsTotal: parts, partSize: partSize, bytesTotal: size, sourceETag: etag)
+        try await store.start(lease, uploadID: created, partChecksum: checksum, partsTotal: parts, partSize: partSize, bytesTotal: size,
+                              sourceETag: etag)
         return created
     }
 }

@@ -54,9 +54,9 @@ extension JobRunner {
         let attributes = chosen.over(info.attributes)
         let pinned = job.sourceETag ?? info.etag
         return Work(plan: try plan(size: info.size, options, job), key: key,
-                    move: { part, range, uploadID in
-                        try await objectStore.copyPart(key: key, uploadID: uploadID ?? "", part: part, sourceKey: source.key,
-                                                       range: range, ifMatch: pinned)
+                    move: { part, range, uploadID, _ in
+                        (try await objectStore.copyPart(key: key, uploadID: uploadID ?? "", part: part, sourceKey: source.key,
+                                                        range: range, ifMatch: pinned), nil)
                     },
                     single: {
                         try await objectStore.copyObject(from: source.key, to: key, attributes: chosen.isEmpty ? nil : attributes,
@@ -80,7 +80,7 @@ extension JobRunner {
         let attributes = options.attributes
         let jobID = job.id
         // One part of the source on the spool, then to S3 from there: a retry fetches it again.
-        let spooled: @Sendable (Int, ClosedRange<Int64>?, @Sendable (PartData) async throws -> String) async throws -> String = {
+        let spooled: @Sendable (Int, ClosedRange<Int64>?, @Sendable (PartData) async throws -> RecordedPart) async throws -> RecordedPart = {
             number, range, send in
             let name = SpoolName.part(number)
             let length = range?.count64 ?? 0
@@ -106,17 +106,20 @@ extension JobRunner {
             return try await send(.file(file, offset: 0, length: length))
         }
         return .parts(Work(plan: plan, key: key,
-                           move: { part, range, uploadID in
-                               try await spooled(part, range) { data in
-                                   try await objectStore.uploadPart(key: key, uploadID: uploadID ?? "", part: part, data: data)
+                           move: { part, range, uploadID, checksum in
+                               let sent = try await spooled(part, range) { data in
+                                   try await objectStore.uploadPart(key: key, uploadID: uploadID ?? "", part: part, data: data,
+                                                                    checksum: checksum)
                                }
+                               return (sent.etag, sent.checksum)
                            },
                            single: {
                                try await spooled(1, plan.range(ofPart: 1)) { data in
-                                   try await objectStore.putObject(key: key, data: data, attributes: attributes)
-                               }
+                                   RecordedPart(number: 1, size: data.count,
+                                                etag: try await objectStore.putObject(key: key, data: data, attributes: attributes))
+                               }.etag
                            },
-                           sourceETag: probe.etag))
+                           sourceETag: probe.etag, partChecksum: settings.partChecksum))
     }
 
     func decode<T: Decodable>(_ type: T.Type, _ json: String?) -> T? {

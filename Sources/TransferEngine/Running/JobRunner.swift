@@ -48,7 +48,7 @@ public struct JobRunner: Sendable {
     }
 
     public func run(_ job: Job, lease: Lease, control: JobControl = JobControl()) async throws -> Outcome {
-        let upload = UploadHandle(job.uploadID)
+        let upload = UploadHandle(job.uploadID, checksum: job.partChecksum)
         if job.crashes >= settings.crashLimit {
             // Its holder died this many times: running it again would likely kill a fourth.
             return try await fail(lease, job, code: FailureCode.crashLoop, upload: upload)
@@ -72,8 +72,10 @@ public struct JobRunner: Sendable {
         let plan: PartPlan
         /// The object the parts make (a multipart upload of it).
         let key: String
-        /// Moves part `part` (its byte `range`); returns what is recorded as its ETag.
-        let move: @Sendable (_ part: Int, _ range: ClosedRange<Int64>?, _ uploadID: String?) async throws -> String
+        /// Moves part `part` (its byte `range`) into the upload, whose parts `checksum` checks;
+        /// returns what is recorded as its ETag and checksum.
+        let move: @Sendable (_ part: Int, _ range: ClosedRange<Int64>?, _ uploadID: String?, _ checksum: PartChecksum) async throws
+            -> (etag: String, checksum: String?)
         /// A cheaper call for a one-part object (CopyObject, PutObject), where there is one.
         let single: (@Sendable () async throws -> String)?
         /// The source's ETag, if it has one.
@@ -81,6 +83,9 @@ public struct JobRunner: Sendable {
         /// What the new object is created with, when not just the job's options (a copy keeps
         /// the source's attributes where its options leave them).
         var attributes: ObjectAttributesSpec? = nil
+        /// How a new multipart upload for these parts checks them (nil: parts with no body of
+        /// ours to check, such as a copy's).
+        var partChecksum: PartChecksum? = nil
     }
 
     /// What a job does, once its source is known.
@@ -190,9 +195,10 @@ public struct JobRunner: Sendable {
             }
         }
         try await abortOrphans(job, key: key)
-        let created = try await objects.createMultipartUpload(key: key, attributes: work.attributes ?? options.attributes)
-        upload.set(created)
-        try await store.start(lease, uploadID: created, partsTotal: plan.partCount, partSize: plan.partSize,
+        let created = try await objects.createMultipartUpload(key: key, attributes: work.attributes ?? options.attributes,
+                                                              checksum: work.partChecksum)
+        upload.set(created, checksum: work.partChecksum)
+        try await store.start(lease, uploadID: created, partChecksum: work.partChecksum, partsTotal: plan.partCount, partSize: plan.partSize,
                               bytesTotal: plan.objectSize, sourceETag: work.sourceETag)
         return .parts(recorded)
     }
@@ -214,13 +220,16 @@ public struct JobRunner: Sendable {
 /// The multipart upload a job writes, once it is known: its ending (failure, cancel) aborts it
 /// even when the work that created it was stopped midway.
 final class UploadHandle: Sendable {
-    private let value: Mutex<String?>
+    private let value: Mutex<(id: String?, checksum: PartChecksum?)>
 
-    init(_ id: String?) { value = Mutex(id) }
+    init(_ id: String?, checksum: PartChecksum?) { value = Mutex((id, checksum)) }
 
-    var id: String? { value.withLock { $0 } }
+    var id: String? { value.withLock { $0.id } }
 
-    func set(_ id: String) { value.withLock { $0 = id } }
+    /// How its parts are checked: `Content-MD5` for an upload from before this was recorded.
+    var checksum: PartChecksum { value.withLock { $0.checksum } ?? .md5 }
 
-    func clear() { value.withLock { $0 = nil } }
+    func set(_ id: String, checksum: PartChecksum?) { value.withLock { $0 = (id, checksum) } }
+
+    func clear() { value.withLock { $0 = (nil, nil) } }
 }

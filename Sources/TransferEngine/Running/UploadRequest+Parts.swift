@@ -99,7 +99,7 @@ extension UploadRequest {
     /// spool has room for it (false: no room).
     private func launch(_ group: inout Parts, _ inFlight: inout Int, _ progress: inout Progress, _ s: Streaming) async throws -> Bool {
         guard let file = progress.tailFile else { return false }
-        let uploadID = try await openUpload(&progress)
+        let uploadID = try await openUpload(&progress), checksum = progress.partChecksum ?? .md5
         while inFlight >= s.concurrency, let result = try await group.next() { settle(result, &inFlight, &progress, s) }
         let number = progress.nextPart, size = progress.tailSize, jobID = job.id
         try spool.rename(jobID: jobID, from: .tail, to: .part(number))
@@ -107,7 +107,7 @@ extension UploadRequest {
         progress.tailFile = nil
         progress.tailSize = 0
         inFlight += 1
-        group.addTask { try await self.send(part: number, file: file, size: size, uploadID: uploadID, s) }
+        group.addTask { try await self.send(part: number, file: file, size: size, uploadID: uploadID, checksum: checksum, s) }
         // The next part's room on the spool, before any of its bytes are read.
         let room = min(s.partSize, (s.declared ?? Int64.max) - progress.received), spool = self.spool
         guard try await receiver.room({ try await spool.reserve(jobID: jobID, name: .tail, bytes: room) }) != nil,
@@ -118,15 +118,17 @@ extension UploadRequest {
 
     /// One part to S3 from its file, then recorded in its turn (unless recording waits for the
     /// checksum). A part S3 refuses for good stops every later part from counting.
-    private func send(part number: Int, file: SpoolFile, size: Int64, uploadID: String, _ s: Streaming) async throws -> PartResult {
+    private func send(part number: Int, file: SpoolFile, size: Int64, uploadID: String, checksum: PartChecksum,
+                      _ s: Streaming) async throws -> PartResult {
         let jobID = job.id, key = self.key, objects = receiver.objects, settings = self.settings
         defer { spool.remove(jobID: jobID, name: .part(number)) }
-        let etag: String
+        let part: RecordedPart
         do {
             let clock = receiver.clock
-            etag = try await settings.transferring {
+            part = try await settings.transferring {
                 try await clock.retrying(limit: s.retryLimit, backoff: settings.backoff, random: settings.random) {
-                    try await objects.uploadPart(key: key, uploadID: uploadID, part: number, data: .file(file, offset: 0, length: size))
+                    try await objects.uploadPart(key: key, uploadID: uploadID, part: number, data: .file(file, offset: 0, length: size),
+                                                 checksum: checksum)
                 }
             }
         } catch let error as TransferError {
@@ -136,7 +138,6 @@ extension UploadRequest {
             s.turns.stop()
             throw error
         }
-        let part = RecordedPart(number: number, size: size, etag: etag)
         if s.deferRecording { return PartResult(part: part, error: nil) }
         guard await s.turns.wait(for: number) else { return PartResult(part: nil, error: nil) }
         do {

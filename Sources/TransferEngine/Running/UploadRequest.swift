@@ -38,6 +38,8 @@ struct UploadRequest: Sendable {
         var tailFile: SpoolFile?
         var nextPart: Int
         var uploadID: String?
+        /// How `uploadID`'s parts are checked (nil: `Content-MD5`, an upload from before).
+        var partChecksum: PartChecksum?
         /// Object offset of the first byte not yet received.
         var received: Int64
         /// Parts sent but held back until the checksum is checked.
@@ -60,7 +62,8 @@ struct UploadRequest: Sendable {
         }
         defer { held.release() }
         var progress = Progress(parts: parts, segments: claim.tail, tailSize: tailBytes, tailFile: nil,
-                                nextPart: parts.count + 1, uploadID: job.uploadID, received: committed)
+                                nextPart: parts.count + 1, uploadID: job.uploadID, partChecksum: job.partChecksum,
+                                received: committed)
         guard try await openTail(&progress, partBytes: partBytes) else {
             try await release()
             return .noRoom(committed: committed)
@@ -133,11 +136,13 @@ struct UploadRequest: Sendable {
     func openUpload(_ progress: inout Progress) async throws -> String {
         if let id = progress.uploadID { return id }
         let options = JobOptions.decode(job.options)
-        let created = try await receiver.objects.createMultipartUpload(key: key, attributes: options.attributes)
+        let checksum = settings.partChecksum
+        let created = try await receiver.objects.createMultipartUpload(key: key, attributes: options.attributes, checksum: checksum)
         let parts = job.bytesTotal.map { Int(($0 + job.partSize - 1) / job.partSize) } ?? 0
-        try await receiver.store.start(lease, uploadID: created, partsTotal: parts, partSize: job.partSize,
+        try await receiver.store.start(lease, uploadID: created, partChecksum: checksum, partsTotal: parts, partSize: job.partSize,
                                        bytesTotal: job.bytesTotal, sourceETag: nil)
         progress.uploadID = created
+        progress.partChecksum = checksum
         return created
     }
 
@@ -195,13 +200,14 @@ struct UploadRequest: Sendable {
                 if tailSize > 0 || progress.parts.isEmpty {
                     guard let file = tail else { throw TransferError(code: FailureCode.spoolFailed, retryable: false) }
                     let number = progress.nextPart
-                    let partETag = try await settings.transferring {
+                    let checksum = progress.partChecksum ?? .md5
+                    let sent = try await settings.transferring {
                         try await receiver.clock.retrying(limit: retryLimit, backoff: settings.backoff, random: settings.random) {
                             try await objects.uploadPart(key: key, uploadID: uploadID, part: number,
-                                                         data: .file(file, offset: 0, length: tailSize))
+                                                         data: .file(file, offset: 0, length: tailSize), checksum: checksum)
                         }
                     }
-                    try await record(RecordedPart(number: number, size: tailSize, etag: partETag), &progress)
+                    try await record(sent, &progress)
                 }
                 etag = try await objects.completeMultipartUpload(key: key, uploadID: uploadID, parts: progress.parts)
                 if let expected = MultipartETag.expected(for: progress.parts.map(\.etag)), !MultipartETag.same(expected, etag) {

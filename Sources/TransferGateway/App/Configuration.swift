@@ -1,5 +1,6 @@
 import Gateway
 import S3
+import TransferEngine
 
 /// Every setting (README, "Settings") as one validated value, read from the environment here and
 /// nowhere else. A malformed setting stops start-up with one line naming the variable.
@@ -19,6 +20,9 @@ public struct Configuration: Sendable {
     /// When the S3 credentials stop working, in seconds since 1970 (temporary credentials).
     public var s3CredentialExpiration: Int?
     public var s3PathStyle: Bool?
+    /// How bodies sent to S3 prove their bytes: `crc32c` (S3's checksum headers) or `md5`
+    /// (`Content-MD5`, for stores without them).
+    public var s3Checksum: PartChecksum = .crc32c
     public var s3Accelerate = false
     public var jwtSecret: String?
     /// An identity provider's JSON Web Key Set (https, or http on loopback).
@@ -107,6 +111,12 @@ public struct Configuration: Sendable {
         let awsExpiration = try reader.timestamp("AWS_CREDENTIAL_EXPIRATION")
         c.s3CredentialExpiration = try reader.timestamp("GATEWAY_S3_CREDENTIAL_EXPIRATION") ?? awsExpiration
         c.s3PathStyle = try reader.bool("GATEWAY_S3_PATH_STYLE")
+        if let checksum = try reader.string("GATEWAY_S3_CHECKSUM") {
+            guard let chosen = PartChecksum(rawValue: checksum) else {
+                throw Invalid(variable: "GATEWAY_S3_CHECKSUM", reason: "must be crc32c or md5")
+            }
+            c.s3Checksum = chosen
+        }
         c.s3Accelerate = try reader.bool("GATEWAY_S3_ACCELERATE") ?? false
         c.jwtSecret = try reader.string("GATEWAY_JWT_SECRET", secret: true)
         c.jwtPublicKeyFile = try reader.string("GATEWAY_JWT_PUBLIC_KEY_FILE")

@@ -48,7 +48,7 @@ public struct GatewayApp: Sendable {
             keySetRefresher = nil
         }
         let settings = try Self.settings(configuration)
-        let objects = S3ObjectStore(client: s3)
+        let objects = S3ObjectStore(client: s3, checksum: configuration.s3Checksum)
         let spool: DirectorySpool
         do {
             spool = try DirectorySpool(directory: configuration.spoolDirectory, budget: Int64(configuration.spoolBudget))
@@ -137,6 +137,7 @@ public struct GatewayApp: Sendable {
         engine.timeoutSeconds = configuration.jobTimeout
         engine.memory = ByteBudget(capacity: Int64(configuration.memoryBudget))
         engine.spoolCapacity = Int64(configuration.spoolBudget)
+        engine.partChecksum = configuration.s3Checksum
         var settings = GatewayRoutes.Settings()
         settings.engine = engine
         settings.allowGuestRead = configuration.allowGuestRead
