@@ -133,12 +133,14 @@ extension JobTableTests {
         let fast = try LiveGateway { $0.userRate = 1 }
         let carol = fast.token("rate-carol-\(UUID())")
         var statuses: [Int] = []
-        for _ in 0..<7 {
+        // A slow machine refills a token between requests now and then: a 429 comes within a
+        // few more, not necessarily the sixth.
+        while statuses.count < 12 && statuses.last != 429 {
             statuses.append(try await fast.request("POST", "/v1/jobs", token: carol,
                                                    json: ["type": "upload", "accessLevel": "private", "key": "r.bin"]).status)
         }
         #expect(statuses.prefix(5).allSatisfy { $0 == 201 }, "a burst of five is allowed: \(statuses)")
-        #expect(statuses.last == 429)
+        #expect(statuses.last == 429, "\(statuses)")
         try await JobTableTests.retireLeftovers(PostgresPoolFor.live())
         await fast.stop()
     }
