@@ -11,6 +11,7 @@ public final class InMemoryJobStore: UploadStore {
         var leases: [String: (owner: String, token: Int64, expiresAt: Int64)] = [:]
         var tokens: [String: Int64] = [:]
         var tails: [String: [TailSegment]] = [:]
+        var partWrites = 0
     }
     private let state = Mutex(Tables())
     public let clock: any EngineClock
@@ -118,13 +119,23 @@ public final class InMemoryJobStore: UploadStore {
     }
 
     public func recordPart(_ part: RecordedPart, under lease: Lease) async throws {
+        try await recordParts([part], under: lease)
+    }
+
+    /// Writes that recorded parts (a `recordPart` or `recordParts` each).
+    public var partWrites: Int { state.withLock { $0.partWrites } }
+
+    public func recordParts(_ parts: [RecordedPart], under lease: Lease) async throws {
         try state.withLock { s in
             try guardWrite(s, lease, "recordPart")
-            let previous = s.parts[lease.jobID]?[part.number]?.size ?? 0
-            s.parts[lease.jobID, default: [:]][part.number] = part
-            s.jobs[lease.jobID]?.bytesCommitted += part.size - previous
-            s.jobs[lease.jobID]?.bytesTransferred += part.size - previous
+            for part in parts {
+                let previous = s.parts[lease.jobID]?[part.number]?.size ?? 0
+                s.parts[lease.jobID, default: [:]][part.number] = part
+                s.jobs[lease.jobID]?.bytesCommitted += part.size - previous
+                s.jobs[lease.jobID]?.bytesTransferred += part.size - previous
+            }
             s.jobs[lease.jobID]?.version += 1
+            s.partWrites += 1
         }
     }
 

@@ -104,6 +104,24 @@ private func copySource(_ key: String) -> String { ObjectSource(key: key).json }
         #expect(open == [fresh])
     }
 
+    /// Parts that end close together are recorded in one write; every one is recorded before
+    /// the object is completed.
+    @Test func partsEndingTogetherAreRecordedTogether() async throws {
+        var rig = Rig()
+        rig.settings.concurrency = 3
+        let body = pattern(6 * 5 * MiB, seed: 5)
+        rig.objects.put("src-batch", body)
+        try await rig.insert(.copy, source: copySource("src-batch"), key: "dst-batch")
+        let (outcome, job) = try await rig.claimAndRun()
+        guard case .completed = outcome else { Issue.record("\(outcome)"); return }
+        let parts = try await rig.store.parts(of: job.id)
+        #expect(parts.map(\.number) == Array(1...6) && job.bytesCommitted == Int64(body.count))
+        // On the manual clock every part ends at the same instant: the first is written at once,
+        // the rest with others.
+        #expect(rig.store.partWrites >= 2 && rig.store.partWrites < 6, "\(rig.store.partWrites) writes for 6 parts")
+        #expect(rig.objects.object("dst-batch") == body)
+    }
+
     @Test func aOnePartObjectIsOneCopyObject() async throws {
         let rig = Rig()
         rig.objects.put("src", pattern(MiB))

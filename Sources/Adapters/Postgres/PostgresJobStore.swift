@@ -115,9 +115,15 @@ public struct PostgresJobStore: UploadStore {
     }
 
     public func recordPart(_ part: RecordedPart, under lease: Lease) async throws {
+        try await recordParts([part], under: lease)
+    }
+
+    /// The parts' rows, and one update of the job's counters for all of them.
+    public func recordParts(_ parts: [RecordedPart], under lease: Lease) async throws {
         try await pool.withTransaction { connection in
             try Self.lock(lease, on: connection)
-            let delta = part.size - (try Self.upsertPart(part, jobID: lease.jobID, on: connection))
+            var delta: Int64 = 0
+            for part in parts { delta += part.size - (try Self.upsertPart(part, jobID: lease.jobID, on: connection)) }
             try connection.query("""
                 UPDATE jobs SET bytes_committed = bytes_committed + \(delta), bytes_transferred = bytes_transferred + \(delta),
                        version = version + 1, updated_at = now()

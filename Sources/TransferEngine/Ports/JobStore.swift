@@ -23,6 +23,8 @@ public protocol JobStore: Sendable {
 
     /// Records a finished part and adds its bytes to the job's progress, atomically.
     func recordPart(_ part: RecordedPart, under lease: Lease) async throws
+    /// Records several finished parts and adds their bytes to the job's progress, atomically.
+    func recordParts(_ parts: [RecordedPart], under lease: Lease) async throws
     func parts(of jobID: String) async throws -> [RecordedPart]
     /// Begins a fresh plan: sets the multipart upload id, the plan and the source's ETag, and
     /// forgets parts recorded under an earlier plan (they belonged to another upload).
@@ -52,6 +54,11 @@ extension JobStore {
 
     @discardableResult
     public func insert(_ job: Job) async throws -> Job { try await insert(job, quota: nil) }
+
+    /// One at a time, for stores with no cheaper way.
+    public func recordParts(_ parts: [RecordedPart], under lease: Lease) async throws {
+        for part in parts { try await recordPart(part, under: lease) }
+    }
 
     /// `start` for a plan without a multipart upload of its own (one part) or with parts
     /// checked by `Content-MD5`.

@@ -1,7 +1,10 @@
 /// The part loop of a job whose parts are planned: at most `concurrency` parts in flight, each
-/// recorded before it counts, failed ones retried after a backoff, `bandwidthLimit` pacing part
-/// starts and ends. A requested yield stops new parts and hands the job back once those in flight are
-/// recorded.
+/// recorded before the object is completed, failed ones retried after a backoff, `bandwidthLimit`
+/// pacing part starts and ends. Parts that end close together are recorded together, one
+/// transaction every `saveMilliseconds` at most (their rows and one update of the job's counters),
+/// so PostgreSQL writes fewer than two rows a part; a part not yet recorded when its worker dies
+/// is only sent again. A requested yield stops new parts and hands the job back once those in
+/// flight are recorded.
 extension JobRunner {
     enum PartEvent: Sendable {
         case moved(part: Int, size: Int64, etag: String, checksum: String?)
@@ -25,7 +28,13 @@ extension JobRunner {
         var bytesScheduled: Int64 = 0
         var wakeAt: Int?
         var yielding = false
+        /// Parts moved but not yet in the store, and when the store was last written.
+        var unsaved: [RecordedPart] = []
+        var savedAt = Int.min / 2
     }
+
+    /// How long moved parts may wait to be recorded together while others are in flight.
+    static var saveMilliseconds: Int { 250 }
 
     func moveParts(_ job: Job, _ options: JobOptions, _ lease: Lease, _ work: Work, _ upload: UploadHandle,
                    _ done: [Int: RecordedPart], _ control: JobControl) async throws -> Outcome {
@@ -47,6 +56,7 @@ extension JobRunner {
         case .fail(_, let code)?:
             return try await fail(lease, job, code: code, upload: upload)
         case .finish?, .start?:
+            try await save(&loop, lease)
             let etag: String
             do {
                 etag = try await complete(work, uploadID: uploadID, parts: loop.recorded.values.sorted { $0.number < $1.number })
@@ -71,10 +81,13 @@ extension JobRunner {
             switch event {
             case .moved(let part, let size, let etag, let checksum):
                 let record = RecordedPart(number: part, size: size, etag: etag, checksum: checksum)
-                try await store.recordPart(record, under: lease)
                 observer.partMoved(kind: job.kind, bytes: size)
                 loop.recorded[part] = record
+                loop.unsaved.append(record)
                 loop.scheduler.partSucceeded(part)
+                if loop.scheduler.partsInFlight == 0 || clock.now() - loop.savedAt >= Self.saveMilliseconds {
+                    try await save(&loop, lease)
+                }
             case .failed(let part, let error):
                 observer.partFailed(kind: job.kind, code: error.code)
                 terminal = loop.scheduler.partFailed(part, retryable: error.retryable, error: error.code, now: clock.now())
@@ -82,6 +95,7 @@ extension JobRunner {
                 loop.scheduler.partAbandoned(part)
             case .wake:
                 loop.wakeAt = nil
+                if clock.now() - loop.savedAt >= Self.saveMilliseconds { try await save(&loop, lease) }
             }
             if terminal == nil && !loop.yielding && (control.isYielding || (control.yieldRequested && control.yieldNow())) {
                 loop.yielding = true
@@ -89,6 +103,7 @@ extension JobRunner {
             }
             if loop.yielding && loop.scheduler.partsInFlight == 0 {
                 group.cancelAll()
+                try await save(&loop, lease)
                 return nil
             }
             if terminal == nil {
@@ -138,6 +153,14 @@ extension JobRunner {
             try Task.checkCancellation()
             return .failed(part: part, error: TransferError(code: "InternalError", retryable: true))
         }
+    }
+
+    /// Records the parts moved since the last write, in one transaction.
+    private func save(_ loop: inout PartLoop, _ lease: Lease) async throws {
+        loop.savedAt = clock.now()
+        guard !loop.unsaved.isEmpty else { return }
+        try await store.recordParts(loop.unsaved, under: lease)
+        loop.unsaved = []
     }
 
     /// A timer for the earliest retry due, unless one already wakes the loop sooner.
