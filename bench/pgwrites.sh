@@ -6,7 +6,8 @@
 # MiB in 5 MiB parts. Writes are read from pg_stat_database for the gateway's own database
 # (gateway_bench_pgwrites: nothing else writes there) around each job: rows inserted, updated and
 # deleted, and transactions committed, after the statistics are flushed. A second figure counts
-# the rows a lease renewal changes. Writes the section "## PostgreSQL writes per part" of
+# the rows a lease renewal changes. BENCH_ROUNDS (3) rounds of each job; the table shows each
+# round and the median (the gateway's janitor writes now and then into whichever job it meets). Writes the section "## PostgreSQL writes per part" of
 # bench/RESULTS.md. Builds the release binary unless BENCH_SKIP_BUILD=1; starts the stack and a
 # gateway on 127.0.0.1:18091 and stops what it started.
 set -euo pipefail
@@ -15,6 +16,7 @@ cd "$ROOT"
 # shellcheck source=bench/lib.sh disable=SC1091
 . "$ROOT/bench/lib.sh"
 MIB="${BENCH_MIB:-200}"
+ROUNDS="${BENCH_ROUNDS:-3}"
 PORT=18091
 GW_BIN="${BENCH_GATEWAY_BIN:-$ROOT/.build/release/transfer-gateway}"
 RESULTS="$ROOT/bench/RESULTS.md"
@@ -63,9 +65,9 @@ SRC="$TMP/source.bin"
 head -c "$((MIB << 20))" /dev/urandom >"$SRC"
 "$VENV/bin/aws" --endpoint-url "$GATEWAY_S3_ENDPOINT" s3 cp --only-show-errors "$SRC" "s3://$GATEWAY_S3_BUCKET/private/bench/pg-source.bin"
 parts=$(( (MIB + 4) / 5 ))
-rows=""
-measure() {  # NAME: runs the job given as the rest of the arguments, prints a table row
-  local name="$1"; shift
+rows=""; medians=""
+measure() {  # NAME ROUND: runs the job given as the rest of the arguments, adds a table row
+  local name="$1" round="$2"; shift 2
   local before after reads_before
   before="$(counters)"
   reads_before="$(reads)"
@@ -74,8 +76,9 @@ measure() {  # NAME: runs the job given as the rest of the arguments, prints a t
   local tuples=$(( ${after%%|*} - ${before%%|*} ))
   # psql's own transactions (one per read in counters) are not the gateway's.
   local commits=$(( ${after##*|} - ${before##*|} - ($(reads) - reads_before) ))
-  rows+="| $name | $parts | $tuples | $(awk -v t="$tuples" -v p="$parts" 'BEGIN { printf "%.2f", t / p }') | $commits | $(awk -v c="$commits" -v p="$parts" 'BEGIN { printf "%.2f", c / p }') |"$'\n'
-  say "$name: $tuples rows written, $commits commits over $parts parts"
+  echo "$tuples" >>"$TMP/rows-$name"
+  rows+="| $name | $round | $parts | $tuples | $(awk -v t="$tuples" -v p="$parts" 'BEGIN { printf "%.2f", t / p }') | $commits | $(awk -v c="$commits" -v p="$parts" 'BEGIN { printf "%.2f", c / p }') |"$'\n'
+  say "$name (round $round): $tuples rows written, $commits commits over $parts parts"
 }
 upload_job() {
   local id
@@ -97,10 +100,16 @@ download_job() {
   curl -sf -o "$TMP/downloaded.bin" "$API/v1/jobs/$id/data" -H "Authorization: Bearer $TOKEN"
   cmp -s "$TMP/downloaded.bin" "$SRC" || die "the download differs"
 }
-measure upload upload_job
-measure import import_job
-measure copy copy_job
-measure download download_job
+for round in $(seq "$ROUNDS"); do
+  measure upload "$round" upload_job
+  measure import "$round" import_job
+  measure copy "$round" copy_job
+  measure download "$round" download_job
+done
+for name in upload import copy download; do
+  m="$(median <"$TMP/rows-$name")"
+  medians+="- $name: median **$m** rows, **$(awk -v t="$m" -v p="$parts" 'BEGIN { printf "%.2f", t / p }')** rows per part"$'\n'
+done
 
 section="## PostgreSQL writes per part
 
@@ -109,11 +118,15 @@ database nothing else writes to; rows inserted + updated + deleted and transacti
 from \`pg_stat_database\` around each job (the counters' own reads are taken out of the commits;
 the gateway's reads are in them: its long polls and janitor during the 11 s settling waits, so
 rows are the figure to read). A download records no parts: its figures are per 5 MiB of data
-read. Each recorded part writes two rows (its \`job_parts\` row and the job's counters, in one
-transaction); the rest is the job's own (insert, claim, start, finish) and lease renewals.
+read. An upload records each part as it is in S3 and every part before it is: two rows (its
+\`job_parts\` row and the job's counters, in one transaction). An import or a copy records parts
+that end close together in one transaction, at most one every 250 ms while others are in flight:
+their rows and one update of the counters. The rest is the job's own (insert, claim, start,
+finish) and lease renewals.
 
-| job | parts | rows written | rows per part | commits | commits per part |
-|---|---:|---:|---:|---:|---:|
-${rows}"
+| job | round | parts | rows written | rows per part | commits | commits per part |
+|---|---:|---:|---:|---:|---:|---:|
+${rows}
+${medians}"
 write_section "$RESULTS" "$section"
 say "results in bench/RESULTS.md"

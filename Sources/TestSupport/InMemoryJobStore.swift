@@ -231,16 +231,23 @@ public final class InMemoryJobStore: UploadStore {
     }
 
     public func recordUploadPart(_ part: RecordedPart, under lease: Lease) async throws -> [TailSegment] {
+        try await recordUploadParts([part], under: lease)
+    }
+
+    public func recordUploadParts(_ parts: [RecordedPart], under lease: Lease) async throws -> [TailSegment] {
         let now = Int64(clock.now())
         return try state.withLock { s in
             try guardWrite(s, lease, "recordUploadPart")
-            let previous = s.parts[lease.jobID]?[part.number]?.size ?? 0
-            s.parts[lease.jobID, default: [:]][part.number] = part
-            let transferred = (s.jobs[lease.jobID]?.bytesTransferred ?? 0) + part.size - previous
-            s.jobs[lease.jobID]?.bytesTransferred = transferred
-            s.jobs[lease.jobID]?.bytesCommitted = transferred
+            for part in parts {
+                let previous = s.parts[lease.jobID]?[part.number]?.size ?? 0
+                s.parts[lease.jobID, default: [:]][part.number] = part
+                let transferred = (s.jobs[lease.jobID]?.bytesTransferred ?? 0) + part.size - previous
+                s.jobs[lease.jobID]?.bytesTransferred = transferred
+                s.jobs[lease.jobID]?.bytesCommitted = transferred
+            }
             s.jobs[lease.jobID]?.bytesAt = now
             s.jobs[lease.jobID]?.version += 1
+            s.partWrites += 1
             return s.tails.removeValue(forKey: lease.jobID) ?? []
         }
     }

@@ -17,11 +17,12 @@ private func bytes(_ count: Int, seed: UInt8) -> [UInt8] {
 private struct Uploads {
     let clock = ManualClock()
     let store: InMemoryJobStore
-    let objects = InMemoryObjectStore()
+    let objects: InMemoryObjectStore
     var settings = EngineSettings()
 
-    init(beforeWrite: @escaping @Sendable (String) throws -> Void = { _ in }) {
+    init(objects: InMemoryObjectStore = InMemoryObjectStore(), beforeWrite: @escaping @Sendable (String) throws -> Void = { _ in }) {
         store = InMemoryJobStore(clock: clock, beforeWrite: beforeWrite)
+        self.objects = objects
         settings.concurrency = 2
         settings.roomWaitMilliseconds = 2_000
     }
@@ -61,6 +62,29 @@ private struct Uploads {
         #expect(size == Int64(body.count))
         #expect(uploads.objects.object("private/alice/up.bin") == body)
         #expect(uploads.objects.keys(under: uploads.settings.stagingPrefix).isEmpty, "staged tails are removed")
+    }
+
+    /// Parts whose turns come together are recorded in one write, and every whole part is
+    /// recorded by the time the request is answered.
+    @Test func partsSentTogetherAreRecordedTogether() async throws {
+        let sixth = Atomic<Bool>(false)
+        var uploads = Uploads(objects: InMemoryObjectStore(beforePart: { part in
+            // The first five wait in flight until the sixth is on its way.
+            if part == 6 { sixth.store(true, ordering: .releasing) }
+            while !sixth.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(1)) }
+        }))
+        uploads.settings.concurrency = 6
+        uploads.settings.partSaveMilliseconds = .max / 4
+        let body = bytes(6 * 5 * MiB + 10, seed: 8)
+        let job = try await uploads.insert(size: Int64(body.count))
+        let first = try await uploads.send(try uploads.receiver("a"), job, from: 0, Array(body[0..<(6 * 5 * MiB)]))
+        #expect(first == .waiting(committed: 6 * 5 * Int64(MiB)))
+        #expect(try await uploads.store.parts(of: job.id).map(\.number) == Array(1...6))
+        // The first part is written at once; the other five wait for the last in flight.
+        #expect(uploads.store.partWrites == 2)
+        let last = try await uploads.send(try uploads.receiver("a"), job, from: 6 * 5 * Int64(MiB), Array(body[(6 * 5 * MiB)...]))
+        guard case .completed = last else { Issue.record("\(last)"); return }
+        #expect(uploads.objects.object("private/alice/up.bin") == body)
     }
 
     /// The same instance reuses its own tail file; a tail many requests long is merged.

@@ -235,12 +235,17 @@ public struct PostgresJobStore: UploadStore {
     }
 
     public func recordUploadPart(_ part: RecordedPart, under lease: Lease) async throws -> [TailSegment] {
+        try await recordUploadParts([part], under: lease)
+    }
+
+    public func recordUploadParts(_ parts: [RecordedPart], under lease: Lease) async throws -> [TailSegment] {
         try await pool.withTransaction { connection in
             let before = try Self.lock(lease, on: connection)
-            // By the part's own size, as recordPart does; bytes_transferred is only ever moved by
+            // By the parts' own sizes, as recordPart does; bytes_transferred is only ever moved by
             // these deltas, so it is the parts' sum, and with the tail forgotten so is
             // bytes_committed (the right-hand sides read the row as it was).
-            let delta = part.size - (try Self.upsertPart(part, jobID: lease.jobID, on: connection))
+            var delta: Int64 = 0
+            for part in parts { delta += part.size - (try Self.upsertPart(part, jobID: lease.jobID, on: connection)) }
             try connection.query("""
                 UPDATE jobs SET upload_tail_segments = '[]', bytes_transferred = bytes_transferred + \(delta),
                        bytes_committed = bytes_transferred + \(delta), bytes_at = now(), version = version + 1, updated_at = now()

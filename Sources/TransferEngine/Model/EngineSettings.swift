@@ -36,6 +36,8 @@ public struct EngineSettings: Sendable {
     public var stagingPrefix = "transfer-gateway-staging/"
     /// Tail pieces an upload keeps before they are merged into one object.
     public var maxTailSegments = 16
+    /// How long a finished part may wait to be recorded with others while parts are in flight.
+    public var partSaveMilliseconds = 250
     /// How new multipart uploads check their parts (`PartChecksum`).
     public var partChecksum: PartChecksum = .crc32c
 

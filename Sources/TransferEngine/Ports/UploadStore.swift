@@ -13,6 +13,8 @@ public protocol UploadStore: JobStore {
     /// bytes are then exactly the recorded parts'. Returns the tail pieces forgotten (their
     /// objects are the caller's to delete).
     func recordUploadPart(_ part: RecordedPart, under lease: Lease) async throws -> [TailSegment]
+    /// `recordUploadPart` for several parts in order, in one transaction.
+    func recordUploadParts(_ parts: [RecordedPart], under lease: Lease) async throws -> [TailSegment]
     /// Replaces the tail's pieces (fewer bytes than a part, after the recorded parts); committed
     /// bytes become the parts' plus the tail's. Returns the pieces no longer listed.
     func saveUploadTail(_ segments: [TailSegment], under lease: Lease) async throws -> [TailSegment]
@@ -51,4 +53,13 @@ public struct UploadClaim: Sendable {
 /// when the connection broke.
 public protocol ByteSource: Sendable {
     func next() async throws -> ArraySlice<UInt8>?
+}
+
+extension UploadStore {
+    /// One at a time, for stores with no cheaper way.
+    public func recordUploadParts(_ parts: [RecordedPart], under lease: Lease) async throws -> [TailSegment] {
+        var forgotten: [TailSegment] = []
+        for part in parts { forgotten += try await recordUploadPart(part, under: lease) }
+        return forgotten
+    }
 }

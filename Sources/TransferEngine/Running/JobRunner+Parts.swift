@@ -1,7 +1,7 @@
 /// The part loop of a job whose parts are planned: at most `concurrency` parts in flight, each
 /// recorded before the object is completed, failed ones retried after a backoff, `bandwidthLimit`
 /// pacing part starts and ends. Parts that end close together are recorded together, one
-/// transaction every `saveMilliseconds` at most (their rows and one update of the job's counters),
+/// transaction every `partSaveMilliseconds` at most (their rows and one update of the job's counters),
 /// so PostgreSQL writes fewer than two rows a part; a part not yet recorded when its worker dies
 /// is only sent again. A requested yield stops new parts and hands the job back once those in
 /// flight are recorded.
@@ -33,8 +33,6 @@ extension JobRunner {
         var savedAt = Int.min / 2
     }
 
-    /// How long moved parts may wait to be recorded together while others are in flight.
-    static var saveMilliseconds: Int { 250 }
 
     func moveParts(_ job: Job, _ options: JobOptions, _ lease: Lease, _ work: Work, _ upload: UploadHandle,
                    _ done: [Int: RecordedPart], _ control: JobControl) async throws -> Outcome {
@@ -85,7 +83,7 @@ extension JobRunner {
                 loop.recorded[part] = record
                 loop.unsaved.append(record)
                 loop.scheduler.partSucceeded(part)
-                if loop.scheduler.partsInFlight == 0 || clock.now() - loop.savedAt >= Self.saveMilliseconds {
+                if loop.scheduler.partsInFlight == 0 || clock.now() - loop.savedAt >= settings.partSaveMilliseconds {
                     try await save(&loop, lease)
                 }
             case .failed(let part, let error):
@@ -95,7 +93,7 @@ extension JobRunner {
                 loop.scheduler.partAbandoned(part)
             case .wake:
                 loop.wakeAt = nil
-                if clock.now() - loop.savedAt >= Self.saveMilliseconds { try await save(&loop, lease) }
+                if clock.now() - loop.savedAt >= settings.partSaveMilliseconds { try await save(&loop, lease) }
             }
             if terminal == nil && !loop.yielding && (control.isYielding || (control.yieldRequested && control.yieldNow())) {
                 loop.yielding = true

@@ -14,9 +14,11 @@ extension UploadRequest {
         let retryLimit: Int
         /// A checksummed request records nothing until its checksum matches.
         let deferRecording: Bool
-        /// A part is recorded the moment it and every part before it are in S3, not when the
-        /// body's reader next looks: a client that pauses mid-body has its finished parts counted.
+        /// A part is recorded once it and every part before it are in S3, not when the body's
+        /// reader next looks: a client that pauses mid-body has its finished parts counted.
         let turns: InOrderTurns
+        /// Parts whose turns come close together are recorded in one write.
+        let batch: PartBatch
         /// `bandwidthLimit`: the body is read no faster than this.
         let pace: Pace?
     }
@@ -28,6 +30,7 @@ extension UploadRequest {
                                   concurrency: min(max(options.concurrency ?? settings.concurrency, 1), settings.maxConcurrency),
                                   retryLimit: options.retryLimit ?? settings.retryLimit, deferRecording: checksum != nil,
                                   turns: InOrderTurns(first: progress.nextPart),
+                                  batch: PartBatch(interval: settings.partSaveMilliseconds),
                                   pace: Pace(bytesPerSecond: options.bandwidthLimit, clock: receiver.clock))
         let hasher = checksum.map { Digest.Context($0.algorithm) }
         var ending = Ending.clean
@@ -107,6 +110,7 @@ extension UploadRequest {
         progress.tailFile = nil
         progress.tailSize = 0
         inFlight += 1
+        s.batch.launched()
         group.addTask { try await self.send(part: number, file: file, size: size, uploadID: uploadID, checksum: checksum, s) }
         // The next part's room on the spool, before any of its bytes are read.
         let room = min(s.partSize, (s.declared ?? Int64.max) - progress.received), spool = self.spool
@@ -132,30 +136,37 @@ extension UploadRequest {
                 }
             }
         } catch let error as TransferError {
+            s.batch.ended()
             s.turns.stop()  // the job fails: nothing after this part counts
-            return PartResult(part: nil, error: error)
+            return PartResult(parts: [], error: error)
         } catch {
+            s.batch.ended()
             s.turns.stop()
             throw error
         }
-        if s.deferRecording { return PartResult(part: part, error: nil) }
-        guard await s.turns.wait(for: number) else { return PartResult(part: nil, error: nil) }
+        guard !s.deferRecording, await s.turns.wait(for: number) else {
+            s.batch.ended()
+            return PartResult(parts: s.deferRecording ? [part] : [], error: nil)
+        }
+        let due = s.batch.turn(of: part, now: receiver.clock.now())
         do {
-            let replaced = try await receiver.store.recordUploadPart(part, under: lease)
+            if !due.isEmpty {
+                let replaced = try await receiver.store.recordUploadParts(due, under: lease)
+                await receiver.deleteStaged(replaced)
+            }
             receiver.observer.partMoved(kind: .upload, bytes: size)
-            await receiver.deleteStaged(replaced)
         } catch {
             s.turns.stop()  // committed bytes stay a prefix: no later part may be recorded
             throw error
         }
         s.turns.recorded(number)
-        return PartResult(part: part, error: nil)
+        return PartResult(parts: due, error: nil)
     }
 
     private func settle(_ result: PartResult, _ inFlight: inout Int, _ progress: inout Progress, _ s: Streaming) {
         inFlight -= 1
-        if let part = result.part {
-            if s.deferRecording { progress.unrecorded.append(part) } else { progress.parts.append(part) }
+        if !result.parts.isEmpty {
+            if s.deferRecording { progress.unrecorded += result.parts } else { progress.parts += result.parts }
             progress.segments = []
         } else if let error = result.error {
             receiver.observer.partFailed(kind: .upload, code: error.code)

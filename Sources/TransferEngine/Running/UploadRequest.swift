@@ -19,7 +19,9 @@ struct UploadRequest: Sendable {
     var settings: EngineSettings { receiver.settings }
 
     struct PartResult: Sendable {
-        let part: RecordedPart?
+        /// The parts this one's write recorded (itself and those that waited for it; none when
+        /// a later part records it), or, when recording waits for the checksum, itself.
+        let parts: [RecordedPart]
         let error: TransferError?
     }
 
