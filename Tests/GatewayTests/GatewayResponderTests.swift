@@ -5,7 +5,7 @@ import Testing
 
 /// Builds a responder with the operations routes and the given checks, logging into memory.
 func makeResponder(checks: [any DependencyCheck] = [], cors: [String] = [], sink: MemorySink = MemorySink()) -> GatewayResponder {
-    var router = Router<RouteHandler>()
+    var router = Router<GatewayRoute>()
     let metrics = Metrics()
     OperationsRoutes(readiness: Readiness(checks: checks, timeout: 1), metrics: metrics, openAPI: Array("openapi: 3.1.0\n".utf8))
         .register(in: &router)
@@ -234,4 +234,20 @@ struct FixedCheck: DependencyCheck {
     #expect(first["status"] as? Int == 404 && (first["durationMs"] as? Double) == 1234.567)
     let second = try #require(try JSONSerialization.jsonObject(with: Data(sink.all[1].utf8)) as? [String: Any])
     #expect(second["path"] as? String == "/q\"\\\u{1}" && second["durationMs"] as? Double == 0)
+}
+
+/// `/healthz` is answered at once, on the event loop, with everything an answer gets (request
+/// id, metrics, log line); routes that wait, and HEAD, go the usual way.
+@Test func healthzIsAnsweredAtOnceWithWhatEveryAnswerGets() async {
+    let sink = MemorySink()
+    let responder = makeResponder(sink: sink)
+    let now = responder.respondAtOnce(to: request("GET", "/healthz"))
+    #expect(now?.status == 200 && now.map(body) == "{\"status\":\"ok\"}")
+    #expect(now?.headers["x-request-id"]?.hasPrefix("t-") == true)
+    #expect(sink.all.contains { $0.contains("\"route\":\"/healthz\"") && $0.contains("\"status\":200") })
+    #expect(responder.respondAtOnce(to: request("GET", "/readyz")) == nil)
+    #expect(responder.respondAtOnce(to: request("HEAD", "/healthz")) == nil)
+    #expect(responder.respondAtOnce(to: request("GET", "/nope")) == nil)
+    let metrics = body(await responder.respond(to: request("GET", "/metrics")))
+    #expect(metrics.contains("gateway_http_requests_total{route=\"/healthz\",method=\"GET\",status=\"200\"} 1"))
 }

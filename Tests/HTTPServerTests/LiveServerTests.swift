@@ -13,11 +13,36 @@ struct TestResponder: HTTPResponder {
         let release = Mutex(false)
         let seen = Mutex(0)
         let cancelled = Mutex(0)
+        let atOnce = Mutex(0)
+    }
+
+    /// `/at-once…` paths are answered on the event loop when their body (if any) is here.
+    func respondAtOnce(to request: HTTPRequest) -> HTTPResponse? {
+        guard request.path.hasPrefix("/at-once") else { return nil }
+        let answer: HTTPResponse
+        switch (request.method, String(request.path)) {
+        case ("GET", "/at-once"):
+            var response = HTTPResponse.text(200, "now")
+            response.headers.add("X-Target", request.head.target)
+            answer = response
+        case ("GET", "/at-once-big"):
+            answer = HTTPResponse(status: 200, body: .bytes([UInt8](repeating: 0x62, count: 1 << 20)))
+        case ("POST", "/at-once-echo"):
+            guard request.body.isWhole, let body = request.body.takeWhole() else { return nil }
+            answer = HTTPResponse(status: 200, body: .bytes(body))
+        default:
+            return nil
+        }
+        observations.atOnce.withLock { $0 += 1 }
+        return answer
     }
 
     func respond(to request: HTTPRequest) async -> HTTPResponse {
         observations.seen.withLock { $0 += 1 }
         switch (request.method, String(request.path)) {
+        case ("POST", "/at-once-echo"):
+            // The body did not come with its head: read as usual.
+            return HTTPResponse(status: 200, body: .bytes((try? await request.body.collect(upTo: 1 << 20)) ?? []))
         case ("GET", "/bytes-big"):
             return HTTPResponse(status: 200, body: .bytes([UInt8](repeating: 0x62, count: 1 << 20)))
         case ("GET", "/overrun"):
@@ -438,6 +463,45 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
         // 200 MiB of answers would be queued without the gate; with it, the socket buffers and
         // one response high-water mark hold only a handful.
         #expect(seen < 40, "\(seen) requests answered while the client read nothing")
+        await server.shutdown(grace: 0.5)
+    }
+
+    /// Answers given on the event loop: thousands pipelined in one write come back in order
+    /// (the loop goes on to the next request itself, it does not recurse), and a body still to
+    /// come sends the request the usual way.
+    @Test func answersGivenAtOnceComeBackInOrder() async throws {
+        let (server, port, responder) = try startServer()
+        let client = try LoopbackClient(port: port)
+        let count = 20_000
+        var batch = ""
+        for i in 0..<count { batch += "GET /at-once?n=\(i) HTTP/1.1\r\nHost: t\r\n\r\n" }
+        try client.send(batch)
+        for i in 0..<count {
+            let response = try client.readResponse()
+            guard response.status == 200, response.header("x-target") == "/at-once?n=\(i)" else {
+                Issue.record("answer \(i): \(response.status) \(response.header("x-target") ?? "-")")
+                break
+            }
+        }
+        #expect(responder.observations.atOnce.withLock { $0 } == count && responder.observations.seen.withLock { $0 } == 0)
+        try client.send("POST /at-once-echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello")
+        #expect(try client.readResponse().text == "hello")
+        try client.send("POST /at-once-echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\n")
+        try await Task.sleep(for: .milliseconds(50))
+        try client.send("later")
+        #expect(try client.readResponse().text == "later")
+        #expect(responder.observations.seen.withLock { $0 } == 1, "the body that came later went the usual way")
+        await server.shutdown(grace: 1)
+    }
+
+    /// Answers given at once are held back like any others from a client that does not read.
+    @Test func aPipeliningClientThatNeverReadsIsHeldBackFromAnswersGivenAtOnce() async throws {
+        let (server, port, responder) = try startServer()
+        let client = try LoopbackClient(port: port)
+        try client.send(String(repeating: "GET /at-once-big HTTP/1.1\r\nHost: t\r\n\r\n", count: 200))
+        try await Task.sleep(for: .milliseconds(1000))
+        let answered = responder.observations.atOnce.withLock { $0 }
+        #expect(answered > 0 && answered < 40, "\(answered) requests answered while the client read nothing")
         await server.shutdown(grace: 0.5)
     }
 

@@ -72,8 +72,8 @@ public struct GatewayRoutes: Sendable {
     }
 
     /// Every route, registered.
-    public func router() -> Router<RouteHandler> {
-        var router = Router<RouteHandler>()
+    public func router() -> Router<GatewayRoute> {
+        var router = Router<GatewayRoute>()
         let policy = AccessPolicy(allowGuestRead: settings.allowGuestRead)
         let engine = settings.engine
         OperationsRoutes(readiness: Readiness(checks: checks, timeout: 2), metrics: metrics, openAPI: openAPI).register(in: &router)

@@ -24,7 +24,7 @@ struct JobRoutes: Sendable {
     let now: @Sendable () -> Int
     let idempotency: Idempotency
 
-    func register(in router: inout Router<RouteHandler>) {
+    func register(in router: inout Router<GatewayRoute>) {
         router.add("POST", "/v1/jobs") { try await create($0.http) }
         router.add("GET", "/v1/jobs") { try await list($0.http) }
         router.add("GET", "/v1/jobs/{id}") { try await show($0.http, id: $0.parameters["id"] ?? "") }

@@ -10,7 +10,7 @@ struct ObjectRoutes: Sendable {
     let policy: AccessPolicy
     let objects: any ObjectStore
 
-    func register(in router: inout Router<RouteHandler>) {
+    func register(in router: inout Router<GatewayRoute>) {
         router.add("GET", "/v1/objects") { try await list($0.http) }
         router.add("GET", "/v1/objects/properties") { try await properties($0.http) }
         router.add("DELETE", "/v1/objects") { try await delete($0.http) }

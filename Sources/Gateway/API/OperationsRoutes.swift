@@ -8,8 +8,8 @@ struct OperationsRoutes: Sendable {
 
     private static let healthy = Array("{\"status\":\"ok\"}".utf8)
 
-    func register(in router: inout Router<RouteHandler>) {
-        router.add("GET", "/healthz") { _ in Responses.json(200, bytes: Self.healthy) }
+    func register(in router: inout Router<GatewayRoute>) {
+        router.addAtOnce("GET", "/healthz") { _ in Responses.json(200, bytes: Self.healthy) }
         router.add("GET", "/readyz") { _ in await ready() }
         router.add("GET", "/metrics") { [metrics] _ in
             HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "text/plain; version=0.0.4; charset=utf-8")]),

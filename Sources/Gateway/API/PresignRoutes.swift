@@ -58,8 +58,9 @@ struct PresignRoutes: Sendable {
         }
     }
 
-    func register(in router: inout Router<RouteHandler>) {
-        router.add("POST", "/v1/presign") { request in try await presign(request.http) }
+    func register(in router: inout Router<GatewayRoute>) {
+        router.add("POST", "/v1/presign", { request in try await presign(request.http) },
+                   atOnce: { request in try presignAtOnce(request.http) })
         router.add("POST", "/v1/presign/post") { request in try await presignPost(request.http) }
     }
 
@@ -69,6 +70,12 @@ struct PresignRoutes: Sendable {
         // rest runs in a plain call, so its locals stay out of the task's async frame.
         let identity = try authenticator.identity(of: http, guestAllowed: true)
         return try presign(PresignRequest(try await Responses.fields(from: http, known: PresignRequest.known)), identity)
+    }
+
+    /// The same, for a body that came with its head: no task, no wait.
+    private func presignAtOnce(_ http: HTTPRequest) throws -> HTTPResponse {
+        let identity = try authenticator.identity(of: http, guestAllowed: true)
+        return try presign(PresignRequest(try Responses.fieldsAtOnce(from: http, known: PresignRequest.known)), identity)
     }
 
     private func presign(_ body: PresignRequest, _ identity: Identity) throws -> HTTPResponse {

@@ -26,7 +26,7 @@ struct UploadsRoutes: Sendable {
     /// Part URLs handed out in one answer; ask `/parts` for the others.
     static let urlsPerAnswer = 1000
 
-    func register(in router: inout Router<RouteHandler>) {
+    func register(in router: inout Router<GatewayRoute>) {
         router.add("POST", "/v1/uploads") { try await create($0.http) }
         router.add("GET", "/v1/uploads") { try await list($0.http) }
         router.add("GET", "/v1/uploads/{id}") { try await show($0.http, id: $0.parameters["id"] ?? "") }

@@ -5,7 +5,7 @@ import Synchronization
 /// The gateway's answer to every parsed request: CORS, routing, errors as problem+json, one
 /// log line and metrics per request. The HTTP server sees only this `HTTPResponder`.
 public final class GatewayResponder: HTTPResponder {
-    private let router: Router<RouteHandler>
+    private let router: Router<GatewayRoute>
     private let cors: CORS
     private let logger: Logger
     private let metrics: Metrics
@@ -17,7 +17,7 @@ public final class GatewayResponder: HTTPResponder {
     /// Runs before a matched route (the authenticator's wait for an identity provider's keys).
     private let beforeRoute: (@Sendable (HTTPRequest) async -> Void)?
 
-    public init(router: Router<RouteHandler>, cors: CORS, logger: Logger, metrics: Metrics, instancePrefix: String,
+    public init(router: Router<GatewayRoute>, cors: CORS, logger: Logger, metrics: Metrics, instancePrefix: String,
          isUnavailable: @escaping @Sendable (any Error) -> Bool = { _ in false },
          beforeRoute: (@Sendable (HTTPRequest) async -> Void)? = nil) {
         self.beforeRoute = beforeRoute
@@ -31,8 +31,33 @@ public final class GatewayResponder: HTTPResponder {
 
     public func respond(to request: HTTPRequest) async -> HTTPResponse {
         let started = ContinuousClock.now
+        let (response, pattern) = await route(request)
+        return finish(response, pattern: pattern, for: request, started: started)
+    }
+
+    /// Routes added with `addAtOnce`, on the event loop: when the request's body (if any) came
+    /// with its head, and no key set must be waited for (a request with a token, while the
+    /// gateway reads an identity provider's keys, goes the usual way).
+    public func respondAtOnce(to request: HTTPRequest) -> HTTPResponse? {
+        let started = ContinuousClock.now
+        guard request.body.isWhole, beforeRoute == nil || request.headers["authorization"] == nil,
+              request.method == "GET" || request.method == "POST",
+              case .matched(let match) = router.route(method: request.method, path: request.path),
+              let atOnce = match.handler.atOnce else { return nil }
+        let response: HTTPResponse
+        do {
+            response = try atOnce(RouteRequest(http: request, parameters: match.parameters))
+        } catch {
+            response = answer(to: error, pattern: match.pattern)
+        }
+        return finish(response, pattern: match.pattern, for: request, started: started)
+    }
+
+    /// CORS, the request id, metrics and the log line: what every answer gets.
+    private func finish(_ response: HTTPResponse, pattern: String, for request: HTTPRequest, started: ContinuousClock.Instant)
+        -> HTTPResponse {
+        var response = response
         let requestID = instancePrefix + String(requestCounter.add(1, ordering: .relaxed).newValue, radix: 36)
-        var (response, pattern) = await route(request)
         if let origin = request.headers["origin"], cors.enabled, cors.allows(origin), !CORS.isPreflight(request) {
             cors.decorate(&response, origin: origin)
         }
@@ -75,32 +100,10 @@ public final class GatewayResponder: HTTPResponder {
         case .matched(let match):
             do {
                 await beforeRoute?(request)
-                let response = try await match.handler(RouteRequest(http: request, parameters: match.parameters))
-                return (response, match.pattern)
-            } catch let error as APIError {
-                var response = Responses.problem(error)
-                if error.status == 401 { response.headers.add("WWW-Authenticate", "Bearer") }
-                return (response, match.pattern)
-            } catch let quota as QuotaExceeded {
-                return (Responses.problem(.quotaExceeded("This identity has \(quota.maximum) \(quota.limit.rawValue), the most allowed.",
-                                                         retryAfter: 5)), match.pattern)
-            } catch is CancellationError {
-                // The client hung up (its connection cancelled the request's task).
-                return (Responses.problem(.clientClosedRequest), match.pattern)
-            } catch let error as RequestBodyError {
-                switch error {
-                case .tooLarge(let limit): return (Responses.problem(.tooLarge(limit)), match.pattern)
-                case .malformed: return (Responses.problem(.badRequest("The request body is malformed.")), match.pattern)
-                case .connectionClosed, .timedOut: return (Responses.problem(.badRequest("The request body did not arrive.")), match.pattern)
-                }
-            } catch let error where isUnavailable(error) {
-                logger.warn("database unavailable", ["route": .string(match.pattern)])
-                var response = Responses.problem(.unavailable("The job database is unavailable; try again shortly."))
-                response.headers.add("Retry-After", "5")
+                let response = try await match.handler.handler(RouteRequest(http: request, parameters: match.parameters))
                 return (response, match.pattern)
             } catch {
-                logger.error("handler failed", ["route": .string(match.pattern), "error": .string(String(describing: type(of: error)))])
-                return (Responses.problem(.internalError), match.pattern)
+                return (answer(to: error, pattern: match.pattern), match.pattern)
             }
         case .methodNotAllowed(let allowed):
             var response = Responses.problem(.methodNotAllowed(allowed))
@@ -108,6 +111,36 @@ public final class GatewayResponder: HTTPResponder {
             return (response, "unmatched")
         case .notFound:
             return (Responses.problem(.notFound), "unmatched")
+        }
+    }
+
+    /// A handler's error as its answer.
+    private func answer(to error: any Error, pattern: String) -> HTTPResponse {
+        switch error {
+        case let error as APIError:
+            var response = Responses.problem(error)
+            if error.status == 401 { response.headers.add("WWW-Authenticate", "Bearer") }
+            return response
+        case let quota as QuotaExceeded:
+            return Responses.problem(.quotaExceeded("This identity has \(quota.maximum) \(quota.limit.rawValue), the most allowed.",
+                                                    retryAfter: 5))
+        case is CancellationError:
+            // The client hung up (its connection cancelled the request's task).
+            return Responses.problem(.clientClosedRequest)
+        case let error as RequestBodyError:
+            switch error {
+            case .tooLarge(let limit): return Responses.problem(.tooLarge(limit))
+            case .malformed: return Responses.problem(.badRequest("The request body is malformed."))
+            case .connectionClosed, .timedOut: return Responses.problem(.badRequest("The request body did not arrive."))
+            }
+        case let error where isUnavailable(error):
+            logger.warn("database unavailable", ["route": .string(pattern)])
+            var response = Responses.problem(.unavailable("The job database is unavailable; try again shortly."))
+            response.headers.add("Retry-After", "5")
+            return response
+        default:
+            logger.error("handler failed", ["route": .string(pattern), "error": .string(String(describing: type(of: error)))])
+            return Responses.problem(.internalError)
         }
     }
 }

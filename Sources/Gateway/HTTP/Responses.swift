@@ -34,6 +34,14 @@ public enum Responses {
         try fields(try await jsonBody(of: request, limit: limit), known: known)
     }
 
+    /// `fields(from:)` for a body that came whole with its head (an answer given at once).
+    static func fieldsAtOnce(from request: HTTPRequest, known: Set<String>, limit: Int = 64 * 1024) throws(APIError) -> JSONFields {
+        if let contentType = request.headers["content-type"], !isJSON(contentType) { throw APIError.unsupportedMediaType }
+        guard let bytes = request.body.takeWhole() else { throw APIError.badRequest("The request body did not arrive.") }
+        guard bytes.count <= limit else { throw APIError.tooLarge(limit) }
+        return try fields(bytes, known: known)
+    }
+
     /// A JSON object body already read, whose members are all `known` ones.
     static func fields(_ bytes: [UInt8], known: Set<String>) throws(APIError) -> JSONFields {
         guard let value = try? JSONValue.parse(bytes) else { throw APIError.invalidJSON("The body is not valid JSON.") }

@@ -27,7 +27,7 @@ struct TusRoutes: Sendable {
     static let version = "1.0.0"
     static let extensions = "creation,creation-with-upload,termination,expiration,checksum"
 
-    func register(in router: inout Router<RouteHandler>) {
+    func register(in router: inout Router<GatewayRoute>) {
         router.add("OPTIONS", "/v1/tus/") { _ in options() }
         router.add("OPTIONS", "/v1/tus/{id}") { _ in options() }
         router.add("POST", "/v1/tus/") { try await create($0.http) }

@@ -144,6 +144,7 @@ extension HTTPConnection {
         exchange.countedClient = client
         let request = HTTPRequest(head: head, body: body, remoteAddress: remoteAddress, clientAddress: client, server: context)
         let responder = context.responder
+        if let response = responder.respondAtOnce(to: request), answerAtOnce(response, for: exchange) { return }
         exchange.handlerTask = Task(executorPreference: loop) {
             let response = await responder.respond(to: request)
             await self.send(response, for: exchange)

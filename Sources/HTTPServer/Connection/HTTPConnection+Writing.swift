@@ -96,13 +96,7 @@ extension HTTPConnection {
             // A short critical section on the connection's queue, run on this thread when the
             // queue is idle: cheaper than a hop and a wake-up for the common small answer.
             await onLoop {
-                var bytes: [UInt8] = []
-                if case .bytes(let b) = response.body { bytes = b }
-                let framing: ResponseHead.Framing = HTTPStatus.forbidsBody(response.status) ? .none : .length(bytes.count)
-                var out = self.startResponse(response, for: exchange, framing: framing,
-                                             bodyCapacity: isHead ? 0 : bytes.count)
-                if !isHead && framing != .none { out.append(contentsOf: bytes) }
-                self.enqueue(out[...])
+                if let out = self.encodeWhole(response, for: exchange) { self.enqueue(out[...]) }
                 self.responseFinished(exchange)
             }
         case .stream(let length, let produce):
@@ -193,11 +187,17 @@ extension HTTPConnection {
     }
 
     private func responseFinished(_ exchange: Exchange) {
-        guard !closed else { return }
+        if responseDone(exchange) { process() }
+    }
+
+    /// Marks the response sent; false when the connection closes after it.
+    private func responseDone(_ exchange: Exchange) -> Bool {
+        guard !closed else { return false }
         exchange.state.responseDone = true
         if exchange.state.closeAfter {
             if !exchange.state.bodyDone { exchange.body.fail(.connectionClosed) }
-            return closeAfterFlush()
+            closeAfterFlush()
+            return false
         }
         if !exchange.state.bodyDone {
             // The handler is done with the body; anything still reading it must not mistake
@@ -205,7 +205,32 @@ extension HTTPConnection {
             exchange.body.fail(.connectionClosed)
             exchange.state.discarding = true
         }
-        process()
+        return true
+    }
+
+    /// Sends an answer given at once, on the loop, in the middle of `process()` (which then
+    /// goes on to the next request itself: no recursion however many requests are pipelined).
+    /// False for a streamed answer, which needs a task.
+    func answerAtOnce(_ response: HTTPResponse, for exchange: Exchange) -> Bool {
+        guard let out = encodeWhole(response, for: exchange) else { return false }
+        enqueue(out[...])
+        _ = responseDone(exchange)
+        return true
+    }
+
+    /// Head and body of an answer whose body is in memory, in one buffer; nil for a stream.
+    private func encodeWhole(_ response: HTTPResponse, for exchange: Exchange) -> [UInt8]? {
+        let bytes: [UInt8]
+        switch response.body {
+        case .empty: bytes = []
+        case .bytes(let b): bytes = b
+        case .stream: return nil
+        }
+        let isHead = exchange.head.method == "HEAD"
+        let framing: ResponseHead.Framing = HTTPStatus.forbidsBody(response.status) ? .none : .length(bytes.count)
+        var out = startResponse(response, for: exchange, framing: framing, bodyCapacity: isHead ? 0 : bytes.count)
+        if !isHead && framing != .none { out.append(contentsOf: bytes) }
+        return out
     }
 
 }

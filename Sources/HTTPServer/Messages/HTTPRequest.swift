@@ -35,6 +35,10 @@ public struct HTTPRequest: Sendable {
 /// What the server calls for every request that parsed.
 public protocol HTTPResponder: Sendable {
     func respond(to request: HTTPRequest) async -> HTTPResponse
+    /// The answer, when it needs no wait (no body still to come, no store, no network): given
+    /// on the connection's event loop, it is sent there and then, without a task. nil: the
+    /// request goes to `respond(to:)`.
+    func respondAtOnce(to request: HTTPRequest) -> HTTPResponse?
     /// A request the HTTP layer refused before any route saw it (a malformed head, a timeout,
     /// a connection cap): the headers to add to the refusal (a request id, CORS for `origin`
     /// when the request said one), the place to log it. Runs on the connection's event loop.
@@ -42,5 +46,7 @@ public protocol HTTPResponder: Sendable {
 }
 
 extension HTTPResponder {
+    public func respondAtOnce(to request: HTTPRequest) -> HTTPResponse? { nil }
+
     public func refused(_ error: HTTPParseError, origin: String?, remoteAddress: String) -> [(String, String)] { [] }
 }

@@ -95,6 +95,22 @@ public final class RequestBody: Sendable {
     /// A body made of the given bytes (tests, internal calls).
     public static func bytes(_ bytes: [UInt8]) -> RequestBody { whole(bytes) }
 
+    /// The whole body, without a wait, when all of it is here (it came with its head, or there
+    /// is none); nil when some is still to come. Takes it: a later `read` finds the end.
+    public func takeWhole() -> [UInt8]? {
+        if expectedLength == 0 { return [] }
+        return state.withLock { s in
+            guard let whole = s.whole else { return nil }
+            s.whole = nil
+            return whole
+        }
+    }
+
+    /// Whether `takeWhole` would give the body.
+    public var isWhole: Bool {
+        expectedLength == 0 || state.withLock { $0.whole != nil }
+    }
+
     /// The next piece of the body, or nil at its end.
     public func read() async throws -> ArraySlice<UInt8>? {
         if expectedLength == 0 { return nil }
