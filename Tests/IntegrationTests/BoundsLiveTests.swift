@@ -95,7 +95,9 @@ extension JobTableTests {
         // The held client has closed: its slot is free within moments, not after 60 s.
         let hungUp = Date()
         while try await waitsOpen() != 0 && Date().timeIntervalSince(hungUp) < 10 { try await Task.sleep(for: .milliseconds(20)) }
-        #expect(Date().timeIntervalSince(hungUp) < 2, "the slot came back \(Date().timeIntervalSince(hungUp)) s after the hang-up")
+        // Moments, not the poll's 60 s: alone it takes about 0.1 s; beside the other suites on two
+        // cores it once took 2.4 s.
+        #expect(Date().timeIntervalSince(hungUp) < 5, "the slot came back \(Date().timeIntervalSince(hungUp)) s after the hang-up")
         #expect(try await gateway.request("GET", "/v1/jobs/\(id)?wait=1", token: token).status == 200)
         await gateway.stop()
     }

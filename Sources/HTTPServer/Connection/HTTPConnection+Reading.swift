@@ -10,7 +10,7 @@ extension HTTPConnection {
         guard !closed, !inReadLoop else { return }
         inReadLoop = true
         var rounds = 0
-        while !closed && socketReadable {
+        reading: while !closed && socketReadable {
             if state.isLingering {
                 lingerRead()
                 continue
@@ -25,6 +25,20 @@ extension HTTPConnection {
             case .bytes:
                 state.bytesRead(now: Clock.now())
                 process()
+                if answeredAtOnce {
+                    // Fair to the others: a client answered at once would otherwise be read
+                    // and answered again and again before any other connection on this loop.
+                    // Its next read waits for the loop's next turn, behind the sockets' events.
+                    answeredAtOnce = false
+                    if !readScheduled {
+                        readScheduled = true
+                        loop.executeNextTurn {
+                            self.readScheduled = false
+                            self.onReadable()
+                        }
+                    }
+                    break reading
+                }
             case .wouldBlock:
                 socketReadable = false
             case .endOfFile:
@@ -144,7 +158,10 @@ extension HTTPConnection {
         exchange.countedClient = client
         let request = HTTPRequest(head: head, body: body, remoteAddress: remoteAddress, clientAddress: client, server: context)
         let responder = context.responder
-        if let response = responder.respondAtOnce(to: request), answerAtOnce(response, for: exchange) { return }
+        if let response = responder.respondAtOnce(to: request), answerAtOnce(response, for: exchange) {
+            answeredAtOnce = true
+            return
+        }
         exchange.handlerTask = Task(executorPreference: loop) {
             let response = await responder.respond(to: request)
             await self.send(response, for: exchange)

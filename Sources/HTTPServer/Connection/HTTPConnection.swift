@@ -30,6 +30,9 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
     var socketReadable = true
     var inReadLoop = false
     var readScheduled = false
+    /// A request was answered at once since the last read: the next read waits its turn behind
+    /// the loop's other connections (the client's next request may already be here).
+    var answeredAtOnce = false
     var writeInterest = false
     var inbound = InboundBuffer()
     var parser: HTTPHeadParser

@@ -28,6 +28,8 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
     /// Set once `run` has returned: from then on `execute` runs work on the caller's thread.
     private let exited = Atomic<Bool>(false)
     private var handlers: [Int32: EventLoopHandler] = [:]
+    /// Work for the next turn of the loop, once its socket events are handled (loop thread only).
+    private var nextTurn: [() -> Void] = []
 
     init() throws {
         epollFD = tg_epoll_create()
@@ -53,6 +55,12 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
     }
 
     var inLoop: Bool { threadID.load(ordering: .relaxed) == UInt(pthread_self()) }
+
+    /// Runs `work` on the next turn of the loop, after the sockets' events of that turn: work
+    /// that would otherwise keep coming back ahead of other connections (on the loop's thread).
+    func executeNextTurn(_ work: @escaping () -> Void) {
+        nextTurn.append(work)
+    }
 
     /// Runs `work` on the loop's thread, after what it is doing now.
     func execute(_ work: @escaping @Sendable () -> Void) {
@@ -101,8 +109,10 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
         var events = [UInt32](repeating: 0, count: 256)
         var pendingWork = false
         while true {
-            // Work waiting in the inbox means: look at the sockets, but do not sleep.
-            let timeout: Int32 = pendingWork ? 0 : -1
+            // Work waiting means: look at the sockets, but do not sleep.
+            let timeout: Int32 = pendingWork || !nextTurn.isEmpty ? 0 : -1
+            var turn: [() -> Void] = []
+            swap(&turn, &nextTurn)
             let count = fds.withUnsafeMutableBufferPointer { f in
                 events.withUnsafeMutableBufferPointer { e in tg_epoll_wait(epollFD, f.baseAddress, e.baseAddress, 256, timeout) }
             }
@@ -116,6 +126,7 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
                     handler.onEvent(events[i])
                 }
             }
+            for work in turn { work() }
             // Run queued work in batches (what a batch queues runs in the next one), up to a
             // budget, then look at the sockets again: cheap for the usual request, which needs
             // two or three batches, and fair to other connections when one keeps queuing.
