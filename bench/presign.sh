@@ -50,7 +50,7 @@ measure() {  # URL [script] -> "rps p99ms non2xx"
     END { printf "%.0f %.2f %d\n", rps, p99, bad + 0 }' <<<"$out"
 }
 
-rows=""; h_all=""; p_all=""; r_all=""
+rows=""; h_all=""; p_all=""; r_all=""; hp_all=""; pp_all=""
 for round in $(seq "$ROUNDS"); do
   # Each round measures both, in turn, first one then the other, so a machine whose speed
   # drifts does not always favour the same side.
@@ -63,13 +63,15 @@ for round in $(seq "$ROUNDS"); do
   fi
   echo "round $round: healthz $hr req/s (p99 $hp ms), presign $pr req/s (p99 $pp ms, non-2xx $pe)" >&2
   rows+="| $round | $hr | $hp | $pr | $pp | $pe |"$'\n'
-  h_all+="$hr "; p_all+="$pr "
+  h_all+="$hr "; p_all+="$pr "; hp_all+="$hp "; pp_all+="$pp "
   # Each round's own ratio: its two runs are seconds apart, so a machine whose speed drifts
   # (it is shared) moves both alike.
   r_all+="$(awk -v p="$pr" -v h="$hr" 'BEGIN { printf "%.3f", p / h }') "
 done
-median() { tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+median() { tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 hm="$(median "$h_all")"; pm="$(median "$p_all")"
+hpm="$(median "$hp_all")"; ppm="$(median "$pp_all")"
+p99_ratio="$(awk -v p="$ppm" -v h="$hpm" 'BEGIN { printf "%.2f", p / h }')"
 ratio="$(awk -v p="$pm" -v h="$hm" 'BEGIN { printf "%.2f", p / h }')"
 rm_ratio="$(median "$r_all")"
 section="$(cat <<MD
@@ -81,6 +83,7 @@ $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores. Command: \`bench/presign.sh\` 
 ${rows}
 - medians: /healthz **$hm** req/s, /v1/presign **$pm** req/s; ratio of the medians **$ratio**
 - median of the rounds' own ratios (presign/healthz, each round's pair measured back to back): **$(printf '%.2f' "$rm_ratio")** (rounds: ${r_all% })
+- p99 medians: /healthz **$hpm** ms, /v1/presign **$ppm** ms; presign/healthz **$p99_ratio**
 <!-- bench:presign:end -->
 MD
 )"
