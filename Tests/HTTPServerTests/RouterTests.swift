@@ -26,3 +26,14 @@ import Testing
     #expect(pairs.map(\.0) == ["a", "b", "c", "d"])
     #expect(pairs.map(\.1) == ["1", "x y", "/", ""])
 }
+
+@Test func anExactMatchIsOnlyAPatternWithoutParameters() {
+    var router = Router<String>()
+    router.add("GET", "/v1/jobs/{id}", "job")
+    router.add("GET", "/healthz", "health")
+    #expect(router.exactMatch(method: "GET", path: "/healthz")?.handler == "health")
+    #expect(router.exactMatch(method: "GET", path: "/healthz")?.pattern == "/healthz")
+    #expect(router.exactMatch(method: "HEAD", path: "/healthz") == nil)
+    #expect(router.exactMatch(method: "POST", path: "/healthz") == nil)
+    #expect(router.exactMatch(method: "GET", path: "/v1/jobs/abc") == nil)
+}

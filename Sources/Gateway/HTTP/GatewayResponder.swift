@@ -42,7 +42,7 @@ public final class GatewayResponder: HTTPResponder {
         let started = ContinuousClock.now
         guard request.body.isWhole, beforeRoute == nil || request.headers["authorization"] == nil,
               request.method == "GET" || request.method == "POST",
-              case .matched(let match) = router.route(method: request.method, path: request.path),
+              let match = router.exactMatch(method: request.method, path: request.path),
               let atOnce = match.handler.atOnce else { return nil }
         let response: HTTPResponse
         do {

@@ -22,7 +22,9 @@ public struct GatewayRoute: Sendable {
 
 extension Router where Handler == GatewayRoute {
     /// `atOnce`, when given, answers the same requests without a wait where the request allows
-    /// (see `GatewayResponder.respondAtOnce`); `handler` answers the others.
+    /// (see `GatewayResponder.respondAtOnce`); `handler` answers the others. Only patterns
+    /// without parameters are looked up for an answer at once (one lookup, no scan, for every
+    /// request).
     public mutating func add(_ method: String, _ pattern: String, _ handler: @escaping RouteHandler, atOnce: AtOnceHandler? = nil) {
         add(method, pattern, GatewayRoute(handler: handler, atOnce: atOnce))
     }

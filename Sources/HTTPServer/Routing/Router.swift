@@ -53,6 +53,13 @@ public struct Router<Handler: Sendable>: Sendable {
         }
     }
 
+    /// The route of exactly this method and path among the patterns without parameters: one
+    /// lookup, no scan (nil for anything else, HEAD included).
+    public func exactMatch(method: String, path: Substring) -> Match? {
+        guard let route = exact[String(path)]?[method] else { return nil }
+        return Match(handler: route.handler, pattern: route.pattern, parameters: [:])
+    }
+
     public func route(method: String, path: Substring) -> Outcome {
         if let byMethod = exact[String(path)] {
             if let route = byMethod[method] ?? (method == "HEAD" ? byMethod["GET"] : nil) {
