@@ -25,6 +25,8 @@ struct TestResponder: HTTPResponder {
             var response = HTTPResponse.text(200, "now")
             response.headers.add("X-Target", request.head.target)
             answer = response
+        case ("GET", "/at-once-stream"):
+            answer = HTTPResponse(status: 200, body: .stream(length: nil) { writer in try await writer.write(Array("streamed".utf8)) })
         case ("GET", "/at-once-big"):
             answer = HTTPResponse(status: 200, body: .bytes([UInt8](repeating: 0x62, count: 1 << 20)))
         case ("POST", "/at-once-echo"):
@@ -491,6 +493,10 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
         try client.send("later")
         #expect(try client.readResponse().text == "later")
         #expect(responder.observations.seen.withLock { $0 } == 1, "the body that came later went the usual way")
+        // A streamed answer given at once is sent by a task, and the request is not asked again.
+        try client.send("GET /at-once-stream HTTP/1.1\r\nHost: t\r\n\r\n")
+        #expect(try client.readResponse().text == "streamed")
+        #expect(responder.observations.seen.withLock { $0 } == 1)
         await server.shutdown(grace: 1)
     }
 

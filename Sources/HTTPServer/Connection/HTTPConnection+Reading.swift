@@ -158,8 +158,13 @@ extension HTTPConnection {
         exchange.countedClient = client
         let request = HTTPRequest(head: head, body: body, remoteAddress: remoteAddress, clientAddress: client, server: context)
         let responder = context.responder
-        if let response = responder.respondAtOnce(to: request), answerAtOnce(response, for: exchange) {
-            answeredAtOnce = true
+        if let response = responder.respondAtOnce(to: request) {
+            if answerAtOnce(response, for: exchange) {
+                answeredAtOnce = true
+            } else {
+                // A streamed answer given at once is sent by a task; it is not asked for again.
+                exchange.handlerTask = Task(executorPreference: loop) { await self.send(response, for: exchange) }
+            }
             return
         }
         exchange.handlerTask = Task(executorPreference: loop) {
