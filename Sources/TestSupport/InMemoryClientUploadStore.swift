@@ -46,8 +46,28 @@ public final class InMemoryClientUploadStore: ClientUploadStore {
         uploads.withLock { $0[id]?.touched = time }
     }
 
+    public func claim(id: String, for state: ClientUpload.State) async throws -> Bool {
+        let time = now()
+        return uploads.withLock { u in
+            guard u[id]?.upload.state == .open else { return false }
+            u[id]?.upload.state = state
+            u[id]?.touched = time
+            return true
+        }
+    }
+
+    public func unclaim(id: String) async throws {
+        let time = now()
+        uploads.withLock { u in
+            guard let state = u[id]?.upload.state, state == .completing || state == .aborting else { return }
+            u[id]?.upload.state = .open
+            u[id]?.touched = time
+        }
+    }
+
     public func completed(id: String, etag: String) async throws {
         uploads.withLock { u in
+            guard u[id]?.upload.state == .completing else { return }
             u[id]?.upload.state = .completed
             u[id]?.upload.etag = etag
         }
@@ -56,7 +76,7 @@ public final class InMemoryClientUploadStore: ClientUploadStore {
     @discardableResult
     public func aborted(id: String) async throws -> Bool {
         uploads.withLock { u in
-            guard let state = u[id]?.upload.state, state == .open || state == .creating else { return false }
+            guard let state = u[id]?.upload.state, state == .open || state == .creating || state == .aborting else { return false }
             u[id]?.upload.state = .aborted
             return true
         }
@@ -65,7 +85,7 @@ public final class InMemoryClientUploadStore: ClientUploadStore {
     public func idle(since cutoff: Double, prefixes: [String]) async throws -> [ClientUpload] {
         uploads.withLock { u in
             u.values.filter { entry in
-                [.creating, .open].contains(entry.upload.state) && entry.touched <= cutoff
+                [.creating, .open, .completing, .aborting].contains(entry.upload.state) && entry.touched <= cutoff
                     && prefixes.contains { entry.upload.objectKey.hasPrefix($0) }
             }.map(\.upload)
         }

@@ -56,14 +56,14 @@ public final class InMemoryJobStore: UploadStore {
                                 || (job.state == .running && (s.leases[job.id]?.expiresAt ?? 0) < now))
     }
 
-    public func claim(owner: String, leaseMilliseconds: Int64) async throws -> (Job, Lease)? {
+    public func claim(owner: String, leaseMilliseconds: Int64, excluding: Set<String>) async throws -> (Job, Lease)? {
         let now = Int64(clock.now())
         return state.withLock { s in
             var busy: [String: Int] = [:]
             for job in s.jobs.values where job.kind != .upload && job.state == .running && (s.leases[job.id]?.expiresAt ?? 0) >= now {
                 busy[job.owner, default: 0] += 1
             }
-            let waiting = s.jobs.values.filter { Self.runnable(s, $0, now: now) }
+            let waiting = s.jobs.values.filter { Self.runnable(s, $0, now: now) && !excluding.contains($0.owner) }
                 .sorted { (busy[$0.owner] ?? 0, $0.createdAt, $0.id) < (busy[$1.owner] ?? 0, $1.createdAt, $1.id) }
             guard var job = waiting.first else { return nil }
             // Taken from a holder that neither finished nor released it: it died.
@@ -106,6 +106,13 @@ public final class InMemoryJobStore: UploadStore {
                 s.jobs[lease.jobID]?.version += 1
             }
             return Lease(jobID: lease.jobID, owner: lease.owner, token: lease.token, expiresAt: now + leaseMilliseconds)
+        }
+    }
+
+    public func beginCompleting(_ lease: Lease) async throws {
+        try state.withLock { s in
+            try guardWrite(s, lease, "beginCompleting")
+            s.jobs[lease.jobID]?.completing = true
         }
     }
 
@@ -192,7 +199,7 @@ public final class InMemoryJobStore: UploadStore {
         let now = Int64(clock.now())
         return state.withLock { s in
             guard var job = s.jobs[id] else { return nil }
-            if JobLifecycle.allows(action, from: job.state) {
+            if JobLifecycle.allows(action, from: job.state) && !(job.completing && JobLifecycle.refusedWhileCompleting(action)) {
                 job.state = JobLifecycle.target(of: action)
                 if job.state.isFinal { job.completedAt = now }
                 job.version += 1

@@ -11,19 +11,20 @@ import Glibc
 public final class DirectorySpool: Spool, SpoolMaintenance {
     public let directory: String
     private let budget: ByteBudget
-    /// The reservation of every file the spool holds bytes for, by path.
-    private let held = Mutex<[String: Reservation]>([:])
+    /// The reservations of every file the spool holds bytes for, by path: one, or more for a
+    /// file that grew a chunk at a time.
+    private let held = Mutex<[String: Holding]>([:])
 
-    public init(directory: String, budget: Int64 = 10 << 30) throws {
+    public init(directory: String, budget: Int64 = 10 << 30, ownerShare: Int64? = nil) throws {
         self.directory = directory
-        self.budget = ByteBudget(capacity: budget)
+        self.budget = ByteBudget(capacity: budget, ownerShare: ownerShare)
         if mkdir(directory, 0o700) != 0 && errno != EEXIST { throw SpoolError(errno: errno, path: directory) }
         for name in Self.names(in: directory) {
             let path = "\(directory)/\(name)"
             var info = stat()
             guard stat(path, &info) == 0 else { continue }
             let reservation = self.budget.claimWithoutWaiting(Int64(info.st_blocks) * 512)
-            held.withLock { $0[path] = reservation }
+            held.withLock { $0[path] = Holding([reservation]) }
         }
     }
 
@@ -95,7 +96,7 @@ public final class DirectorySpool: Spool, SpoolMaintenance {
     public func rename(jobID: String, from: SpoolName, to: SpoolName) throws {
         let source = path(jobID: jobID, name: from), target = path(jobID: jobID, name: to)
         guard Glibc.rename(source, target) == 0 else { throw SpoolError(errno: errno, path: source) }
-        let replaced = held.withLock { h -> Reservation? in
+        let replaced = held.withLock { h -> Holding? in
             let old = h.removeValue(forKey: target)
             if let moving = h.removeValue(forKey: source) { h[target] = moving }
             return old
@@ -103,21 +104,57 @@ public final class DirectorySpool: Spool, SpoolMaintenance {
         replaced?.release()
     }
 
-    public func reserve(jobID: String, name: SpoolName, bytes: Int64) async throws {
+    public func reserve(jobID: String, name: SpoolName, bytes: Int64, owner: String) async throws {
         let path = path(jobID: jobID, name: name)
         // What the file holds already is given back first: a resize never counts twice.
         held.withLock { $0.removeValue(forKey: path) }?.release()
-        let reservation = try await budget.reserve(bytes)
-        let replaced = held.withLock { h -> Reservation? in
-            defer { h[path] = reservation }
+        let reservation = try await budget.reserve(bytes, owner: owner)
+        let replaced = held.withLock { h -> Holding? in
+            defer { h[path] = Holding([reservation]) }
             return h[path]
         }
         replaced?.release()
     }
 
+    public func grow(jobID: String, name: SpoolName, to bytes: Int64, owner: String) async throws {
+        let path = path(jobID: jobID, name: name)
+        let has = held.withLock { $0[path]?.bytes ?? 0 }
+        guard bytes > has else { return }
+        let more = try await budget.reserve(bytes - has, owner: owner)
+        held.withLock { h in h[path, default: Holding([])].pieces.append(more) }
+    }
+
+    public func reserved(jobID: String, name: SpoolName) -> Int64 {
+        let path = path(jobID: jobID, name: name)
+        return held.withLock { $0[path]?.bytes ?? 0 }
+    }
+
     public func shrink(jobID: String, name: SpoolName, to bytes: Int64) {
         let path = path(jobID: jobID, name: name)
         held.withLock { $0[path] }?.shrink(to: bytes)
+    }
+
+    /// A file's reservations.
+    struct Holding {
+        var pieces: [Reservation]
+
+        init(_ pieces: [Reservation]) { self.pieces = pieces }
+
+        var bytes: Int64 { pieces.reduce(0) { $0 + $1.bytes } }
+
+        func release() { for piece in pieces { piece.release() } }
+
+        /// Gives back what is held beyond `bytes`, the newest pieces first.
+        func shrink(to bytes: Int64) {
+            var keep = max(0, bytes)
+            for piece in pieces {
+                let held = piece.bytes
+                if held <= keep { keep -= held } else {
+                    piece.shrink(to: keep)
+                    keep = 0
+                }
+            }
+        }
     }
 
     public var usage: (used: Int64, capacity: Int64) { (budget.used, budget.capacity) }

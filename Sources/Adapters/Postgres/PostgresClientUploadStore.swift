@@ -58,9 +58,30 @@ public struct PostgresClientUploadStore: ClientUploadStore {
         }
     }
 
+    public func claim(id: String, for state: ClientUpload.State) async throws -> Bool {
+        try await pool.withConnection { connection in
+            !(try connection.query("""
+                UPDATE uploads SET state = \(state.rawValue), touched_at = now()
+                WHERE id = \(id)::uuid AND state = 'open'
+                RETURNING 1 AS ok
+                """)).isEmpty
+        }
+    }
+
+    public func unclaim(id: String) async throws {
+        try await pool.withConnection { connection in
+            try connection.query("""
+                UPDATE uploads SET state = 'open', touched_at = now() WHERE id = \(id)::uuid AND state IN ('completing', 'aborting')
+                """)
+        }
+    }
+
     public func completed(id: String, etag: String) async throws {
         try await pool.withConnection { connection in
-            try connection.query("UPDATE uploads SET state = 'completed', etag = \(etag), completed_at = now() WHERE id = \(id)::uuid")
+            try connection.query("""
+                UPDATE uploads SET state = 'completed', etag = \(etag), completed_at = now()
+                WHERE id = \(id)::uuid AND state = 'completing'
+                """)
         }
     }
 
@@ -69,7 +90,7 @@ public struct PostgresClientUploadStore: ClientUploadStore {
         try await pool.withConnection { connection in
             !(try connection.query("""
                 UPDATE uploads SET state = 'aborted', completed_at = now()
-                WHERE id = \(id)::uuid AND state IN ('open', 'creating')
+                WHERE id = \(id)::uuid AND state IN ('open', 'creating', 'aborting')
                 RETURNING 1 AS ok
                 """)).isEmpty
         }
@@ -80,7 +101,7 @@ public struct PostgresClientUploadStore: ClientUploadStore {
             try prefixes.flatMap { prefix in
                 try connection.query("""
                     SELECT \(Self.columns) FROM uploads
-                    WHERE state IN ('open', 'creating') AND starts_with(object_key, \(prefix))
+                    WHERE state IN ('open', 'creating', 'completing', 'aborting') AND starts_with(object_key, \(prefix))
                       AND coalesce(touched_at, created_at) <= to_timestamp(\(cutoff))
                     """).map(Self.decode)
             }

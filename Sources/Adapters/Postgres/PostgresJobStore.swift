@@ -15,7 +15,7 @@ public struct PostgresJobStore: UploadStore {
 
     static let columns = SQLFragment("""
         id::text, owner, type, state, object_key, source::text, options::text, bytes_total, bytes_transferred, bytes_flowing,
-        bytes_committed, part_size, parts_total, upload_id, part_checksum, etag, error::text, attempts, crashes, source_etag, version,
+        bytes_committed, part_size, parts_total, upload_id, part_checksum, etag, error::text, attempts, crashes, completing, source_etag, version,
         lease_owner, lease_token, (extract(epoch FROM lease_expires_at) * 1000)::bigint AS lease_expires_ms,
         (extract(epoch FROM created_at) * 1000)::bigint AS created_ms,
         (extract(epoch FROM updated_at) * 1000)::bigint AS updated_ms,
@@ -50,8 +50,9 @@ public struct PostgresJobStore: UploadStore {
     /// Of the identities with runnable jobs, the one running fewest jobs now goes first, then the
     /// oldest job. A job taken from a holder that still names itself (it neither finished nor
     /// released the job: it died, or hung past the lease) counts a crash.
-    public func claim(owner: String, leaseMilliseconds: Int64) async throws -> (Job, Lease)? {
+    public func claim(owner: String, leaseMilliseconds: Int64, excluding: Set<String>) async throws -> (Job, Lease)? {
         let claimable = JobLifecycle.textArray(from: .claim)
+        let passedOver = JobLifecycle.arrayLiteral(excluding.sorted())
         return try await pool.withConnection { connection in
             let rows = try connection.query("""
                 WITH busy AS (SELECT owner, count(*) AS running FROM jobs
@@ -60,6 +61,7 @@ public struct PostgresJobStore: UploadStore {
                      pick AS (SELECT j.id AS pick_id FROM jobs j LEFT JOIN busy b ON b.owner = j.owner
                               WHERE j.type <> 'upload'
                                 AND (j.state = ANY(\(claimable)::text[]) OR (j.state = 'running' AND j.lease_expires_at < now()))
+                                AND NOT (j.owner = ANY(\(passedOver)::text[]))
                               ORDER BY coalesce(b.running, 0), j.created_at, j.id
                               FOR UPDATE OF j SKIP LOCKED
                               LIMIT 1)
@@ -161,6 +163,14 @@ public struct PostgresJobStore: UploadStore {
         }
     }
 
+    public func beginCompleting(_ lease: Lease) async throws {
+        try await writeUnderLease(lease, """
+            UPDATE jobs SET completing = true
+            WHERE id = \(lease.jobID)::uuid AND lease_token = \(lease.token) AND state = 'running'
+            RETURNING 1 AS ok
+            """)
+    }
+
     public func finish(_ lease: Lease, state: Job.State, etag: String?, error: String?) async throws {
         let ending = JobLifecycle.ending(state)
         let state = JobLifecycle.target(of: ending)
@@ -190,11 +200,12 @@ public struct PostgresJobStore: UploadStore {
 
     public func transition(id: String, _ action: JobLifecycle.Action) async throws -> Job? {
         let from = JobLifecycle.textArray(from: action), to = JobLifecycle.target(of: action)
+        let refusedWhileCompleting = JobLifecycle.refusedWhileCompleting(action)
         return try await pool.withConnection { connection in
             _ = try connection.query("""
                 UPDATE jobs SET state = \(to.rawValue), version = version + 1, updated_at = now(),
                        completed_at = CASE WHEN \(to.isFinal) THEN now() ELSE completed_at END
-                WHERE id = \(id)::uuid AND state = ANY(\(from)::text[])
+                WHERE id = \(id)::uuid AND state = ANY(\(from)::text[]) AND NOT (completing AND \(refusedWhileCompleting))
                 """)
             return try connection.query("SELECT \(Self.columns) FROM jobs WHERE id = \(id)::uuid").first.map(Self.decode)
         }
@@ -335,6 +346,7 @@ public struct PostgresJobStore: UploadStore {
         job.error = try row.optionalString("error")
         job.attempts = try row.int("attempts")
         job.crashes = try row.int("crashes")
+        job.completing = try row.bool("completing")
         job.sourceETag = try row.optionalString("source_etag")
         job.version = Int64(try row.int("version"))
         job.createdAt = Int64(try row.int("created_ms"))
@@ -348,6 +360,12 @@ public struct PostgresJobStore: UploadStore {
 
 extension JobLifecycle {
     /// The states `action` may move a job from, as a PostgreSQL `text[]` literal (a bind value).
+    /// A text[] literal of any strings: each element quoted, `"` and `\` escaped.
+    static func arrayLiteral(_ items: [String]) -> String {
+        "{" + items.map { "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
+            .joined(separator: ",") + "}"
+    }
+
     static func textArray(from action: Action) -> String {
         "{" + states(from: action).map(\.rawValue).sorted().joined(separator: ",") + "}"
     }

@@ -185,5 +185,16 @@ public enum Schema {
             "ALTER TABLE jobs ADD COLUMN part_checksum text CHECK (part_checksum IN ('crc32c', 'md5'))",
             "ALTER TABLE job_parts ADD COLUMN checksum text",
         ]),
+        .init(version: 10, name: "one-way completion", statements: [
+            // Set under the lease just before a job writes its object: pause and cancel are
+            // refused from then on, so the API never reports a cancel the object did not see.
+            "ALTER TABLE jobs ADD COLUMN completing boolean NOT NULL DEFAULT false",
+            // Complete and abort of a client upload each claim the record before touching S3.
+            "ALTER TABLE uploads DROP CONSTRAINT uploads_state_check",
+            """
+            ALTER TABLE uploads ADD CONSTRAINT uploads_state_check
+                CHECK (state IN ('creating', 'open', 'completing', 'completed', 'aborting', 'aborted'))
+            """,
+        ]),
     ])
 }

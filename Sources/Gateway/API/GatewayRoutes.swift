@@ -38,6 +38,8 @@ public struct GatewayRoutes: Sendable {
         public var quota = OwnerQuota(maxActiveJobs: 16, maxOpenUploads: 64)
         public var userRate = 10.0
         public var userMaxWaits = 32
+        /// Data streams open at once per job owner (`GATEWAY_USER_MAX_STREAMS`).
+        public var userMaxStreams = 8
         /// The key of `dataUrl` signatures (`GATEWAY_LINK_SECRET`); nil: no links.
         public var linkSecret: [UInt8]?
         public var downloadTTL = 3600
@@ -84,8 +86,10 @@ public struct GatewayRoutes: Sendable {
         let waits = PerIdentityCount(limit: settings.userMaxWaits)
         metrics.registerGauge(name: "gateway_waits_open", help: "Long polls and event streams held now.") { waits.total }
         let idempotency = Idempotency(store: jobs.idempotency)
+        let streams = PerIdentityCount(limit: settings.userMaxStreams)
+        metrics.registerGauge(name: "gateway_data_streams_open", help: "Streams of job data held now.") { streams.total }
         let limits = RequestLimits(rate: CreationRate(perSecond: settings.userRate, now: monotonic), quota: settings.quota,
-                                   waits: waits)
+                                   waits: waits, streams: streams)
         JobRoutes(authenticator: authenticator, policy: policy, store: jobs.store, objects: jobs.objects, spool: jobs.spool,
                   uploads: jobs.receiver, settings: engine, maxPartConcurrency: engine.maxConcurrency, changes: jobs.changes,
                   limits: limits, links: settings.linkSecret.map { DataLinks(secret: $0, now: now) }, downloadTTL: settings.downloadTTL,

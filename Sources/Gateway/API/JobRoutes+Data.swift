@@ -14,6 +14,10 @@ extension JobRoutes {
     /// One read's size, and how many run ahead of the client.
     static let readAheadBlock: Int64 = 4 << 20
     static let readAheadDepth = 4
+    /// Bytes handed to the connection at a time: a write that has not gone out after
+    /// `stallMilliseconds` means the client is not reading, and the reads ahead are dropped.
+    static let writeSlice = 256 * 1024
+    static let stallMilliseconds = 1000
 
     func data(_ http: HTTPRequest, id: String) async throws -> HTTPResponse {
         let job = try await downloadJob(http, id: id)
@@ -50,41 +54,50 @@ extension JobRoutes {
         if let range { headers.add("Content-Range", "bytes \(range.lowerBound)-\(range.upperBound)/\(size)") }
         let status = range == nil ? 200 : 206
         if http.method == "HEAD" || length == 0 { return HTTPResponse(status: status, headers: headers, body: .stream(length: Int(length)) { _ in }) }
-        // The read-ahead window comes out of the memory budget; with no room soon, 503.
-        // (the blocks in flight, the one being written and the one that has just arrived)
-        let window = min(length, Self.readAheadBlock * Int64(Self.readAheadDepth + 2))
-        guard let held = try await settings.memory.reserve(window, waitingAtMost: settings.roomWaitMilliseconds) else {
-            throw APIError.noRoom()
-        }
-        let reads = ReadAhead(objects: objects, key: source.key, etag: etag, from: start, length: length,
-                              block: Self.readAheadBlock, depth: Self.readAheadDepth)
+        // Every stream counts against the job's owner, whoever holds the link.
+        let slot = try limits.admitStream(job.owner)
+        // The read-ahead's blocks come out of the memory budget, the owner's share of it, one
+        // at a time; with no room soon for the first, 503.
+        let reads = ReadAhead(objects: objects, budget: settings.memory, owner: job.owner, key: source.key, etag: etag, from: start,
+                              length: length, block: Self.readAheadBlock, depth: Self.readAheadDepth)
         // The first block before the answer: a changed or vanished object is 412 while a status
         // can still say so.
-        let first: [UInt8]
+        let first: ReadAhead.Block
         do {
-            first = try await reads.next() ?? []
+            guard try await reads.begin(waitingAtMost: settings.roomWaitMilliseconds) else { throw APIError.noRoom() }
+            guard let block = try await reads.next() else { throw APIError.sourceChanged }
+            first = block
         } catch {
             reads.cancel()
-            held.release()
+            slot.release()
             throw Self.readFailure(error)
         }
         // A whole single-part object is checked against its MD5 ETag before its last byte goes.
         let check = range == nil ? MultipartETag.plainMD5(etag) : nil
         return HTTPResponse(status: status, headers: headers, body: .stream(length: Int(length)) { writer in
+            let watch = StallWatch(milliseconds: Self.stallMilliseconds) { reads.shrink() }
             defer {
+                watch.stop()
                 reads.cancel()
-                held.release()
+                slot.release()
             }
             let digest = check.map { _ in Digest.Context(.md5) }
-            var block = first
+            var block = first, done: Int64 = 0
             while true {
-                digest?.update(block)
-                let following = try await reads.next()
-                if following == nil, let check, let digest, digest.finish() != check {
+                digest?.update(block.bytes)
+                done += Int64(block.bytes.count)
+                // The last block goes only if the whole object matches its MD5 ETag.
+                if done >= length, let check, let digest, digest.finish() != check {
                     throw TransferError(code: "BadDigest", retryable: false)
                 }
-                try await writer.write(block)
-                guard let following else { break }
+                var offset = 0
+                while offset < block.bytes.count {
+                    let slice = block.bytes[offset..<min(offset + Self.writeSlice, block.bytes.count)]
+                    try await watch.write { try await writer.write(slice) }
+                    offset += slice.count
+                }
+                block.held.release()
+                guard done < length, let following = try await reads.next() else { break }
                 block = following
             }
         })

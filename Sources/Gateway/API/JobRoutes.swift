@@ -66,7 +66,7 @@ struct JobRoutes: Sendable {
         }
         let options = try Self.options(fields, maxConcurrency: maxPartConcurrency)
         if let partSize = options.partSize, partSize > settings.spoolCapacity {
-            throw APIError.validation("partSize may be at most the spool budget, \(settings.spoolCapacity) bytes.")
+            throw APIError.validation("partSize may be at most one identity's share of the spool (GATEWAY_USER_SPOOL_SHARE of GATEWAY_SPOOL_BUDGET), \(settings.spoolCapacity) bytes.")
         }
         let objectKey: String, source: String
         switch kind {
@@ -92,7 +92,7 @@ struct JobRoutes: Sendable {
             let job = Job.upload(owner: owner, objectKey: try key(fields, mode: .write, identity: identity),
                                  size: size, options: options, settings: settings)
             guard job.partSize <= settings.spoolCapacity else {
-                throw APIError.validation("An upload of this size needs parts of \(job.partSize) bytes, more than the spool budget.")
+                throw APIError.validation("An upload of this size needs parts of \(job.partSize) bytes, more than one identity's share of the spool.")
             }
             return try await created(job, http)
         }
@@ -304,6 +304,7 @@ struct JobRoutes: Sendable {
             updated = try await store.transition(id: visible.id, action)
         }
         guard let job = updated else { throw APIError.notFound }
+        if job.completing, job.state == .running, JobLifecycle.refusedWhileCompleting(action) { throw APIError.jobCompleting }
         var response = Responses.json(200, bytes: json(job, http))
         response.headers.add("ETag", Self.etag(job))
         return response

@@ -147,7 +147,7 @@ struct UploadsRoutes: Sendable {
     private func upload(_ http: HTTPRequest, id: String) async throws -> Upload {
         let (record, _) = try await OwnedResource.find(http, id: id, authenticator: authenticator,
                                                        load: { try await store.upload(id: $0) }, owner: \.owner)
-        guard record.state == .open || record.state == .completed, let s3UploadID = record.s3UploadID else {
+        guard record.state != .creating, record.state != .aborted, let s3UploadID = record.s3UploadID else {
             throw APIError.notFound
         }
         guard let plan = try? PartPlan(objectSize: record.size, requestedPartSize: record.partSize) else { throw APIError.internalError }
@@ -316,19 +316,27 @@ struct UploadsRoutes: Sendable {
             parts.append(part)
         }
         let store = self.store, objects = self.objects, chosen = parts
+        // The record is claimed first: an abort racing this completion loses (409), or wins and
+        // this one does.
+        guard try await store.claim(id: upload.id, for: .completing) else { throw try await notOpen(upload.id) }
         // Completion and its record run to their end even if the client hangs up meanwhile.
         let etag: String = try await Shield.run {
             let etag: String
             do {
                 etag = try await objects.completeMultipartUpload(key: upload.objectKey, uploadID: upload.s3UploadID, parts: chosen)
             } catch let error as TransferError where error.code == "NoSuchUpload" {
+                try await store.aborted(id: upload.id)
                 throw Self.gone
+            } catch {
+                try? await store.unclaim(id: upload.id)
+                throw error
             }
+            // The object is written: whatever follows, the upload is completed.
+            try await store.completed(id: upload.id, etag: etag)
             let size = try await objects.size(of: upload.objectKey).size
             guard size == upload.size else {
                 throw APIError(.sizeMismatch, "The object is \(size) bytes, not \(upload.size).")
             }
-            try await store.completed(id: upload.id, etag: etag)
             return etag
         }
         var text = JSONText()
@@ -346,10 +354,26 @@ struct UploadsRoutes: Sendable {
             throw APIError(.uploadNotOpen, "The upload is completed; delete the object instead.")
         }
         let store = self.store, objects = self.objects
+        guard try await store.claim(id: upload.id, for: .aborting) else {
+            // Aborted already (by an earlier request or the janitor): as asked, nothing to do.
+            if try await store.upload(id: upload.id)?.state == .aborted { return HTTPResponse(status: 204) }
+            throw try await notOpen(upload.id)
+        }
         try await Shield.run {
-            try await objects.abortIfOpen(key: upload.objectKey, uploadID: upload.s3UploadID)
+            do {
+                try await objects.abortIfOpen(key: upload.objectKey, uploadID: upload.s3UploadID)
+            } catch {
+                try? await store.unclaim(id: upload.id)
+                throw error
+            }
             try await store.aborted(id: upload.id)
         }
         return HTTPResponse(status: 204)
+    }
+
+    /// The answer to a complete or abort that lost the record to another request.
+    private func notOpen(_ id: String) async throws -> APIError {
+        let state = try await store.upload(id: id)?.state.rawValue ?? "gone"
+        return APIError(.uploadNotOpen, "The upload is \(state): another request completed or aborted it.")
     }
 }

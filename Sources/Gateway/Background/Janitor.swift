@@ -68,6 +68,12 @@ public struct Janitor: Sendable {
                 aborted += try await resolveHalfCreated(upload)
                 continue
             }
+            // A completion claimed by a request that died: the upload is open again (and idle
+            // from now, so a later sweep aborts it if nobody completes it).
+            if upload.state == .completing {
+                try await uploads.unclaim(id: upload.id)
+                continue
+            }
             guard let uploadID = upload.s3UploadID else { continue }
             // The bytes go straight to S3: its record of the newest part counts as activity too.
             if let newest = try? await bucket.newestPart(key: upload.objectKey, uploadID: uploadID),

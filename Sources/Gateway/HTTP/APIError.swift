@@ -38,6 +38,7 @@ public struct APIError: Error, Sendable, Equatable {
         case uploadInProgress = "upload_in_progress"
         case jobNotPending = "job_not_pending"
         case jobPaused = "job_paused"
+        case jobCompleting = "job_completing"
         case uploadNotOpen = "upload_not_open"
         case partMismatch = "part_mismatch"
         case partsMissing = "parts_missing"
@@ -70,7 +71,7 @@ public struct APIError: Error, Sendable, Equatable {
             case .notFound: return 404
             case .methodNotAllowed: return 405
             case .requestTimeout: return 408
-            case .jobNotCompleted, .offsetMismatch, .uploadInProgress, .jobNotPending, .jobPaused, .uploadNotOpen,
+            case .jobNotCompleted, .offsetMismatch, .uploadInProgress, .jobNotPending, .jobPaused, .jobCompleting, .uploadNotOpen,
                  .partMismatch, .partsMissing, .sizeMismatch, .partOutOfRange: return 409
             case .downloadExpired, .gone: return 410
             case .tusVersionUnsupported, .sourceChanged: return 412
@@ -117,6 +118,10 @@ public struct APIError: Error, Sendable, Equatable {
     }
     public static let sourceChanged = APIError(.sourceChanged, "The object changed since the job pinned it; create a new job.")
     public static let jobPaused = APIError(.jobPaused, "The job was paused; resume it, then send the rest.")
+    /// Pause or cancel of a job that has begun to write its object: it can only end completed
+    /// (or failed), so the change would report what did not happen.
+    public static let jobCompleting = APIError(.jobCompleting,
+                                               "The job is writing its object and can no longer be paused or canceled; it ends completed or failed.")
     /// The client went away before the answer (logged, never seen by it).
     public static let clientClosedRequest = APIError(.clientClosedRequest, "The client closed the request.")
 

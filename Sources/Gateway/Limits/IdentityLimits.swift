@@ -31,6 +31,25 @@ final class PerIdentityCount: Sendable {
     }
 }
 
+/// One slot of a `PerIdentityCount`, given back once: by `release()` or when the last
+/// reference goes.
+final class HeldSlot: Sendable {
+    private let count: PerIdentityCount
+    private let identity: String
+    private let held = Atomic<Bool>(true)
+
+    init(_ count: PerIdentityCount, _ identity: String) {
+        self.count = count
+        self.identity = identity
+    }
+
+    func release() {
+        if held.exchange(false, ordering: .acquiringAndReleasing) { count.release(identity) }
+    }
+
+    deinit { release() }
+}
+
 /// Creations per second per identity (`GATEWAY_USER_RATE`), as a token bucket holding five
 /// seconds' worth: bursts are allowed, a sustained flood is not. Buckets of identities that went
 /// quiet are dropped, so the table stays bounded however many identities call.

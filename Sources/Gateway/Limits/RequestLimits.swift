@@ -7,6 +7,8 @@ struct RequestLimits: Sendable {
     let rate: CreationRate
     let quota: OwnerQuota
     let waits: PerIdentityCount
+    /// Streams of job data open per job owner (`GATEWAY_USER_MAX_STREAMS`).
+    let streams: PerIdentityCount
 
     /// One creation (job, upload) for `owner`, or 429 `quota_exceeded` with `Retry-After`.
     func admitCreation(_ owner: String) throws(APIError) {
@@ -23,6 +25,16 @@ struct RequestLimits: Sendable {
         }
         defer { waits.release(owner) }
         return try await wait()
+    }
+
+    /// One of `owner`'s data-stream slots, or 429 when all are held. Held until released, or
+    /// until the last reference goes (an answer dropped unsent gives it back too).
+    func admitStream(_ owner: String) throws(APIError) -> HeldSlot {
+        guard streams.acquire(owner) else {
+            throw APIError.quotaExceeded("This identity's job data is being streamed \(streams.limit) times at once already.",
+                                         retryAfter: 5)
+        }
+        return HeldSlot(streams, owner)
     }
 }
 

@@ -3,8 +3,11 @@ import TransferEngine
 /// A client-driven multipart upload (`/v1/uploads`) as recorded: who owns it, its S3 upload and
 /// its plan. Recorded `creating` before S3 is asked, so a crash in between leaves a record.
 public struct ClientUpload: Sendable, Equatable {
+    /// `creating` → `open` → `completing` → `completed`, or → `aborting` → `aborted`. Complete
+    /// and abort each claim the record (`open` → `completing` / `aborting`) before touching S3,
+    /// so only one of them happens; a claim whose S3 call fails goes back to `open`.
     public enum State: String, Sendable {
-        case creating, open, completed, aborted
+        case creating, open, completing, completed, aborting, aborted
     }
 
     public var id: String
@@ -46,11 +49,17 @@ public protocol ClientUploadStore: Sendable {
     func open(owner: String, limit: Int, after cursor: String?) async throws -> [ClientUpload]
     /// The client asked for part URLs: the upload is not idle.
     func touch(id: String) async throws
+    /// Moves the upload from `open` to `state` (`completing` or `aborting`); false when it was
+    /// not open (another request claimed it first, or it has ended).
+    func claim(id: String, for state: ClientUpload.State) async throws -> Bool
+    /// A claim whose S3 call failed: `completing` or `aborting` back to `open`.
+    func unclaim(id: String) async throws
+    /// The completion claimed before is done.
     func completed(id: String, etag: String) async throws
-    /// Marks the upload aborted if it is `open` or `creating`; returns whether it was.
+    /// Marks the upload aborted if it is `open`, `creating` or `aborting`; returns whether it was.
     @discardableResult
     func aborted(id: String) async throws -> Bool
-    /// Uploads `open` or `creating` under `prefixes` that nobody touched since `cutoff`
+    /// Uploads `open`, `creating`, `completing` or `aborting` under `prefixes` that nobody touched since `cutoff`
     /// (seconds since 1970): the janitor's candidates.
     func idle(since cutoff: Double, prefixes: [String]) async throws -> [ClientUpload]
 }

@@ -298,9 +298,19 @@ struct TusRoutes: Sendable {
         guard job.state != .completed else {
             return refuse(.jobNotPending, "The upload is complete; delete the object instead.")
         }
-        // As the jobs API cancels: a paused upload too.
-        let store = self.store, objects = self.objects
-        _ = try await Shield.run { try await store.cancel(job, objects: objects) }
+        // As the jobs API cancels: a paused upload too; refused once its object is being written.
+        let store = self.store, objects = self.objects, uploads = self.uploads
+        let after: Job? = try await Shield.run {
+            let after = try await store.cancel(job, objects: objects)
+            if job.state != Job.State.running, after?.state == Job.State.canceled { uploads.discardSpooled(jobID: job.id) }
+            return after
+        }
+        if let after, after.completing, after.state == Job.State.running {
+            return refuse(.jobCompleting, APIError.jobCompleting.detail)
+        }
+        if after?.state == .completed {
+            return refuse(.jobNotPending, "The upload is complete; delete the object instead.")
+        }
         return answer(204)
     }
 }

@@ -8,7 +8,8 @@ import Glibc
 /// S3 from there, so a retry reads the file again and memory never holds a part), an upload's
 /// tail, a prepared download. A port, so the engine never names a directory. Every byte on the
 /// spool is reserved first against one budget (`GATEWAY_SPOOL_BUDGET`): a file that does not fit
-/// waits for room.
+/// waits for room, and no identity's files hold more than its share of it
+/// (`GATEWAY_USER_SPOOL_SHARE`).
 public protocol Spool: Sendable {
     /// The job's file `name`, created when `create` (emptied when `truncate`); nil when absent.
     func open(jobID: String, name: SpoolName, create: Bool, truncate: Bool) throws -> SpoolFile?
@@ -18,9 +19,15 @@ public protocol Spool: Sendable {
     func removeAll(jobID: String, keeping: Set<SpoolName>)
     /// Renames a file, its reservation going with it (a full tail becoming a part).
     func rename(jobID: String, from: SpoolName, to: SpoolName) throws
-    /// Holds `bytes` of the budget for the file `name` of `jobID` (replacing what it held),
-    /// waiting while they do not fit. Throws `ByteBudget.TooLarge` for more than the whole budget.
-    func reserve(jobID: String, name: SpoolName, bytes: Int64) async throws
+    /// Holds `bytes` of the budget for the file `name` of `jobID`, an identity's (replacing what
+    /// it held), waiting while they do not fit. Throws `ByteBudget.TooLarge` for more than the
+    /// whole budget or one identity's share.
+    func reserve(jobID: String, name: SpoolName, bytes: Int64, owner: String) async throws
+    /// Holds at least `bytes` for the file, reserving only what it lacks (a file that grows a
+    /// chunk at a time as its bytes arrive), waiting while that does not fit.
+    func grow(jobID: String, name: SpoolName, to bytes: Int64, owner: String) async throws
+    /// Bytes the file holds of the budget now.
+    func reserved(jobID: String, name: SpoolName) -> Int64
     /// Gives back what the file holds beyond `bytes` (never waits).
     func shrink(jobID: String, name: SpoolName, to bytes: Int64)
     /// Bytes the spool holds now (reserved), and may hold at most.

@@ -21,12 +21,17 @@ public struct EngineSettings: Sendable {
     /// What one transfer in flight holds in memory while it moves a part (the HTTP client's
     /// send and receive buffers, a block read from the spool): reserved from `memory`.
     public var transferBufferBytes: Int64 = 1 << 20
-    /// Bytes the spool may hold (`GATEWAY_SPOOL_BUDGET`): no part may be larger.
+    /// The most of the spool one identity may hold (`GATEWAY_USER_SPOOL_SHARE` of
+    /// `GATEWAY_SPOOL_BUDGET`): no part may be larger, or it could never be spooled.
     public var spoolCapacity: Int64 = .max
     /// What one upload request holds in memory beyond the HTTP server's bounded socket buffers:
     /// the piece being written to the spool and the checksum state. Reserved from `memory`.
     /// Small, so thousands of slow uploads fit in the budget.
     public var requestBufferBytes: Int64 = 64 * 1024
+    /// How much more of the spool an upload's tail file reserves each time its bytes reach what
+    /// it holds: reservations grow with the bytes actually written, so a client that sends a
+    /// little and stalls holds a chunk, not a part.
+    public var spoolChunkBytes: Int64 = 1 << 20
     /// How long a request that brings bytes waits for room (memory or spool) before it is
     /// answered 503 with `Retry-After` instead.
     public var roomWaitMilliseconds = 5_000
@@ -48,8 +53,9 @@ extension EngineSettings {
     /// Runs one transfer of bytes (a part, an object, a staged tail) with its buffers reserved
     /// from the memory budget first: however many requests and jobs run, their transfers
     /// together stay within `GATEWAY_MEMORY_BUDGET`.
-    func transferring<T: Sendable>(_ body: () async throws -> T) async throws -> T {
-        let held = try await memory.reserve(transferBufferBytes)
+    /// The buffers count against `owner`'s share of the budget.
+    func transferring<T: Sendable>(for owner: String?, _ body: () async throws -> T) async throws -> T {
+        let held = try await memory.reserve(transferBufferBytes, owner: owner)
         defer { held.release() }
         return try await body()
     }

@@ -34,6 +34,10 @@ public struct Job: Sendable, Equatable {
     /// Times a holder lost the job without handing it back (its process died or hung past the
     /// lease): the engine refuses to run a job that has done this `EngineSettings.crashLimit` times.
     public var crashes: Int = 0
+    /// The job has begun to write its object (the completion, or a one-part object's single
+    /// write): from then on it can only end completed or failed, never paused or canceled, since
+    /// the object in S3 may already be the new one (`JobStore.beginCompleting`).
+    public var completing = false
     /// The source's ETag when the job first planned its parts: a source that changes after that
     /// fails the job with `source_changed` instead of mixing two versions.
     public var sourceETag: String?

@@ -14,6 +14,8 @@
 /// | fail           | running                               | failed    |
 /// | expire         | pending, paused (or running, lapsed)  | failed    |
 ///
+/// Pause and cancel are refused once a job is `completing` (it has begun to write its object).
+///
 /// A lease that lapsed is the lease rule's business (`JobStore`), not a state: a job `running`
 /// whose holder died is taken over as if it were waiting.
 public enum JobLifecycle {
@@ -45,6 +47,12 @@ public enum JobLifecycle {
         case .complete: return .completed
         case .fail, .expire: return .failed
         }
+    }
+
+    /// Whether `action` is refused once the job has begun to write its object (`Job.completing`):
+    /// pause and cancel would report a change that did not happen.
+    public static func refusedWhileCompleting(_ action: Action) -> Bool {
+        action == .pause || action == .cancel
     }
 
     /// Whether `action` may move a job in `state`.

@@ -11,13 +11,19 @@ public protocol JobStore: Sendable {
     /// Takes a runnable job (queued, or running with a lapsed lease) for the instance `owner`:
     /// of the identities waiting, the one running fewest jobs goes first (then the oldest job),
     /// so one identity's queue never holds another's back. A job taken from a holder that
-    /// neither finished nor released it counts a crash (`Job.crashes`).
-    func claim(owner: String, leaseMilliseconds: Int64) async throws -> (Job, Lease)?
+    /// neither finished nor released it counts a crash (`Job.crashes`). Jobs of the identities
+    /// in `excluding` are passed over (a slot kept for identities that run nothing here).
+    func claim(owner: String, leaseMilliseconds: Int64, excluding: Set<String>) async throws -> (Job, Lease)?
     /// Identities (job owners) with runnable jobs waiting to be claimed, at most `limit`.
     func waitingOwners(limit: Int) async throws -> [String]
     /// Extends the lease; throws `LeaseLost` if it was taken over. `flowing`, when given, is the
     /// job's progress inside the parts in flight (`Job.bytesFlowing`), carried on the same write.
     func renew(_ lease: Lease, leaseMilliseconds: Int64, flowing: Int64?) async throws -> Lease
+    /// Marks the job as writing its object (`Job.completing`), under its lease, before the
+    /// write that makes the object: from then on pause and cancel are refused. Throws `LeaseLost`
+    /// when the lease is no longer the job's (canceled, paused or taken over meanwhile): then
+    /// the object must not be written.
+    func beginCompleting(_ lease: Lease) async throws
     /// Gives the job back at once (SIGTERM): it is runnable again for any instance.
     func release(_ lease: Lease) async throws
 
@@ -85,4 +91,11 @@ extension JobStore {
 public struct LeaseLost: Error, Equatable, Sendable {
     public let jobID: String
     public init(jobID: String) { self.jobID = jobID }
+}
+
+extension JobStore {
+    /// `claim` open to every identity.
+    public func claim(owner: String, leaseMilliseconds: Int64) async throws -> (Job, Lease)? {
+        try await claim(owner: owner, leaseMilliseconds: leaseMilliseconds, excluding: [])
+    }
 }

@@ -27,6 +27,8 @@ public final class JobControl: Sendable {
     private let state = Mutex(State())
     /// The run's live byte count (a streamed import's bytes read), carried on lease renewals.
     public let meter = ProgressMeter()
+    /// Set once the job has begun to write its object.
+    let completion = CompletionMark()
 
     public init() {}
 

@@ -55,6 +55,7 @@ extension JobRunner {
             return try await fail(lease, job, code: code, upload: upload)
         case .finish?, .start?:
             try await save(&loop, lease)
+            try await control.completion.begin(store, lease)
             let etag: String
             do {
                 etag = try await complete(work, uploadID: uploadID, parts: loop.recorded.values.sorted { $0.number < $1.number })
@@ -133,7 +134,7 @@ extension JobRunner {
                       doneNotBefore: Int?) async throws -> PartEvent {
         do {
             if let notBefore { try await clock.sleep(until: notBefore) }
-            let moved = try await settings.transferring {
+            let moved = try await settings.transferring(for: work.owner) {
                 try await work.move(part, work.plan.range(ofPart: part), upload.id, upload.checksum)
             }
             if let doneNotBefore { try await clock.sleep(until: doneNotBefore) }

@@ -119,11 +119,12 @@ extension JobRunner {
             try await store.release(lease)
             return .stopped(.queued)
         }
-        if upload.id == nil && pass.number == 1 { return try await putWhole(pass, job, options, lease) }
+        if upload.id == nil && pass.number == 1 { return try await putWhole(pass, job, options, lease, control) }
         for part in pass.done { recorded[part.number] = part }
         guard let uploadID = upload.id else { throw Failure(code: "InternalError") }
         let parts = (1..<pass.number).compactMap { recorded[$0] }
         guard parts.count == pass.number - 1 else { throw Failure(code: "InternalError") }
+        try await control.completion.begin(store, lease)
         let etag = try await completeUpload(key: source.key, uploadID: uploadID, parts: parts, size: pass.total)
         try Task.checkCancellation()
         cleanUp(job, after: .completed)
@@ -139,7 +140,7 @@ extension JobRunner {
         var rest = chunk
         while !rest.isEmpty {
             var part: (file: SpoolFile, filled: Int64, md5: Digest.Context)
-            if let open = pass.current { part = open } else { part = try await openPart(pass.number, pass.partSize, job.id, control) }
+            if let open = pass.current { part = open } else { part = try await openPart(pass.number, pass.partSize, job.id, job.owner, control) }
             let take = Int(min(pass.partSize - part.filled, Int64(rest.count)))
             try rest.prefix(take).withUnsafeBytes { bytes in
                 try part.file.write(bytes, at: part.filled)
@@ -154,14 +155,14 @@ extension JobRunner {
     }
 
     /// A part file, reserved on the spool first (the stream waits for room).
-    private func openPart(_ number: Int, _ partSize: Int64, _ jobID: String,
+    private func openPart(_ number: Int, _ partSize: Int64, _ jobID: String, _ owner: String,
                           _ control: JobControl?) async throws -> (file: SpoolFile, filled: Int64, md5: Digest.Context) {
         guard let spool else { throw Failure(code: FailureCode.invalidJob) }
         guard number <= PartPlan.maximumPartCount else { throw Failure(code: FailureCode.entityTooLarge) }
         if let control {
-            try await control.waitingForRoom { try await spool.reserve(jobID: jobID, name: .part(number), bytes: partSize) }
+            try await control.waitingForRoom { try await spool.reserve(jobID: jobID, name: .part(number), bytes: partSize, owner: owner) }
         } else {
-            try await spool.reserve(jobID: jobID, name: .part(number), bytes: partSize)
+            try await spool.reserve(jobID: jobID, name: .part(number), bytes: partSize, owner: owner)
         }
         guard let file = try spool.open(jobID: jobID, name: .part(number), create: true, truncate: true) else {
             throw Failure(code: FailureCode.spoolFailed)
@@ -195,7 +196,7 @@ extension JobRunner {
         group.addTask {
             defer { self.spool?.remove(jobID: jobID, name: .part(number)) }
             let settings = self.settings, clock = self.clock, objects = self.objects
-            let recorded = try await settings.transferring {
+            let recorded = try await settings.transferring(for: job.owner) {
                 try await clock.retrying(limit: retryLimit, backoff: settings.backoff, random: settings.random) {
                     try await objects.uploadPart(key: key, uploadID: uploadID, part: number, data: .file(file, offset: 0, length: size),
                                                  checksum: checksum)
@@ -208,7 +209,8 @@ extension JobRunner {
     }
 
     /// A body of one part or less: one PutObject from its file.
-    private func putWhole(_ pass: StreamPass, _ job: Job, _ options: JobOptions, _ lease: Lease) async throws -> Outcome {
+    private func putWhole(_ pass: StreamPass, _ job: Job, _ options: JobOptions, _ lease: Lease,
+                          _ control: JobControl) async throws -> Outcome {
         guard let spool else { throw Failure(code: FailureCode.invalidJob) }
         let file = try pass.current?.file ?? emptyPart(spool, job.id)
         let filled = pass.current?.filled ?? 0, key = pass.source.key, objects = self.objects
@@ -216,7 +218,8 @@ extension JobRunner {
         try await store.start(lease, uploadID: nil, partsTotal: 1, partSize: pass.partSize, bytesTotal: pass.total,
                               sourceETag: pass.source.etag)
         let settings = self.settings, clock = self.clock
-        let etag = try await settings.transferring {
+        try await control.completion.begin(store, lease)
+        let etag = try await settings.transferring(for: job.owner) {
             try await clock.retrying(limit: pass.retryLimit, backoff: settings.backoff, random: settings.random) {
                 try await objects.putObject(key: key, data: .file(file, offset: 0, length: filled), attributes: options.attributes)
             }

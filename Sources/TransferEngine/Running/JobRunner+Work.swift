@@ -58,8 +58,9 @@ extension JobRunner {
                         (try await objectStore.copyPart(key: key, uploadID: uploadID ?? "", part: part, sourceKey: source.key,
                                                         range: range, ifMatch: pinned), nil)
                     },
-                    single: {
-                        try await objectStore.copyObject(from: source.key, to: key, attributes: chosen.isEmpty ? nil : attributes,
+                    single: { completing in
+                        try await completing()
+                        return try await objectStore.copyObject(from: source.key, to: key, attributes: chosen.isEmpty ? nil : attributes,
                                                          ifMatch: pinned)
                     },
                     sourceETag: info.etag, attributes: attributes)
@@ -78,14 +79,14 @@ extension JobRunner {
         let plan = try plan(size: size, options, job)
         let objectStore = self.objects
         let attributes = options.attributes
-        let jobID = job.id
+        let jobID = job.id, owner = job.owner
         // One part of the source on the spool, then to S3 from there: a retry fetches it again.
         let spooled: @Sendable (Int, ClosedRange<Int64>?, @Sendable (PartData) async throws -> RecordedPart) async throws -> RecordedPart = {
             number, range, send in
             let name = SpoolName.part(number)
             let length = range?.count64 ?? 0
             do {
-                try await control.waitingForRoom { try await spool.reserve(jobID: jobID, name: name, bytes: length) }
+                try await control.waitingForRoom { try await spool.reserve(jobID: jobID, name: name, bytes: length, owner: owner) }
             } catch is ByteBudget.TooLarge {
                 throw TransferError(code: FailureCode.spoolTooSmall, retryable: false)
             }
@@ -113,9 +114,10 @@ extension JobRunner {
                                }
                                return (sent.etag, sent.checksum)
                            },
-                           single: {
+                           single: { completing in
                                try await spooled(1, plan.range(ofPart: 1)) { data in
-                                   RecordedPart(number: 1, size: data.count,
+                                   try await completing()
+                                   return RecordedPart(number: 1, size: data.count,
                                                 etag: try await objectStore.putObject(key: key, data: data, attributes: attributes))
                                }.etag
                            },

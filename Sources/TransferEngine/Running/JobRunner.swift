@@ -56,7 +56,8 @@ public struct JobRunner: Sendable {
         let options = JobOptions.decode(job.options)
         let deadline = clock.now() + max(1, options.timeoutSeconds ?? settings.timeoutSeconds) * 1000
         let lifetime = LeaseLifetime<Outcome>(store: store, clock: clock, tickMilliseconds: settings.tickMilliseconds,
-                                              leaseMilliseconds: settings.leaseMilliseconds, progress: control.meter)
+                                              leaseMilliseconds: settings.leaseMilliseconds, progress: control.meter,
+                                              completion: control.completion)
         let ending = try await lifetime.run(lease, deadline: deadline) {
             try await self.work(job, options, lease, upload, control)
         }
@@ -76,8 +77,9 @@ public struct JobRunner: Sendable {
         /// returns what is recorded as its ETag and checksum.
         let move: @Sendable (_ part: Int, _ range: ClosedRange<Int64>?, _ uploadID: String?, _ checksum: PartChecksum) async throws
             -> (etag: String, checksum: String?)
-        /// A cheaper call for a one-part object (CopyObject, PutObject), where there is one.
-        let single: (@Sendable () async throws -> String)?
+        /// A cheaper call for a one-part object (CopyObject, PutObject), where there is one. It
+        /// calls `completing` right before the write that makes the object.
+        let single: (@Sendable (_ completing: @Sendable () async throws -> Void) async throws -> String)?
         /// The source's ETag, if it has one.
         let sourceETag: String?
         /// What the new object is created with, when not just the job's options (a copy keeps
@@ -86,6 +88,8 @@ public struct JobRunner: Sendable {
         /// How a new multipart upload for these parts checks them (nil: parts with no body of
         /// ours to check, such as a copy's).
         var partChecksum: PartChecksum? = nil
+        /// The identity whose share of the memory budget the parts' buffers count against.
+        var owner: String? = nil
     }
 
     /// What a job does, once its source is known.
@@ -100,7 +104,9 @@ public struct JobRunner: Sendable {
         let work: Work
         do {
             switch try await prepare(job, options, control) {
-            case .parts(let prepared): work = prepared
+            case .parts(var prepared):
+                prepared.owner = job.owner
+                work = prepared
             case .stream(let source): return try await stream(job, options, lease, source, upload, control)
             }
             try checkPinned(job, size: work.plan.objectSize, etag: work.sourceETag)
@@ -112,7 +118,7 @@ public struct JobRunner: Sendable {
         }
         do {
             if work.plan.isSinglePart, let single = work.single {
-                return try await moveWhole(job, options, lease, work, single)
+                return try await moveWhole(job, options, lease, work, control, single)
             }
             let recorded: [Int: RecordedPart]
             switch try await resume(job, options, lease, work, upload) {
@@ -141,16 +147,18 @@ public struct JobRunner: Sendable {
     }
 
     /// One CopyObject or PutObject for a one-part object.
-    private func moveWhole(_ job: Job, _ options: JobOptions, _ lease: Lease, _ work: Work,
-                           _ single: @escaping @Sendable () async throws -> String) async throws -> Outcome {
+    private func moveWhole(_ job: Job, _ options: JobOptions, _ lease: Lease, _ work: Work, _ control: JobControl,
+                           _ single: @escaping @Sendable (_ completing: @Sendable () async throws -> Void) async throws -> String)
+        async throws -> Outcome {
         let plan = work.plan
         try await store.start(lease, uploadID: nil, partsTotal: 1, partSize: plan.partSize, bytesTotal: plan.objectSize,
                               sourceETag: work.sourceETag)
-        let settings = self.settings, clock = self.clock
+        let settings = self.settings, clock = self.clock, store = self.store
         let pace = Pace(bytesPerSecond: options.bandwidthLimit, clock: clock)
-        let etag = try await settings.transferring {
+        let completing: @Sendable () async throws -> Void = { try await control.completion.begin(store, lease) }
+        let etag = try await settings.transferring(for: job.owner) {
             try await clock.retrying(limit: options.retryLimit ?? settings.retryLimit, backoff: settings.backoff,
-                                     random: settings.random, single)
+                                     random: settings.random) { try await single(completing) }
         }
         // `bandwidthLimit` holds for a one-part object too: it counts once its bytes would have
         // moved at the limit.

@@ -4,10 +4,11 @@ import Synchronization
 /// `stop()` cancels what runs and hands every job back by releasing its lease, so another
 /// instance takes it at once instead of waiting for the lease to lapse.
 ///
-/// Fair across identities: claims go to the identity running fewest jobs first, and when every
-/// slot is busy while another identity waits, the identity holding the most slots here hands one
-/// job back at its next part boundary, so nobody's queue delays another's job by more than a
-/// part's time.
+/// Fair across identities: claims go to the identity running fewest jobs first; beyond `slots`,
+/// `keptSlots` more are kept for identities that run nothing here, so another identity's job
+/// starts within a poll however slow or long the parts of the jobs holding every slot (a job of
+/// one part yields no part boundary); and when every slot is busy while another identity waits,
+/// the identity holding the most slots here hands one job back at its next part boundary.
 public final class JobWorker: Sendable {
     private struct Running {
         let owner: String
@@ -23,6 +24,8 @@ public final class JobWorker: Sendable {
     private let clock: any EngineClock
     private let instance: String
     private let slots: Int
+    /// Slots beyond `slots`, taken only by jobs of identities that run nothing here.
+    public let keptSlots: Int
     private let pollMilliseconds: Int
     private let loop = Mutex<Task<Void, Never>?>(nil)
     private let running = Mutex<[String: Running]>([:])
@@ -39,6 +42,7 @@ public final class JobWorker: Sendable {
         self.clock = clock
         self.instance = instance
         self.slots = max(1, slots)
+        self.keptSlots = max(1, self.slots / 4)
         self.pollMilliseconds = pollMilliseconds
     }
 
@@ -60,8 +64,7 @@ public final class JobWorker: Sendable {
     private func runLoop() async {
         await withTaskGroup(of: Void.self) { group in
             while !Task.isCancelled {
-                while activeJobs < slots, !Task.isCancelled,
-                      let (job, lease) = try? await store.claim(owner: instance, leaseMilliseconds: settings.leaseMilliseconds) {
+                while !Task.isCancelled, let (job, lease) = await claimNext() {
                     let control = JobControl()
                     running.withLock { $0[job.id] = Running(owner: job.owner, control: control) }
                     group.addTask {
@@ -79,6 +82,17 @@ public final class JobWorker: Sendable {
             group.cancelAll()
             await group.waitForAll()
         }
+    }
+
+    /// A job for a free slot: any identity's while fewer than `slots` run, else, while a kept
+    /// slot is free, only of an identity that runs nothing here; nil when none.
+    private func claimNext() async -> (Job, Lease)? {
+        let (count, owners) = running.withLock { r in (r.count, Set(r.values.map(\.owner))) }
+        if count < slots {
+            return try? await store.claim(owner: instance, leaseMilliseconds: settings.leaseMilliseconds)
+        }
+        guard count < slots + keptSlots else { return nil }
+        return try? await store.claim(owner: instance, leaseMilliseconds: settings.leaseMilliseconds, excluding: owners)
     }
 
     /// Every slot is busy: if an identity that runs nothing here waits for a slot, every job of

@@ -24,6 +24,8 @@ struct LeaseLifetime<Value: Sendable>: Sendable {
     /// The work's live byte count: when given, it is carried on a renewal at least once a
     /// second while it moves (and no write is made while it stands still between renewals).
     var progress: ProgressMeter? = nil
+    /// Once marked, the deadline no longer stops the work: it is writing its object.
+    var completion: CompletionMark? = nil
 
     /// Whether the job's change was announced before `within` milliseconds passed.
     private static func announced(_ signals: any JobSignals, _ id: String, clock: any EngineClock,
@@ -56,7 +58,7 @@ struct LeaseLifetime<Value: Sendable>: Sendable {
                     return .leaseLost
                 }
             }
-            let signals = self.signals, progress = self.progress
+            let signals = self.signals, progress = self.progress, completion = self.completion
             let every = signals == nil ? tick : max(tick, Int(leaseMilliseconds / 3))
             let look = progress == nil ? every : min(every, ProgressMeter.intervalMilliseconds)
             group.addTask {
@@ -77,7 +79,7 @@ struct LeaseLifetime<Value: Sendable>: Sendable {
                             try await clock.sleep(milliseconds: wait)
                         }
                     }
-                    if let deadline, clock.now() >= deadline { return .timedOut }
+                    if let deadline, clock.now() >= deadline, completion?.isMarked != true { return .timedOut }
                     let moved = progress.map(\.value).flatMap { $0 != written ? $0 : nil }
                     // Neither a renewal due nor progress to carry: look again in a second.
                     if moved == nil && clock.now() < renewAt { continue }

@@ -98,10 +98,12 @@ public struct UploadReceiver: Sendable {
             return .offsetMismatch(committed: job.bytesCommitted)
         }
         // Bytes received onto the spool, shown at least once a second while they arrive.
-        let meter = ProgressMeter(job.bytesCommitted)
+        let meter = ProgressMeter(job.bytesCommitted), completion = CompletionMark()
         let lifetime = LeaseLifetime<Outcome>(store: store, clock: clock, tickMilliseconds: settings.tickMilliseconds,
-                                              leaseMilliseconds: settings.leaseMilliseconds, signals: signals, progress: meter)
-        let request = UploadRequest(receiver: self, claim: claim, key: key, body: body, checksum: checksum, meter: meter)
+                                              leaseMilliseconds: settings.leaseMilliseconds, signals: signals, progress: meter,
+                                              completion: completion)
+        let request = UploadRequest(receiver: self, claim: claim, key: key, body: body, checksum: checksum, meter: meter,
+                                    completion: completion)
         // An upload job given `timeoutSeconds` must be whole that long after it was made.
         let deadline = JobOptions.decode(job.options).timeoutSeconds.map { Int(job.createdAt) + $0 * 1000 }
         let ending: LeaseLifetime<Outcome>.Ending
@@ -165,6 +167,13 @@ public struct UploadReceiver: Sendable {
             }
             return nil
         }
+    }
+
+    /// Removes the job's files from this instance's spool (an upload canceled while no request
+    /// streamed it has nobody else to clean up after it).
+    public func discardSpooled(jobID: String) {
+        localTails.forget(jobID)
+        spool.removeAll(jobID: jobID, keeping: [])
     }
 
     /// Removes staged tail pieces (best effort: the janitor sweeps what is left).

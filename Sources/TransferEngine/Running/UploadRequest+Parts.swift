@@ -74,6 +74,8 @@ extension UploadRequest {
                 // rest again after a moment.
                 guard let file = progress.tailFile else { return .noRoom }
                 let take = Int(min(s.partSize - progress.tailSize, Int64(rest.count)))
+                // The tail's reservation grows a chunk at a time as the bytes arrive.
+                guard try await reserveRoom(for: progress.tailSize + Int64(take), s) else { return .noRoom }
                 try rest.prefix(take).withUnsafeBytes { bytes in
                     try file.write(bytes, at: progress.tailSize)
                     hasher?.update(bytes)
@@ -112,12 +114,22 @@ extension UploadRequest {
         inFlight += 1
         s.batch.launched()
         group.addTask { try await self.send(part: number, file: file, size: size, uploadID: uploadID, checksum: checksum, s) }
-        // The next part's room on the spool, before any of its bytes are read.
-        let room = min(s.partSize, (s.declared ?? Int64.max) - progress.received), spool = self.spool
-        guard try await receiver.room({ try await spool.reserve(jobID: jobID, name: .tail, bytes: room) }) != nil,
+        // The next part's first chunk of room on the spool, before any of its bytes are read.
+        let room = min(s.partSize, (s.declared ?? Int64.max) - progress.received, settings.spoolChunkBytes)
+        let spool = self.spool, owner = job.owner
+        guard try await receiver.room({ try await spool.reserve(jobID: jobID, name: .tail, bytes: room, owner: owner) }) != nil,
               let next = try spool.open(jobID: jobID, name: .tail, create: true, truncate: true) else { return false }
         progress.tailFile = next
         return true
+    }
+
+    /// Makes the tail's reservation cover `bytes` (up to a chunk beyond, never past the part),
+    /// waiting for room as long as a request may; false when there is none.
+    private func reserveRoom(for bytes: Int64, _ s: Streaming) async throws -> Bool {
+        let jobID = job.id, owner = job.owner, spool = self.spool
+        guard spool.reserved(jobID: jobID, name: .tail) < bytes else { return true }
+        let target = min(s.partSize, bytes + settings.spoolChunkBytes)
+        return try await receiver.room({ try await spool.grow(jobID: jobID, name: .tail, to: target, owner: owner) }) != nil
     }
 
     /// One part to S3 from its file, then recorded in its turn (unless recording waits for the
@@ -129,7 +141,7 @@ extension UploadRequest {
         let part: RecordedPart
         do {
             let clock = receiver.clock
-            part = try await settings.transferring {
+            part = try await settings.transferring(for: job.owner) {
                 try await clock.retrying(limit: s.retryLimit, backoff: settings.backoff, random: settings.random) {
                     try await objects.uploadPart(key: key, uploadID: uploadID, part: number, data: .file(file, offset: 0, length: size),
                                                  checksum: checksum)

@@ -12,6 +12,8 @@ struct UploadRequest: Sendable {
     let checksum: UploadReceiver.Checksum?
     /// Where the bytes received so far are shown.
     let meter: ProgressMeter
+    /// Set once the request begins to write the object (its lifetime's deadline then spares it).
+    let completion: CompletionMark
 
     var job: Job { claim.job }
     var lease: Lease { claim.lease }
@@ -58,7 +60,8 @@ struct UploadRequest: Sendable {
         let committed = partBytes + tailBytes
         // This request's read buffer and hashing come out of the memory budget.
         let buffer = settings.requestBufferBytes, memory = settings.memory
-        guard let held = try await receiver.room({ try await memory.reserve(buffer) }) else {
+        let owner = job.owner
+        guard let held = try await receiver.room({ try await memory.reserve(buffer, owner: owner) }) else {
             try await release()
             return .noRoom(committed: committed)
         }
@@ -110,9 +113,11 @@ struct UploadRequest: Sendable {
     /// The tail file on this spool: the one this instance left, if the store still lists the
     /// pieces it was saved as, else rebuilt from the staged pieces.
     private func openTail(_ progress: inout Progress, partBytes: Int64) async throws -> Bool {
+        // What the tail holds, and a chunk more: the reservation grows as bytes arrive.
         let room = min(job.partSize, (job.bytesTotal ?? Int64.max) - partBytes)
-        let jobID = job.id, spool = self.spool, bytes = max(room, progress.tailSize)
-        guard try await receiver.room({ try await spool.reserve(jobID: jobID, name: .tail, bytes: bytes) }) != nil else {
+        let jobID = job.id, owner = job.owner, spool = self.spool
+        let bytes = max(min(room, progress.tailSize + settings.spoolChunkBytes), progress.tailSize)
+        guard try await receiver.room({ try await spool.reserve(jobID: jobID, name: .tail, bytes: bytes, owner: owner) }) != nil else {
             return false
         }
         if receiver.localTail(job.id) == progress.segments,
@@ -124,7 +129,7 @@ struct UploadRequest: Sendable {
         receiver.forgetTail(job.id)
         guard let file = try spool.open(jobID: job.id, name: .tail, create: true, truncate: true) else { return false }
         for segment in progress.segments where segment.size > 0 {
-            try await settings.transferring {
+            try await settings.transferring(for: job.owner) {
                 try await receiver.objects.read(key: segment.key, range: 0...(segment.size - 1), ifMatch: nil, into: file,
                                                 at: segment.offset - partBytes)
             }
@@ -175,7 +180,7 @@ struct UploadRequest: Sendable {
             let segmentKey = "\(settings.stagingPrefix)\(job.id)/\(start + from)-\(Digest.hex(Digest.randomBytes(4)))"
             let length = progress.tailSize - from, offset = from
             let objects = receiver.objects, settings = self.settings
-            _ = try await settings.transferring {
+            _ = try await settings.transferring(for: job.owner) {
                 try await receiver.clock.retrying(limit: settings.retryLimit, backoff: settings.backoff, random: settings.random) {
                     try await objects.putObject(key: segmentKey, data: .file(file, offset: offset, length: length),
                                                 attributes: ObjectAttributesSpec(contentType: "application/octet-stream"))
@@ -203,7 +208,7 @@ struct UploadRequest: Sendable {
                     guard let file = tail else { throw TransferError(code: FailureCode.spoolFailed, retryable: false) }
                     let number = progress.nextPart
                     let checksum = progress.partChecksum ?? .md5
-                    let sent = try await settings.transferring {
+                    let sent = try await settings.transferring(for: job.owner) {
                         try await receiver.clock.retrying(limit: retryLimit, backoff: settings.backoff, random: settings.random) {
                             try await objects.uploadPart(key: key, uploadID: uploadID, part: number,
                                                          data: .file(file, offset: 0, length: tailSize), checksum: checksum)
@@ -211,6 +216,7 @@ struct UploadRequest: Sendable {
                     }
                     try await record(sent, &progress)
                 }
+                try await completion.begin(receiver.store, lease)
                 etag = try await objects.completeMultipartUpload(key: key, uploadID: uploadID, parts: progress.parts)
                 if let expected = MultipartETag.expected(for: progress.parts.map(\.etag)), !MultipartETag.same(expected, etag) {
                     return try await fail(&progress, code: FailureCode.etagMismatch)
@@ -221,7 +227,8 @@ struct UploadRequest: Sendable {
                 }
             } else {
                 guard let file = tail else { throw TransferError(code: FailureCode.spoolFailed, retryable: false) }
-                etag = try await settings.transferring {
+                try await completion.begin(receiver.store, lease)
+                etag = try await settings.transferring(for: job.owner) {
                     try await receiver.clock.retrying(limit: retryLimit, backoff: settings.backoff, random: settings.random) {
                         try await objects.putObject(key: key, data: .file(file, offset: 0, length: tailSize), attributes: options.attributes)
                     }

@@ -79,8 +79,19 @@ public struct Configuration: Sendable {
     public var userRate = 10.0
     /// Long polls and event streams one identity may hold open at once.
     public var userMaxWaits = 32
+    /// Streams of job data (`GET /v1/jobs/{id}/data`, by token or `dataUrl`) open at once per job owner.
+    public var userMaxStreams = 8
+    /// One identity's share of the memory budget, in percent.
+    public var userMemorySharePercent = 25
+    /// One identity's share of the spool budget, in percent.
+    public var userSpoolSharePercent = 25
 
     public init() {}
+
+    /// The most one identity may hold of the memory budget, in bytes.
+    public var userMemoryShare: Int64 { Int64(memoryBudget) * Int64(userMemorySharePercent) / 100 }
+    /// The most one identity may hold of the spool budget, in bytes.
+    public var userSpoolShare: Int64 { Int64(spoolBudget) * Int64(userSpoolSharePercent) / 100 }
 
     /// One bad setting: which variable, and what was wrong with it.
     public struct Invalid: Error, CustomStringConvertible {
@@ -178,6 +189,9 @@ public struct Configuration: Sendable {
         c.userMaxOpenUploads = try reader.integer("GATEWAY_USER_MAX_OPEN_UPLOADS", in: 1...1_000_000) ?? c.userMaxOpenUploads
         c.userRate = Double(try reader.integer("GATEWAY_USER_RATE", in: 1...1_000_000) ?? Int(c.userRate))
         c.userMaxWaits = try reader.integer("GATEWAY_USER_MAX_WAITS", in: 1...1_000_000) ?? c.userMaxWaits
+        c.userMaxStreams = try reader.integer("GATEWAY_USER_MAX_STREAMS", in: 1...1_000_000) ?? c.userMaxStreams
+        c.userMemorySharePercent = try reader.integer("GATEWAY_USER_MEMORY_SHARE", in: 1...100) ?? c.userMemorySharePercent
+        c.userSpoolSharePercent = try reader.integer("GATEWAY_USER_SPOOL_SHARE", in: 1...100) ?? c.userSpoolSharePercent
         return c
     }
 

@@ -51,7 +51,8 @@ public struct GatewayApp: Sendable {
         let objects = S3ObjectStore(client: s3, checksum: configuration.s3Checksum)
         let spool: DirectorySpool
         do {
-            spool = try DirectorySpool(directory: configuration.spoolDirectory, budget: Int64(configuration.spoolBudget))
+            spool = try DirectorySpool(directory: configuration.spoolDirectory, budget: Int64(configuration.spoolBudget),
+                                       ownerShare: configuration.userSpoolShare)
         } catch {
             throw Configuration.Invalid(variable: "GATEWAY_SPOOL_DIR", reason: "\(error)")
         }
@@ -135,8 +136,9 @@ public struct GatewayApp: Sendable {
         engine.leaseMilliseconds = Int64(configuration.leaseSeconds) * 1000
         engine.tickMilliseconds = min(500, max(100, configuration.leaseSeconds * 1000 / 6))
         engine.timeoutSeconds = configuration.jobTimeout
-        engine.memory = ByteBudget(capacity: Int64(configuration.memoryBudget))
-        engine.spoolCapacity = Int64(configuration.spoolBudget)
+        engine.memory = ByteBudget(capacity: Int64(configuration.memoryBudget), ownerShare: configuration.userMemoryShare)
+        // No part may be larger than what one identity may hold of the spool.
+        engine.spoolCapacity = configuration.userSpoolShare
         engine.partChecksum = configuration.s3Checksum
         var settings = GatewayRoutes.Settings()
         settings.engine = engine
@@ -147,6 +149,7 @@ public struct GatewayApp: Sendable {
         settings.quota = OwnerQuota(maxActiveJobs: configuration.userMaxActiveJobs, maxOpenUploads: configuration.userMaxOpenUploads)
         settings.userRate = configuration.userRate
         settings.userMaxWaits = configuration.userMaxWaits
+        settings.userMaxStreams = configuration.userMaxStreams
         settings.linkSecret = configuration.linkSecret.map { Array($0.utf8) } ?? Digest.randomBytes(32)
         settings.downloadTTL = configuration.downloadTTL
         return settings
