@@ -123,7 +123,7 @@ private func objectSource(_ key: String) -> String { ObjectSource(key: key).json
         bench.spoolBudget = 10 * Int64(MiB)
         let spool = try DirectorySpool(directory: bench.spoolDirectory, budget: bench.spoolBudget)
         // Someone else holds 8 MiB of the 10: a 5 MiB part does not fit.
-        try await spool.reserve(jobID: "someone-else", name: .part(1), bytes: 8 * Int64(MiB))
+        try await spool.reserve(jobID: "someone-else", name: .part(1), bytes: 8 * Int64(MiB), owner: "someone-else")
         var options = JobOptions()
         options.timeoutSeconds = 5
         let job = try await bench.insert(.import, source: URLSource(url: "https://example.com/f").json, options: options)

@@ -280,7 +280,10 @@ private func copySource(_ key: String) -> String { ObjectSource(key: key).json }
         func insert(_ job: Job, quota: OwnerQuota?) async throws -> Job { try await inner.insert(job, quota: quota) }
         func waitingOwners(limit: Int) async throws -> [String] { try await inner.waitingOwners(limit: limit) }
         func job(id: String) async throws -> Job? { try gate(); return try await inner.job(id: id) }
-        func claim(owner: String, leaseMilliseconds: Int64) async throws -> (Job, Lease)? { try await inner.claim(owner: owner, leaseMilliseconds: leaseMilliseconds) }
+        func claim(owner: String, leaseMilliseconds: Int64, excluding: Set<String>) async throws -> (Job, Lease)? {
+            try await inner.claim(owner: owner, leaseMilliseconds: leaseMilliseconds, excluding: excluding)
+        }
+        func beginCompleting(_ lease: Lease) async throws { try gate(); try await inner.beginCompleting(lease) }
         func renew(_ lease: Lease, leaseMilliseconds: Int64, flowing: Int64?) async throws -> Lease {
             try gate()
             return try await inner.renew(lease, leaseMilliseconds: leaseMilliseconds, flowing: flowing)

@@ -129,7 +129,7 @@ private struct SlowSources: SourceFetcher {
         var bench = Bench()
         bench.spoolBudget = 10 * Int64(MiB)
         let spool = try DirectorySpool(directory: bench.spoolDirectory, budget: bench.spoolBudget)
-        try await spool.reserve(jobID: "someone-else", name: .part(1), bytes: 8 * Int64(MiB))
+        try await spool.reserve(jobID: "someone-else", name: .part(1), bytes: 8 * Int64(MiB), owner: "someone-else")
         let job = try await bench.insert(.import, source: URLSource(url: "https://example.com/f").json)
         let control = JobControl()
         let asked = Task {

@@ -122,20 +122,21 @@ private struct Uploads {
         #expect(try await uploads.store.parts(of: job.id).count == 1)
     }
 
-    /// With no room on the spool for the next part, the request stops reading and says so; what
-    /// arrived before is kept.
+    /// With no room on the spool for more bytes, the request stops reading and says so; what
+    /// arrived before is kept (the tail reserves a chunk at a time, so the first chunk fitted).
     @Test func noRoomOnTheSpoolIsAnsweredNotWaitedOutForEver() async throws {
         var uploads = Uploads()
         // Long enough (in clock time) for the request's own part to reach S3 and free its room.
         uploads.settings.roomWaitMilliseconds = 120_000
         let spool = try DirectorySpool(directory: NSTemporaryDirectory() + "receiver-full-" + UUID().uuidString, budget: 6 * Int64(MiB))
-        try await spool.reserve(jobID: "someone-else", name: .tail, bytes: 5 * Int64(MiB))
+        try await spool.reserve(jobID: "someone-else", name: .tail, bytes: 5 * Int64(MiB), owner: "someone-else")
         let job = try await uploads.insert(size: 12 * Int64(MiB))
         let outcome = try await uploads.send(try uploads.receiver("a", spool: spool), job, from: 0, bytes(12 * MiB, seed: 5))
-        #expect(outcome == .noRoom(committed: 0))
+        #expect(outcome == .noRoom(committed: Int64(MiB)), "the chunk that fitted is kept")
         #expect(try await uploads.store.job(id: job.id)?.state == .pending, "the upload waits for the client to try again")
         spool.remove(jobID: "someone-else", name: .tail)
-        let resumed = try await uploads.send(try uploads.receiver("a", spool: spool), job, from: 0, bytes(12 * MiB, seed: 5))
+        let rest = Array(bytes(12 * MiB, seed: 5)[MiB...])
+        let resumed = try await uploads.send(try uploads.receiver("a", spool: spool), job, from: Int64(MiB), rest)
         guard case .completed = resumed else { Issue.record("\(resumed)"); return }
         #expect(spool.usage.used == 0, "nothing stays reserved once the upload is complete")
     }
@@ -213,5 +214,69 @@ private final class SlowBody: ByteSource {
         try await clock.sleep(milliseconds: 1000)
         sent.add(1, ordering: .relaxed)
         return [UInt8](repeating: 1, count: 64 * 1024)[...]
+    }
+}
+
+/// A body that hands out `first`, then waits until `open()` before it ends: a client that sent
+/// a little and stalled.
+private final class StalledBody: ByteSource {
+    private struct State {
+        var sent = false
+        var waiter: CheckedContinuation<Void, Never>?
+        var opened = false
+    }
+    private let first: [UInt8]
+    private let state = Mutex(State())
+
+    init(_ first: [UInt8]) { self.first = first }
+
+    var stalled: Bool { state.withLock { $0.sent && $0.waiter != nil } }
+
+    func next() async throws -> ArraySlice<UInt8>? {
+        let send = state.withLock { s -> Bool in
+            defer { s.sent = true }
+            return !s.sent
+        }
+        if send { return first[...] }
+        await withCheckedContinuation { continuation in
+            let now = state.withLock { s -> Bool in
+                if s.opened { return true }
+                s.waiter = continuation
+                return false
+            }
+            if now { continuation.resume() }
+        }
+        return nil
+    }
+
+    func open() {
+        let waiter = state.withLock { s -> CheckedContinuation<Void, Never>? in
+            s.opened = true
+            defer { s.waiter = nil }
+            return s.waiter
+        }
+        waiter?.resume()
+    }
+}
+
+@Suite struct UploadSpoolGrowthTests {
+    /// A request that sends 1,000 bytes of a 5 GiB-part upload and stalls holds one chunk of the
+    /// spool, not a part: its reservation grows with the bytes actually written.
+    @Test func aStalledRequestHoldsAChunkOfTheSpoolNotAPart() async throws {
+        var uploads = Uploads()
+        uploads.settings.spoolChunkBytes = 1 << 20
+        let spool = try DirectorySpool(directory: NSTemporaryDirectory() + "receiver-stall-" + UUID().uuidString,
+                                       budget: 8 << 30, ownerShare: 8 << 30)
+        let job = try await uploads.store.insert(Job(id: UUID().uuidString.lowercased(), owner: "mallory", kind: .upload,
+                                                     state: .pending, objectKey: "private/mallory/big.bin", source: "{}",
+                                                     bytesTotal: 20 << 30, partSize: 5 << 30))
+        let body = StalledBody(bytes(1000, seed: 1))
+        let receiver = try uploads.receiver("a", spool: spool)
+        let request = Task { try await receiver.receive(jobID: job.id, offset: 0, body: body) }
+        while !body.stalled { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(spool.usage.used > 0 && spool.usage.used <= 1 << 20, "held \(spool.usage.used) bytes: a chunk, not a 5 GiB part")
+        body.open()
+        #expect(try await request.value == .waiting(committed: 1000))
+        #expect(spool.usage.used <= 1000, "between requests the tail holds its own bytes")
     }
 }
