@@ -16,16 +16,6 @@ struct ObjectRoutes: Sendable {
         router.add("DELETE", "/v1/objects") { try await delete($0.http) }
     }
 
-    /// The query's parameters, each at most once, none unknown.
-    private static func query(_ http: HTTPRequest, known: Set<String>) throws(APIError) -> [String: String] {
-        var out: [String: String] = [:]
-        for (name, value) in PercentDecoding.query(http.query) {
-            guard known.contains(name) else { throw APIError(.unknownField, "Unknown query parameter '\(name.prefix(64))'.") }
-            guard out.updateValue(value, forKey: name) == nil else { throw APIError.validation("\(name) is given twice.") }
-        }
-        return out
-    }
-
     private static func level(_ query: [String: String]) throws(APIError) -> AccessLevel {
         guard let raw = query["accessLevel"] else { throw APIError.validation("accessLevel is required.") }
         guard let level = AccessLevel(rawValue: raw) else { throw APIError.validation("accessLevel must be public, protected or private.") }
@@ -34,7 +24,7 @@ struct ObjectRoutes: Sendable {
 
     private func list(_ http: HTTPRequest) async throws -> HTTPResponse {
         let identity = try authenticator.identity(of: http, guestAllowed: true)
-        let query = try Self.query(http, known: ["accessLevel", "prefix", "targetIdentityId", "limit", "cursor"])
+        let query = try QueryParameters.read(http, known: ["accessLevel", "prefix", "targetIdentityId", "limit", "cursor"])
         let base = try policy.grantedPrefix(.read, level: try Self.level(query), identity: identity, target: query["targetIdentityId"])
         let prefix = query["prefix"] ?? ""
         guard prefix.utf8.count <= 1024, prefix.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x7F }) else {
@@ -84,7 +74,7 @@ struct ObjectRoutes: Sendable {
 
     private func properties(_ http: HTTPRequest) async throws -> HTTPResponse {
         let identity = try authenticator.identity(of: http, guestAllowed: true)
-        let query = try Self.query(http, known: ["accessLevel", "key", "targetIdentityId"])
+        let query = try QueryParameters.read(http, known: ["accessLevel", "key", "targetIdentityId"])
         guard let key = query["key"] else { throw APIError.validation("key is required.") }
         let objectKey = try policy.granted(.read, level: try Self.level(query), key: key, identity: identity,
                                            target: query["targetIdentityId"])
@@ -113,7 +103,7 @@ struct ObjectRoutes: Sendable {
 
     private func delete(_ http: HTTPRequest) async throws -> HTTPResponse {
         let identity = try authenticator.identity(of: http)
-        let query = try Self.query(http, known: ["accessLevel", "key", "targetIdentityId"])
+        let query = try QueryParameters.read(http, known: ["accessLevel", "key", "targetIdentityId"])
         guard let key = query["key"] else { throw APIError.validation("key is required.") }
         let objectKey = try policy.granted(.write, level: try Self.level(query), key: key, identity: identity,
                                            target: query["targetIdentityId"])
