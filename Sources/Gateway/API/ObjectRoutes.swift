@@ -27,8 +27,9 @@ struct ObjectRoutes: Sendable {
         let query = try QueryParameters.read(http, known: ["accessLevel", "prefix", "targetIdentityId", "limit", "cursor"])
         let base = try policy.grantedPrefix(.read, level: try Self.level(query), identity: identity, target: query["targetIdentityId"])
         let prefix = query["prefix"] ?? ""
-        guard prefix.utf8.count <= 1024, prefix.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x7F }) else {
-            throw APIError(.invalidKey, "prefix must be at most 1024 bytes with no control character.")
+        guard prefix.utf8.count <= 1024, prefix.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x7F }),
+              !UnicodeNoncharacters.occur(in: prefix) else {
+            throw APIError(.invalidKey, "prefix must be at most 1024 bytes with no control character and no Unicode noncharacter.")
         }
         let limit = try PageLimit.read(query, fallback: 100, maximum: 1000)
         // The cursor is the last key of the previous page, in the caller's key space: listing
@@ -40,7 +41,16 @@ struct ObjectRoutes: Sendable {
             }
             after = base + cursor
         }
-        let page = try await objects.list(prefix: base + prefix, after: after, limit: limit)
+        let page: (objects: [ObjectSummary], next: String?)
+        do {
+            page = try await objects.list(prefix: base + prefix, after: after, limit: limit)
+        } catch let error as TransferError {
+            throw APIError(.storageError, "S3 did not list the objects (\(error.code.filter { $0.isLetter || $0.isNumber })).")
+        }
+        if let next = page.next, !Self.advances(next, after: after) {
+            // Following this cursor would answer the same page again, forever.
+            throw APIError(.storageError, "S3 answered a page that does not advance; the listing stopped.")
+        }
         var items: [UInt8] = [UInt8(ascii: "[")]
         var written = 0
         // Bytes, not Characters: a key may begin with a combining mark that would merge with the
@@ -114,6 +124,13 @@ struct ObjectRoutes: Sendable {
             try await objects.deleteObject(key: objectKey)
         }
         return HTTPResponse(status: 204)
+    }
+
+    /// Whether a page's `next` key sorts after the key it listed after, as S3 sorts (UTF-8
+    /// bytes): the next page must start past where this one did.
+    static func advances(_ next: String, after: String?) -> Bool {
+        guard let after else { return true }
+        return after.utf8.lexicographicallyPrecedes(next.utf8)
     }
 
     /// `key` without the level's prefix `base`, compared and cut as UTF-8 bytes; nil when it is
