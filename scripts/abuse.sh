@@ -8,8 +8,8 @@
 #   scripts/abuse.sh [--quick] [--markdown FILE] [scenario...]
 #
 # Scenarios (all by default, in this order): crash longpolls memory metrics imports tails tus spool
-# bodies expiry quotas readyz smaller. What each replays and what must hold is the header comment of
-# its function in scripts/abuse.py. --quick shrinks sizes and durations (the whole run in about four
+# bodies expiry quotas readyz smaller keys rotation queries. What each replays and what must hold is
+# the header comment of its function in scripts/abuse.py (keys, rotation and queries take seconds). --quick shrinks sizes and durations (the whole run in about four
 # minutes, half of which are the janitor waits of expiry and smaller); the full run takes 5-10
 # minutes (more when the shared stack is restarted under it: a disturbed scenario is run again).
 #
@@ -19,6 +19,9 @@
 # ABUSE_BIN overrides), copied aside first so a rebuild never swaps it mid-run. Everything it starts
 # is stopped on exit, its temp dir removed (ABUSE_KEEP=1 keeps it: the gateways' logs; ABUSE_LOG_LEVEL
 # sets their GATEWAY_LOG_LEVEL, warn by default), and the run's objects deleted from the bucket.
+# ABUSE_STACK_ROOT=DIR uses the stack another checkout runs instead (a git worktree beside the one
+# that ran `scripts/stack.sh up`): its .stack/env, .venv and `stack.sh database`; nothing is started.
+# ABUSE_DATABASE names the database (gateway_abuse), so two checkouts' runs keep apart.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -48,12 +51,15 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-bash scripts/stack.sh up >&2
+STACK_ROOT="${ABUSE_STACK_ROOT:-$ROOT}"
+if [ "$STACK_ROOT" = "$ROOT" ]; then bash scripts/stack.sh up >&2; fi
+[ -f "$STACK_ROOT/.stack/env" ] || { echo "abuse.sh: no stack at $STACK_ROOT (run scripts/stack.sh up there)" >&2; exit 2; }
 set -a
 # shellcheck disable=SC1091
-. .stack/env
+. "$STACK_ROOT/.stack/env"
 set +a
-DATABASE_URL="$(bash scripts/stack.sh database gateway_abuse)"
+export ABUSE_STACK_ROOT="$STACK_ROOT"
+DATABASE_URL="$(bash "$STACK_ROOT/scripts/stack.sh" database "${ABUSE_DATABASE:-gateway_abuse}")"
 
 BIN="${ABUSE_BIN:-}"
 if [ -z "$BIN" ]; then
@@ -64,7 +70,7 @@ cp "$BIN" "$TMP/transfer-gateway"
 echo "abuse.sh: binary $BIN ($(date -u -r "$BIN" '+%Y-%m-%d %H:%M UTC'))" >&2
 
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
-"$ROOT/.venv/bin/python" "$ROOT/scripts/abuse.py" --tmp "$TMP" --bin "$TMP/transfer-gateway" \
+"$STACK_ROOT/.venv/bin/python" "$ROOT/scripts/abuse.py" --tmp "$TMP" --bin "$TMP/transfer-gateway" \
   --database-url "$DATABASE_URL" "$@" &
 PY_PID=$!
 rc=0

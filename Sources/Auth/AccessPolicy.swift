@@ -42,6 +42,10 @@ public struct AccessPolicy: Sendable {
     /// what a listing of the level lists under.
     public func prefix(for mode: AccessMode, level: AccessLevel, identity: Identity,
                        targetIdentityID: String? = nil) throws(AccessDenial) -> String {
+        // A malformed id (a noncharacter, a `/`) is a bad request whoever it names, on every level.
+        if let target = targetIdentityID, !Identity.isValidID(target) {
+            throw .invalidKey("targetIdentityId is not a valid identity id")
+        }
         let owner: String
         switch level {
         case .public:

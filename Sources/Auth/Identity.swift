@@ -13,7 +13,7 @@ public struct Identity: Sendable, Equatable {
 
     /// Identity ids become part of object keys (`private/{id}/…`), so only ids that cannot
     /// break out of their prefix are accepted: 1–128 bytes of UTF-8, no `/` or `\`, no control
-    /// character, and not `.` or `..`.
+    /// character, no Unicode noncharacter (`UnicodeNoncharacters`), and not `.` or `..`.
     public static func isValidID(_ id: String) -> Bool {
         let bytes = id.utf8
         guard !bytes.isEmpty, bytes.count <= 128, id != ".", id != ".." else { return false }
@@ -24,6 +24,6 @@ public struct Identity: Sendable, Equatable {
             if previous == 0xC2 && byte >= 0x80 && byte <= 0x9F { return false }
             previous = byte
         }
-        return true
+        return !UnicodeNoncharacters.occur(in: id)
     }
 }

@@ -80,9 +80,12 @@ public struct JWTVerifier: Sendable {
         let crit: [String]?
     }
 
-    /// A remembered token's identity, with the time rules applied again; nil when not cached.
+    /// A remembered token's identity, with the time rules applied again; nil when not cached,
+    /// or when it was verified with a key set that has been replaced since (it is verified
+    /// again: its key may have left the set).
     private func cached(_ token: some StringProtocol, now: Int) throws(Failure) -> Identity? {
         guard let cached = cache?.lookup(token) else { return nil }
+        if let generation = cached.keySetGeneration, generation != keySet?.currentGeneration { return nil }
         if Double(now) > cached.expiry + Double(leeway) { throw .expired }
         if let nbf = cached.notBefore, Double(now + leeway) < nbf { throw .notYetValid }
         return cached.identity
@@ -141,13 +144,15 @@ public struct JWTVerifier: Sendable {
         // A critical extension we do not understand must be refused (RFC 7515 §4.1.11).
         if header.crit != nil { throw .unsupportedAlgorithm }
         let signingInput = Array(parts[0].utf8) + [UInt8(ascii: ".")] + Array(parts[1].utf8)
+        var keySetGeneration: Int?
         switch header.alg {
         case "HS256":
             guard let secret = hmacSecret else { throw .unsupportedAlgorithm }
             let expected = Digest.hmacSHA256(key: secret, signingInput)
             guard Digest.constantTimeEqual(expected, signature) else { throw .badSignature }
         case "RS256", "ES256":
-            let key = try publicKey(for: header, now: now)
+            let key: PublicKey
+            (key, keySetGeneration) = try publicKey(for: header, now: now)
             guard key.kind == (header.alg == "RS256" ? .rsa : .ecP256) else { throw .unsupportedAlgorithm }
             guard key.verify(signature, of: signingInput) else { throw .badSignature }
         default:
@@ -159,21 +164,22 @@ public struct JWTVerifier: Sendable {
         try check(read, now: now)
         guard let id = read.identity, Identity.isValidID(id) else { throw .badSubject }
         let identity = Identity(id: id, isAdmin: read.roles.contains(claims.adminRole))
-        cache?.store(token, .init(identity: identity, expiry: read.expiry ?? 0, notBefore: read.notBefore))
+        cache?.store(token, .init(identity: identity, expiry: read.expiry ?? 0, notBefore: read.notBefore,
+                                  keySetGeneration: keySetGeneration))
         return identity
     }
 
     /// The key a token's signature is checked with: the provider's key of its `kid` when a key
     /// set is configured (a `kid` the set lacks asks for a fetch, and is refused now), else the
-    /// configured PEM key.
-    private func publicKey(for header: Header, now: Int) throws(Failure) -> PublicKey {
+    /// configured PEM key. With the key, the generation of the set it came from (nil for the PEM key).
+    private func publicKey(for header: Header, now: Int) throws(Failure) -> (PublicKey, Int?) {
         if let keySet, let kid = header.kid {
-            if let key = keySet.key(kid) { return key }
+            if let (key, generation) = keySet.keyWithGeneration(kid) { return (key, generation) }
             keySet.unknownKid(kid, now: now)
             throw .unknownKey
         }
         guard let publicKey else { throw .unsupportedAlgorithm }
-        return publicKey
+        return (publicKey, nil)
     }
 
     private func check(_ claims: TokenClaims, now: Int) throws(Failure) {

@@ -26,6 +26,9 @@ public final class KeySet: Sendable {
         var fetcherWaitOver = false
     }
     private let state = Mutex(State())
+    /// `State.generation`, readable without the lock: every remembered verification compares
+    /// it (`VerifiedTokenCache`), on every request.
+    private let published = Atomic<Int>(0)
     public static let unknownKidInterval = 30
 
     public init() {}
@@ -50,17 +53,29 @@ public final class KeySet: Sendable {
     /// The key of `kid`, if the set has it.
     public func key(_ kid: String) -> PublicKey? { state.withLock { $0.keys[kid] } }
 
+    /// The key of `kid` and the generation of the set it was read from, read together: a
+    /// verification made with it holds only while that set is the current one.
+    public func keyWithGeneration(_ kid: String) -> (key: PublicKey, generation: Int)? {
+        state.withLock { s in s.keys[kid].map { ($0, s.generation) } }
+    }
+
+    /// The current set's generation, without taking the lock.
+    public var currentGeneration: Int { published.load(ordering: .acquiring) }
+
     /// Whether a set has arrived since start-up.
     public var isLoaded: Bool { generation > 0 }
 
     /// Sets received since start-up.
     public var generation: Int { state.withLock { $0.generation } }
 
-    /// The fetched set, to keep until `expiresAt`; wakes whoever waits for it.
+    /// The fetched set, to keep until `expiresAt`; wakes whoever waits for it. Verifications
+    /// remembered under the set it replaces are checked again on their next use, so a token
+    /// whose `kid` left the set is refused from then on.
     public func replace(with keys: [String: PublicKey], expiresAt: Int) {
         let waiters = state.withLock { s -> [CheckedContinuation<Void, Never>] in
             s.keys = keys
             s.generation += 1
+            published.store(s.generation, ordering: .releasing)
             s.expiresAt = expiresAt
             defer { s.waiters = [:] }
             return Array(s.waiters.values)

@@ -1,6 +1,7 @@
 /// The object-key rules: 1–1024 bytes of UTF-8 once prefixed; no empty, `.` or
-/// `..` segment; no leading `/`; no backslash; no control character. S3 servers rewrite some of
-/// these (SeaweedFS merges `//` and turns `\` into `/`), so the gateway refuses them itself.
+/// `..` segment; no leading `/`; no backslash; no control character; no Unicode noncharacter.
+/// S3 servers rewrite some of these (SeaweedFS merges `//` and turns `\` into `/`; S3 lists
+/// U+FFFE as U+FFFD), so the gateway refuses them itself.
 public enum ObjectKey {
     public static let maxBytes = 1024
 
@@ -29,6 +30,9 @@ public enum ObjectKey {
                     segmentStart = i + 1
                 }
                 previous = byte
+            }
+            if UnicodeNoncharacters.occur(in: utf8) {
+                return "the key must not contain a Unicode noncharacter (U+FDD0–U+FDEF, U+FFFE, U+FFFF and the last two of every plane)"
             }
             return nil
         }

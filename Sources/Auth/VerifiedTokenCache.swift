@@ -4,7 +4,9 @@ import Synchronization
 
 /// Remembers tokens that verified, so a client polling with the same token does not pay for
 /// the signature check and JSON parsing on every request. Time rules are still applied on every
-/// hit; only the signature and claims parsing are skipped.
+/// hit; only the signature and claims parsing are skipped. A token verified with a key of the
+/// provider's key set is remembered with that set's generation and verified again once the set
+/// is replaced (`JWTVerifier`), so a key that leaves the set takes its tokens with it.
 ///
 /// Direct-mapped and bounded: a token's slot comes from the last bytes of its signature
 /// (random for any token that verified), a hit needs the stored token byte for byte, and a new
@@ -19,6 +21,8 @@ public final class VerifiedTokenCache: Sendable {
         let identity: Identity
         let expiry: Double
         let notBefore: Double?
+        /// The generation of the key set whose key verified it; nil for the configured keys.
+        var keySetGeneration: Int? = nil
     }
 
     private struct Slot: Sendable {

@@ -14,7 +14,11 @@ public struct StaticPresigner: Presigner {
         var url = "https://s3.test/\(key)?method=\(method)&expires=\(expires)"
         for (name, value) in query { url += "&\(name)=\(value)" }
         for (name, value) in headers { url += "&h-\(name.lowercased())=\(value)" }
-        out.append(contentsOf: url.utf8.filter { $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") })
+        // Printable ASCII, as a real URL is: other bytes percent-encoded.
+        let hex = Array("0123456789ABCDEF".utf8)
+        for byte in url.utf8 where byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") {
+            if byte > 0x20 && byte < 0x7F { out.append(byte) } else { out += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 15)]] }
+        }
     }
 
     public func postForm(key: String, fields: [(String, String)], maxSize: Int64, expires: Int, at: Int) -> (url: String, fields: [(String, String)]) {

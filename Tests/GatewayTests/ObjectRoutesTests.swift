@@ -117,4 +117,58 @@ import TransferEngine
         #expect((again.json["parts"] as? [Any])?.count == 3 && again.headers["idempotent-replayed"] == "true")
         #expect(rig.objects.openUploads == 1, "one S3 upload, not two")
     }
+
+    /// A key, prefix or identity id holding a Unicode noncharacter is 400 `invalid_key` wherever
+    /// it is taken (S3 would list it as another key).
+    @Test func noncharactersAreRefusedOnEveryRouteThatTakesAKey() async throws {
+        let rig = try RouteRig()
+        rig.objects.put("private/alice/src", [1])
+        let bad = "dir/a\u{FFFE}b", badID = "bob\u{FFFF}"
+        let bodies: [(String, [String: Any])] = [
+            ("/v1/presign", ["operation": "put", "accessLevel": "private", "key": bad]),
+            ("/v1/presign", ["operation": "get", "accessLevel": "private", "key": "a" + String(Unicode.Scalar(0xFDD0)!)]),
+            ("/v1/presign", ["operation": "get", "accessLevel": "protected", "key": "f", "targetIdentityId": badID]),
+            ("/v1/presign/post", ["accessLevel": "private", "key": "x\u{10FFFF}"]),
+            ("/v1/uploads", ["accessLevel": "private", "key": bad, "size": 10]),
+            ("/v1/jobs", ["type": "upload", "accessLevel": "private", "key": bad]),
+            ("/v1/jobs", ["type": "upload", "accessLevel": "protected", "key": "k", "targetIdentityId": badID]),
+            ("/v1/jobs", ["type": "import", "sourceUrl": "https://example.com/x", "accessLevel": "private", "key": bad]),
+            ("/v1/jobs", ["type": "copy", "source": ["accessLevel": "private", "key": bad],
+                          "destination": ["accessLevel": "private", "key": "d"]]),
+            ("/v1/jobs", ["type": "copy", "source": ["accessLevel": "protected", "key": "s", "targetIdentityId": badID],
+                          "destination": ["accessLevel": "private", "key": "d"]]),
+            ("/v1/jobs", ["type": "copy", "source": ["accessLevel": "private", "key": "src"],
+                          "destination": ["accessLevel": "private", "key": "d\u{1FFFE}"]]),
+            ("/v1/jobs", ["type": "download", "source": ["accessLevel": "private", "key": bad]]),
+        ]
+        for (path, body) in bodies {
+            let answer = try await rig.send("POST", path, as: "alice", json: body)
+            #expect(answer.status == 400 && answer.code == "invalid_key", "\(path) \(body): \(answer.status) \(answer.json)")
+        }
+        let encoded = "dir%2Fa%EF%BF%BEb", encodedID = "bob%EF%BF%BF"
+        for (method, target) in [("GET", "/v1/objects?accessLevel=private&prefix=\(encoded)"),
+                                 ("GET", "/v1/objects?accessLevel=protected&targetIdentityId=\(encodedID)"),
+                                 ("GET", "/v1/objects/properties?accessLevel=private&key=\(encoded)"),
+                                 ("DELETE", "/v1/objects?accessLevel=private&key=\(encoded)")] {
+            let answer = try await rig.send(method, target, as: "alice")
+            #expect(answer.status == 400 && answer.code == "invalid_key", "\(method) \(target): \(answer.status) \(answer.json)")
+        }
+        let metadata = "key " + Data(bad.utf8).base64EncodedString()
+        let tus = try await rig.send("POST", "/v1/tus/", as: "alice", headers: [("Tus-Resumable", "1.0.0"), ("Upload-Length", "5"),
+                                                                                   ("Upload-Metadata", metadata)])
+        #expect(tus.status == 400, "tus: \(tus.status) \(tus.json)")
+        let jobs = try await rig.send("GET", "/v1/jobs", as: "alice").json["jobs"] as? [Any]
+        #expect(rig.objects.openUploads == 0 && jobs?.count == 0, "nothing was made")
+        let fine = try await rig.send("POST", "/v1/presign", as: "alice", json: ["operation": "put", "accessLevel": "private",
+                                                                                 "key": "dir/a\u{FFFD}\u{FDCF}\u{FDF0}\u{10FFFD}b"])
+        #expect(fine.status == 200, "the neighbours of noncharacters are keys: \(fine.json)")
+    }
+
+    /// A page whose next key is not past the key it listed after would be answered again and
+    /// again: the listing stops there (502 `storage_error`).
+    @Test(arguments: [("a", nil, true), ("b", "a", true), ("a", "a", false), ("a", "b", false), ("a\u{FFFD}", "a\u{FFFE}", false),
+                      ("a\u{FFFE}", "a\u{FFFD}", true), ("ab", "a", true), ("a", "ab", false)] as [(String, String?, Bool)])
+    func aCursorMustAdvance(_ next: String, _ after: String?, _ advances: Bool) {
+        #expect(ObjectRoutes.advances(next, after: after) == advances)
+    }
 }

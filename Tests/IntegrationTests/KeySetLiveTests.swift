@@ -85,6 +85,33 @@ import Testing
         await gateway.stop()
     }
 
+    /// A token verified before its kid left the set is refused once the new set is fetched
+    /// (the verified-token cache does not outlive the key); a token whose kid stayed works on.
+    @Test func aTokenWhoseKidWasRotatedOutIsRefusedOnceTheNewSetArrives() async throws {
+        let provider = try Provider()
+        let leaving = try await provider.call("POST", "/rotate?alg=RS256")
+        let staying = try await provider.call("POST", "/rotate?alg=ES256&keep=1")
+        let (gateway, refresher) = try gateway(provider)
+        let old = try await provider.token("sub=rot-a&kid=\(leaving)")
+        let kept = try await provider.token("sub=rot-b&kid=\(staying)")
+        #expect(try await status(gateway, old) == 200)
+        #expect(try await status(gateway, kept) == 200)
+        #expect(try await status(gateway, old) == 200, "answered from the verified-token cache")
+        // The provider retires the old key and publishes a new one; a token of the new key makes
+        // the gateway fetch the set.
+        _ = try await provider.call("POST", "/retire?kid=\(leaving)")
+        let newKid = try await provider.call("POST", "/rotate?alg=RS256&keep=1")
+        let fetchesBefore = try await provider.fetches
+        #expect(try await status(gateway, try await provider.token("sub=rot-c&kid=\(newKid)")) == 200)
+        #expect(try await provider.fetches > fetchesBefore, "the new kid fetched the set")
+        let refused = try await gateway.request("GET", "/v1/jobs?limit=1", token: old)
+        #expect(refused.status == 401 && refused.json["code"] as? String == "unauthorized", "\(refused.status) \(refused.json)")
+        #expect(try await status(gateway, old) == 401, "and stays refused")
+        #expect(try await status(gateway, kept) == 200, "a token whose kid stayed keeps working")
+        refresher.cancel()
+        await gateway.stop()
+    }
+
     @Test func aProviderThatGoesDownLeavesTheLastGoodSetInUse() async throws {
         let provider = try Provider()
         let (gateway, refresher) = try gateway(provider)

@@ -106,7 +106,7 @@ extension JobRoutes {
     /// The download job a request names: by its owner's (or an admin's) token, or by a valid
     /// `dataUrl` signature, which needs no token.
     private func downloadJob(_ http: HTTPRequest, id: String) async throws -> Job {
-        let query = Dictionary(PercentDecoding.query(http.query), uniquingKeysWith: { a, _ in a })
+        let query = try QueryParameters.read(http)
         guard query["signature"] != nil || query["expires"] != nil else { return try await visibleJob(http, id: id).0 }
         guard let links, UUID(uuidString: id) != nil, links.valid(jobID: id.lowercased(), expires: query["expires"], signature: query["signature"]) else {
             throw APIError(.forbidden, "The link is not valid or has expired; ask the job for a fresh dataUrl.")

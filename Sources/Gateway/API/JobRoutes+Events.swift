@@ -37,7 +37,7 @@ extension JobRoutes {
     /// The job a stream names, and whose wait slot it takes: by its owner's (or an admin's)
     /// token, the caller's; by a valid `eventsUrl`, the job owner's.
     private func streamedJob(_ http: HTTPRequest, id: String) async throws -> (Job, String) {
-        let query = Dictionary(PercentDecoding.query(http.query), uniquingKeysWith: { a, _ in a })
+        let query = try QueryParameters.read(http)
         guard query["signature"] != nil || query["expires"] != nil else {
             let (job, identity) = try await visibleJob(http, id: id)
             return (job, identity.id ?? job.owner)

@@ -210,7 +210,7 @@ struct JobRoutes: Sendable {
         var (job, identity) = try await visibleJob(http, id: id)
         let known = http.headers["if-none-match"]
         // ?wait=N (N ≤ 60): hold the answer until the job changes from what the client has.
-        if let wait = PercentDecoding.query(http.query).first(where: { $0.0 == "wait" })?.1 {
+        if let wait = try QueryParameters.read(http)["wait"] {
             guard let seconds = DecimalNumber.parse(wait).map(Int.init), (0...60).contains(seconds) else { throw APIError.validation("wait must be from 0 to 60 seconds.") }
             let baseline = known ?? Self.etag(job)
             if seconds > 0 && Self.etag(job) == baseline && !job.state.isFinal {
@@ -252,7 +252,7 @@ struct JobRoutes: Sendable {
     private func list(_ http: HTTPRequest) async throws -> HTTPResponse {
         let identity = try authenticator.identity(of: http)
         guard let owner = identity.id else { throw APIError.unauthorized }
-        let query = Dictionary(PercentDecoding.query(http.query), uniquingKeysWith: { a, _ in a })
+        let query = try QueryParameters.read(http)
         var state: Job.State?
         if let raw = query["state"] {
             guard let parsed = Job.State(rawValue: raw) else { throw APIError.validation("state is not a job state.") }

@@ -16,16 +16,6 @@ struct ObjectRoutes: Sendable {
         router.add("DELETE", "/v1/objects") { try await delete($0.http) }
     }
 
-    /// The query's parameters, each at most once, none unknown.
-    private static func query(_ http: HTTPRequest, known: Set<String>) throws(APIError) -> [String: String] {
-        var out: [String: String] = [:]
-        for (name, value) in PercentDecoding.query(http.query) {
-            guard known.contains(name) else { throw APIError(.unknownField, "Unknown query parameter '\(name.prefix(64))'.") }
-            guard out.updateValue(value, forKey: name) == nil else { throw APIError.validation("\(name) is given twice.") }
-        }
-        return out
-    }
-
     private static func level(_ query: [String: String]) throws(APIError) -> AccessLevel {
         guard let raw = query["accessLevel"] else { throw APIError.validation("accessLevel is required.") }
         guard let level = AccessLevel(rawValue: raw) else { throw APIError.validation("accessLevel must be public, protected or private.") }
@@ -34,11 +24,12 @@ struct ObjectRoutes: Sendable {
 
     private func list(_ http: HTTPRequest) async throws -> HTTPResponse {
         let identity = try authenticator.identity(of: http, guestAllowed: true)
-        let query = try Self.query(http, known: ["accessLevel", "prefix", "targetIdentityId", "limit", "cursor"])
+        let query = try QueryParameters.read(http, known: ["accessLevel", "prefix", "targetIdentityId", "limit", "cursor"])
         let base = try policy.grantedPrefix(.read, level: try Self.level(query), identity: identity, target: query["targetIdentityId"])
         let prefix = query["prefix"] ?? ""
-        guard prefix.utf8.count <= 1024, prefix.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x7F }) else {
-            throw APIError(.invalidKey, "prefix must be at most 1024 bytes with no control character.")
+        guard prefix.utf8.count <= 1024, prefix.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x7F }),
+              !UnicodeNoncharacters.occur(in: prefix) else {
+            throw APIError(.invalidKey, "prefix must be at most 1024 bytes with no control character and no Unicode noncharacter.")
         }
         let limit = try PageLimit.read(query, fallback: 100, maximum: 1000)
         // The cursor is the last key of the previous page, in the caller's key space: listing
@@ -50,7 +41,16 @@ struct ObjectRoutes: Sendable {
             }
             after = base + cursor
         }
-        let page = try await objects.list(prefix: base + prefix, after: after, limit: limit)
+        let page: (objects: [ObjectSummary], next: String?)
+        do {
+            page = try await objects.list(prefix: base + prefix, after: after, limit: limit)
+        } catch let error as TransferError {
+            throw APIError(.storageError, "S3 did not list the objects (\(error.code.filter { $0.isLetter || $0.isNumber })).")
+        }
+        if let next = page.next, !Self.advances(next, after: after) {
+            // Following this cursor would answer the same page again, forever.
+            throw APIError(.storageError, "S3 answered a page that does not advance; the listing stopped.")
+        }
         var items: [UInt8] = [UInt8(ascii: "[")]
         var written = 0
         // Bytes, not Characters: a key may begin with a combining mark that would merge with the
@@ -84,7 +84,7 @@ struct ObjectRoutes: Sendable {
 
     private func properties(_ http: HTTPRequest) async throws -> HTTPResponse {
         let identity = try authenticator.identity(of: http, guestAllowed: true)
-        let query = try Self.query(http, known: ["accessLevel", "key", "targetIdentityId"])
+        let query = try QueryParameters.read(http, known: ["accessLevel", "key", "targetIdentityId"])
         guard let key = query["key"] else { throw APIError.validation("key is required.") }
         let objectKey = try policy.granted(.read, level: try Self.level(query), key: key, identity: identity,
                                            target: query["targetIdentityId"])
@@ -113,7 +113,7 @@ struct ObjectRoutes: Sendable {
 
     private func delete(_ http: HTTPRequest) async throws -> HTTPResponse {
         let identity = try authenticator.identity(of: http)
-        let query = try Self.query(http, known: ["accessLevel", "key", "targetIdentityId"])
+        let query = try QueryParameters.read(http, known: ["accessLevel", "key", "targetIdentityId"])
         guard let key = query["key"] else { throw APIError.validation("key is required.") }
         let objectKey = try policy.granted(.write, level: try Self.level(query), key: key, identity: identity,
                                            target: query["targetIdentityId"])
@@ -124,6 +124,13 @@ struct ObjectRoutes: Sendable {
             try await objects.deleteObject(key: objectKey)
         }
         return HTTPResponse(status: 204)
+    }
+
+    /// Whether a page's `next` key sorts after the key it listed after, as S3 sorts (UTF-8
+    /// bytes): the next page must start past where this one did.
+    static func advances(_ next: String, after: String?) -> Bool {
+        guard let after else { return true }
+        return after.utf8.lexicographicallyPrecedes(next.utf8)
     }
 
     /// `key` without the level's prefix `base`, compared and cut as UTF-8 bytes; nil when it is

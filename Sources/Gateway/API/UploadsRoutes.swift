@@ -216,7 +216,7 @@ struct UploadsRoutes: Sendable {
     private func list(_ http: HTTPRequest) async throws -> HTTPResponse {
         let identity = try authenticator.identity(of: http)
         guard let owner = identity.id else { throw APIError.unauthorized }
-        let query = Dictionary(PercentDecoding.query(http.query), uniquingKeysWith: { a, _ in a })
+        let query = try QueryParameters.read(http)
         let limit = try PageLimit.read(query, fallback: 20, maximum: 100)
         var cursor: String?
         if let raw = query["cursor"] {

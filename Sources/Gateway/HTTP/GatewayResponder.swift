@@ -46,6 +46,7 @@ public final class GatewayResponder: HTTPResponder {
               let atOnce = match.handler.atOnce else { return nil }
         let response: HTTPResponse
         do {
+            _ = try QueryParameters.read(request)
             response = try atOnce(RouteRequest(http: request, parameters: match.parameters))
         } catch {
             response = answer(to: error, pattern: match.pattern)
@@ -99,6 +100,8 @@ public final class GatewayResponder: HTTPResponder {
         switch router.route(method: method, path: request.path) {
         case .matched(let match):
             do {
+                // One rule on the query for every route, whether or not it reads one.
+                _ = try QueryParameters.read(request)
                 await beforeRoute?(request)
                 let response = try await match.handler.handler(RouteRequest(http: request, parameters: match.parameters))
                 return (response, match.pattern)

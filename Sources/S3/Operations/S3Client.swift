@@ -166,38 +166,50 @@ public final class S3Client: Sendable {
         return latest.values.sorted { $0.partNumber < $1.partNumber }
     }
 
-    /// Keys under `prefix` (ListObjectsV2), following continuation tokens, at most `limit`.
+    /// Keys under `prefix` (ListObjectsV2), following continuation tokens, at most `limit`. Each
+    /// page must end past the last (else the listing stops with an error, not a loop).
     public func listObjects(prefix: String, limit: Int = 100_000) async throws -> [ObjectListing] {
         var objects: [ObjectListing] = []
         var token: String?
         repeat {
-            var query = [("list-type", "2"), ("max-keys", "1000"), ("prefix", prefix)]
+            var query = [("list-type", "2"), ("max-keys", "1000"), ("prefix", prefix), ListingEncoding.parameter]
             if let token { query.append(("continuation-token", token)) }
-            let tree = try parse(try await send("GET", key: nil, query: query))
-            for item in tree.all("Contents") {
-                guard let key = item.text("Key") else { continue }
-                objects.append(ObjectListing(key: key, size: Int64(item.text("Size") ?? "") ?? 0,
-                                             etag: Self.quoted(item.text("ETag") ?? ""), lastModified: item.text("LastModified") ?? ""))
+            let page = try listing(try parse(try await send("GET", key: nil, query: query)))
+            if let last = page.objects.last, !ListingEncoding.advances(last.key, after: objects.last?.key) {
+                throw protocolError("ListObjectsV2 answered a page that does not advance")
             }
-            let next = tree.text("IsTruncated") == "true" ? tree.text("NextContinuationToken") : nil
-            token = next != nil && next != token && !tree.all("Contents").isEmpty ? next : nil
+            objects += page.objects
+            let next = page.truncated ? page.token : nil
+            token = next != nil && next != token && !page.objects.isEmpty ? next : nil
         } while token != nil && objects.count < limit
         return objects
     }
 
     /// One page of the keys under `prefix` after `startAfter` (ListObjectsV2), at most `limit`.
+    /// A page whose last key is not past `startAfter` is an error: the next page would repeat it.
     public func listObjectsPage(prefix: String, startAfter: String?, limit: Int) async throws -> ObjectPage {
-        var query = [("list-type", "2"), ("max-keys", String(limit)), ("prefix", prefix)]
+        var query = [("list-type", "2"), ("max-keys", String(limit)), ("prefix", prefix), ListingEncoding.parameter]
         if let startAfter { query.append(("start-after", startAfter)) }
-        let tree = try parse(try await send("GET", key: nil, query: query))
+        let page = try listing(try parse(try await send("GET", key: nil, query: query)))
+        let next = page.truncated ? page.objects.last?.key : nil
+        if let next, !ListingEncoding.advances(next, after: startAfter) {
+            throw protocolError("ListObjectsV2 answered a page that does not advance")
+        }
+        return ObjectPage(objects: page.objects, nextStartAfter: next)
+    }
+
+    /// A ListObjectsV2 answer read: its objects (keys URL-decoded when S3 encoded them), whether
+    /// it is truncated, and its continuation token.
+    private func listing(_ tree: XMLTree) throws -> (objects: [ObjectListing], truncated: Bool, token: String?) {
+        let encoded = ListingEncoding.isEncoded(tree)
         var objects: [ObjectListing] = []
         for item in tree.all("Contents") {
-            guard let key = item.text("Key"), let size = Int64(item.text("Size") ?? ""), size >= 0 else { continue }
+            guard let raw = item.text("Key"), let size = Int64(item.text("Size") ?? ""), size >= 0 else { continue }
+            guard let key = ListingEncoding.decode(raw, encoded: encoded) else { throw protocolError("a listed key is not URL-encoded UTF-8") }
             objects.append(ObjectListing(key: key, size: size, etag: Self.quoted(item.text("ETag") ?? ""),
                                          lastModified: item.text("LastModified") ?? ""))
         }
-        let truncated = tree.text("IsTruncated") == "true" && !objects.isEmpty
-        return ObjectPage(objects: objects, nextStartAfter: truncated ? objects.last?.key : nil)
+        return (objects, tree.text("IsTruncated") == "true", tree.text("NextContinuationToken"))
     }
 
     /// Every unfinished multipart upload under `prefix`, following the markers across pages.

@@ -5,7 +5,10 @@ rotate on request, and tokens signed with its keys in the shapes real providers 
 Usage: jwks_server.py PORT_FILE
   Binds 127.0.0.1 on a free port and writes the port to PORT_FILE.
   GET  /.well-known/jwks.json   the current set (Cache-Control: max-age=300), or 503 while "down"
-  POST /rotate?alg=RS256|ES256  a new key (new kid) replaces the set's keys; answers the kid
+  POST /rotate?alg=RS256|ES256[&keep=1]
+                                a new key (new kid) replaces the set's keys (joins them with
+                                keep=1); answers the kid
+  POST /retire?kid=K            kid K leaves the set
   POST /down, POST /up          the set answers 503 / answers again
   GET  /token?shape=cognito-access|cognito-id|auth0|plain&sub=ID[&kid=K][&aud=A][&ttl=S]
                                 a token signed with the newest key (or kid K, even one never
@@ -118,8 +121,12 @@ class Handler(BaseHTTPRequestHandler):
         query = {k: v[0] for k, v in parse_qs(url.query).items()}
         with lock:
             if url.path == "/rotate":
-                keys[:] = [new_key(query.get("alg", "RS256"))]
+                fresh = new_key(query.get("alg", "RS256"))
+                keys[:] = (keys if query.get("keep") == "1" else []) + [fresh]
                 return self.answer(200, keys[-1][0], "text/plain")
+            if url.path == "/retire":
+                keys[:] = [k for k in keys if k[0] != query.get("kid")]
+                return self.answer(200, "ok", "text/plain")
             if url.path in ("/down", "/up"):
                 down = url.path == "/down"
                 return self.answer(200, "ok", "text/plain")
