@@ -179,6 +179,46 @@ private struct SlowSources: SourceFetcher {
     }
 }
 
+extension JobWorkerFairnessTests {
+    /// Every slot (and more) held by one identity's one-part imports, which have no part
+    /// boundary to yield at: another identity's copy starts within 2 s anyway, in the slot kept
+    /// for identities that run nothing here; the kept slot takes nobody already running.
+    @Test func anotherIdentitysJobStartsWithinTwoSecondsWhenEverySlotHoldsOnePartJobs() async throws {
+        var bench = Bench()
+        bench.objects.put("small", bytes(16, seed: 3))
+        // 40 chunks of 64 KiB, one a second: one part each, 40 s from start to end.
+        let sources = SlowSources(clock: bench.clock, chunks: 40, every: 1000)
+        var inserted: [Job] = []
+        for n in 0..<6 {
+            inserted.append(try await bench.insert(.import, source: URLSource(url: "https://example.com/\(n)").json, key: "a\(n)",
+                                                   owner: "alice"))
+        }
+        let imports = inserted
+        let spool = try DirectorySpool(directory: bench.spoolDirectory, budget: bench.spoolBudget)
+        let worker = JobWorker(store: bench.store, objects: bench.objects, fetcher: sources, spool: spool, settings: bench.settings,
+                               clock: bench.clock, instance: "i", slots: 4)
+        #expect(worker.keptSlots == 1)
+        worker.start()
+        let store = bench.store, clock = bench.clock
+        let started = try await driving(clock, limit: 400) {
+            while imports.filter({ store.leaseHolder($0.id) != nil }).count < 4 { try await clock.sleep(milliseconds: 50) }
+            try await clock.sleep(milliseconds: 1000)
+            return clock.now()
+        }
+        let running = imports.filter { store.leaseHolder($0.id) != nil }.count
+        #expect(running == 4, "alice holds the four ordinary slots; the kept one is not hers (\(running) running)")
+        let copy = try await bench.insert(.copy, source: objectSource("small"), key: "b1", owner: "bob")
+        let began = try await driving(clock, limit: 400) {
+            while try await store.job(id: copy.id)?.state == .queued { try await clock.sleep(milliseconds: 10) }
+            return clock.now()
+        }
+        let aliceStates = try await imports.asyncMap { try await store.job(id: $0.id)?.state }
+        await worker.stop()
+        #expect(began - started <= 2_000, "bob's copy waited \(began - started) ms")
+        #expect(!aliceStates.contains(.completed), "alice's sources are far from their end")
+    }
+}
+
 private extension Array {
     func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
         var out: [T] = []
