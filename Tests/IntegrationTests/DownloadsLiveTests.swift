@@ -85,6 +85,59 @@ extension JobTableTests {
         await b.stop()
     }
 
+    /// Streams of one owner's job data are bounded (`GATEWAY_USER_MAX_STREAMS`), whoever holds
+    /// the link: readers that stop reading hold one read-ahead block each, not a window, the
+    /// next stream is 429, another identity's download is served whole, and a reader that hangs
+    /// up gives its slot back.
+    @Test func stalledReadersOfALinkAreBoundedAndHoldOneBlockEach() async throws {
+        try await JobTableTests.retireLeftovers(PostgresPoolFor.live())
+        let gateway = try LiveGateway {
+            $0.spoolDirectory = NSTemporaryDirectory() + "gateway-spool-" + UUID().uuidString
+            $0.linkSecret = Self.secret
+            $0.userMaxStreams = 2
+        }
+        let client = try gateway.configuration.makeS3Client()
+        let folder = "dl-stall-\(UUID().uuidString)"
+        let body = repeatingBytes(40 << 20, seed: 6)
+        _ = try await client.putObject(key: "private/alice/\(folder)/big.bin", body: .bytes(body))
+        _ = try await client.putObject(key: "private/bob/\(folder)/own.bin", body: .bytes(Array(body.prefix(6 << 20))))
+        let created = try await gateway.request("POST", "/v1/jobs", token: gateway.token("alice"), json: [
+            "type": "download", "source": ["accessLevel": "private", "key": "\(folder)/big.bin"]])
+        let link = try #require(created.json["dataUrl"] as? String, "\(created.json)")
+        // Two readers at 1 KiB/s: the socket buffers fill and the gateway's writes stall.
+        var readers: [Process] = []
+        for _ in 0..<2 {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+            process.arguments = ["-s", "--limit-rate", "1k", "-o", "/dev/null", link]
+            try process.run()
+            readers.append(process)
+        }
+        defer { for reader in readers where reader.isRunning { kill(reader.processIdentifier, SIGKILL) } }
+        // The memory budget as `/metrics` shows it (alice's readers are all that runs).
+        let held: @Sendable () async -> Int = {
+            let text = String(decoding: (try? await gateway.request("GET", "/metrics"))?.body ?? Data(), as: UTF8.self)
+            let line = text.split(separator: "\n").first { $0.hasPrefix("gateway_memory_budget_used_bytes ") }
+            return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? -1
+        }
+        #expect(await eventuallyAsync(timeout: 20) { await held() > 0 }, "both readers started")
+        let stalled = await eventuallyAsync(timeout: 20) { (0...(8 << 20)).contains(await held()) }
+        let holding = await held()
+        #expect(stalled, "stalled, each holds one 4 MiB block: \(holding) bytes held")
+        let third = try curl(["-o", "/dev/null", "-D", "-", link])
+        #expect(third.status == 429 && third.body.lowercased().contains("retry-after"), "\(third.status)")
+        let bobs = try await gateway.request("POST", "/v1/jobs", token: gateway.token("bob"), json: [
+            "type": "download", "source": ["accessLevel": "private", "key": "\(folder)/own.bin"]])
+        let bobID = try #require(bobs.json["id"] as? String, "\(bobs.json)")
+        let own = try await gateway.request("GET", "/v1/jobs/\(bobID)/data", token: gateway.token("bob"))
+        #expect(own.status == 200 && own.body == Data(body.prefix(6 << 20)), "another identity is served: \(own.status)")
+        for reader in readers { kill(reader.processIdentifier, SIGKILL) }
+        #expect(await eventuallyAsync(timeout: 10) { (try? curl(["-o", "/dev/null", "-r", "0-99", link]).status) == 206 },
+                "the readers' slots came back when they hung up")
+        #expect(await eventuallyAsync(timeout: 10) { await held() == 0 })
+        await gateway.stop()
+    }
+
     /// An object overwritten after its download job was made answers 412 `source_changed`.
     @Test func anObjectChangedSinceTheJobIs412() async throws {
         let a = try await gateway()
