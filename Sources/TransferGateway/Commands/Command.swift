@@ -11,7 +11,7 @@ enum Command {
         usage: transfer-gateway [serve]
                transfer-gateway token --sub ID [--ttl SECONDS] [--role admin]
                transfer-gateway migrate
-               transfer-gateway bucket-cors [--apply]
+               transfer-gateway bucket-cors [--format xml|json] [--origin ORIGIN]... [--apply]
         Settings come from GATEWAY_* environment variables; see README.md.
         """
 
