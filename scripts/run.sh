@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # scripts/run.sh — one command for a local gateway: bring up the stack (PostgreSQL + SeaweedFS S3,
 # see scripts/stack.sh), build the release binary, and run `transfer-gateway serve` with the
-# stack's settings (.stack/env). GATEWAY_PORT defaults to 8080, GATEWAY_HOST to 127.0.0.1, and the
-# dev-server origins may call it (CORS). The web example (examples/web) is served on
+# stack's settings (.stack/env). GATEWAY_PORT defaults to 8080, GATEWAY_HOST to 127.0.0.1, the
+# dev-server origins may call it (CORS) and URL imports may read from the local S3. The web example (examples/web) is served on
 # http://localhost:5173 (GATEWAY_EXAMPLE_PORT; 0 turns it off) and a link to it with a
 # development token (a day long, identity dev-user) is printed.
 # Extra arguments go to `serve`.
@@ -20,6 +20,10 @@ export GATEWAY_PORT="${GATEWAY_PORT:-8080}"
 # The usual dev-server origins may call it from a browser out of the box (React/Next on 3000,
 # Vite on 5173); set GATEWAY_CORS_ORIGINS to choose others.
 export GATEWAY_CORS_ORIGINS="${GATEWAY_CORS_ORIGINS:-http://localhost:3000,http://localhost:5173,http://127.0.0.1:5173}"
+# URL imports may read from the local S3 (on loopback, which imports may not reach otherwise), so
+# the README's import of a presigned URL works as it is; set GATEWAY_IMPORT_ALLOW_HOSTS to choose.
+S3_AUTHORITY="${GATEWAY_S3_ENDPOINT#*://}"
+export GATEWAY_IMPORT_ALLOW_HOSTS="${GATEWAY_IMPORT_ALLOW_HOSTS:-${S3_AUTHORITY%%/*}}"
 # The bucket lets those pages use presigned URLs too (ETag exposed for multipart completion).
 .build/release/transfer-gateway bucket-cors --apply >/dev/null ||
   echo "[run] the bucket did not take its CORS rule; presigned uploads from a page may be refused" >&2

@@ -74,4 +74,18 @@ import TransferEngine
         let put = try await rig.send("PUT", "/v1/jobs/\(id)/data", as: "alice", body: [1, 2, 3])
         #expect(put.status == 409 && put.code == "job_paused")
     }
+
+    @Test func anImportOfARefusedAddressIsRefusedAtCreation() async throws {
+        let rig = try RouteRig(sourceCheck: StaticSourceAddressCheck(refused: ["127.0.0.1": "a loopback address"]))
+        let refused = try await rig.send("POST", "/v1/jobs", as: "alice", json: [
+            "type": "import", "sourceUrl": "http://127.0.0.1:8333/b/k", "accessLevel": "private", "key": "i"])
+        #expect(refused.status == 400 && refused.code == "forbidden_address")
+        let detail = refused.json["detail"] as? String ?? ""
+        #expect(detail.contains("127.0.0.1 is a loopback address") && detail.contains("GATEWAY_IMPORT_ALLOW_HOSTS")
+                && detail.contains("127.0.0.1:8333"), "\(detail)")
+        #expect(try await rig.store.list(owner: "alice", state: nil, kind: nil, limit: 10, after: nil).isEmpty, "no job was made")
+        let allowed = try await rig.send("POST", "/v1/jobs", as: "alice", json: [
+            "type": "import", "sourceUrl": "https://files.example.com/k", "accessLevel": "private", "key": "i"])
+        #expect(allowed.status == 201 && allowed.json["state"] as? String == "queued")
+    }
 }
