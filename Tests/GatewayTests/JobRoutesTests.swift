@@ -88,4 +88,22 @@ import TransferEngine
             "type": "import", "sourceUrl": "https://files.example.com/k", "accessLevel": "private", "key": "i"])
         #expect(allowed.status == 201 && allowed.json["state"] as? String == "queued")
     }
+
+    /// The API, the event stream and webhooks render a job in one place: each shows the detail.
+    @Test func aFailedJobsErrorHasACodeAndADetail() async throws {
+        let rig = try RouteRig()
+        var failed = Job(id: "6d9a4b7e-0000-4000-8000-000000000001", owner: "alice", kind: .import, state: .failed,
+                         objectKey: "private/alice/i", source: "{}", bytesTotal: nil, partSize: 5_242_880)
+        failed.error = #"{"code": "SourceHTTP404"}"#   // as PostgreSQL's jsonb gives it back
+        _ = try await rig.store.insert(failed, quota: nil)
+        let shown = try await rig.send("GET", "/v1/jobs/\(failed.id)", as: "alice")
+        let error = try #require(shown.json["error"] as? [String: Any], "\(shown.json)")
+        #expect(error["code"] as? String == "SourceHTTP404")
+        #expect((error["detail"] as? String)?.contains("no such file at the URL") == true, "\(error)")
+        let render = WebhookEventData.renderer(jobs: rig.store, uploads: rig.clientUploads)
+        let event = WebhookEvent(id: "e", type: "job.failed", subjectID: failed.id, attempts: 1, createdAt: 0)
+        let data = try #require(try await render(event))
+        let webhook = try #require(try JSONSerialization.jsonObject(with: Data(data)) as? [String: Any])
+        #expect((webhook["error"] as? [String: Any])?["detail"] as? String == error["detail"] as? String)
+    }
 }

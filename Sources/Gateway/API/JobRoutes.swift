@@ -352,7 +352,7 @@ struct JobRoutes: Sendable {
         }
         text.field("fractionCompleted", .double((fraction * 10_000).rounded() / 10_000))
         text.field("attempts", .int(job.attempts))
-        if let error = job.error { text.rawField("error", Array(error.utf8)) } else { text.rawField("error", Array("null".utf8)) }
+        text.rawField("error", job.error.map(errorJSON) ?? Array("null".utf8))
         text.field("createdAt", .string(Timestamp.rfc3339(milliseconds: job.createdAt)))
         text.field("updatedAt", .string(Timestamp.rfc3339(milliseconds: job.updatedAt)))
         optional(&text, "completedAt", job.completedAt.map { .string(Timestamp.rfc3339(milliseconds: $0)) })
