@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/run.sh — one command for a local gateway: bring up the stack (PostgreSQL + SeaweedFS S3,
 # see scripts/stack.sh), build the release binary, and run `transfer-gateway serve` with the
-# stack's settings (.stack/env). GATEWAY_PORT defaults to 8080, GATEWAY_HOST to 127.0.0.1, the
+# stack's settings (.stack/env) and a link secret kept in .stack/link-secret. GATEWAY_PORT defaults to 8080, GATEWAY_HOST to 127.0.0.1, the
 # dev-server origins may call it (CORS) and URL imports may read from the local S3. The web example (examples/web) is served on
 # http://localhost:5173 (GATEWAY_EXAMPLE_PORT; 0 turns it off) and a link to it with a
 # development token (a day long, identity dev-user) is printed.
@@ -11,12 +11,26 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
+# The key of gateway-signed links (dataUrl, eventsUrl): made once and kept in FILE (mode 600),
+# like the stack's JWT secret, so links survive a restart; printed.
+link_secret() {
+  local file="$1"
+  if [ ! -s "$file" ]; then
+    (umask 077 && od -An -N32 -tx1 /dev/urandom | tr -d ' \n' >"$file.tmp" && mv "$file.tmp" "$file")
+  fi
+  cat "$file"
+}
+
 bash scripts/stack.sh up
 swift build -c release --product transfer-gateway
 
 # shellcheck disable=SC1091
 . .stack/env
 export GATEWAY_PORT="${GATEWAY_PORT:-8080}"
+# One instance, one link key that outlives it (a deployment sets GATEWAY_LINK_SECRET itself, or
+# is told at start that it has none).
+GATEWAY_LINK_SECRET="${GATEWAY_LINK_SECRET:-$(link_secret .stack/link-secret)}"
+export GATEWAY_LINK_SECRET
 # The usual dev-server origins may call it from a browser out of the box (React/Next on 3000,
 # Vite on 5173); set GATEWAY_CORS_ORIGINS to choose others.
 export GATEWAY_CORS_ORIGINS="${GATEWAY_CORS_ORIGINS:-http://localhost:3000,http://localhost:5173,http://127.0.0.1:5173}"
