@@ -20,6 +20,7 @@ struct RunScriptTests {
         process.currentDirectoryURL = root
         let out = Pipe()
         process.standardOutput = out
+        process.standardError = out
         try process.run()
         let data = out.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
@@ -36,5 +37,18 @@ struct RunScriptTests {
         #expect(second == first, "a restart signs with the same key")
         let mode = try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int
         #expect(mode == 0o600)
+    }
+
+    /// The example's link comes once, right after the line saying the gateway listens, and
+    /// every log line is passed on.
+    @Test func theLinkIsPrintedAfterTheListeningLine() throws {
+        let log = #"printf '%s\n' '{"msg":"migrated"}' '{"ts":"x","level":"info","msg":"listening","url":"http://127.0.0.1:8080"}' "#
+            + #"'{"msg":"request"}' '{"msg":"listening"}'"#
+        let (out, status) = try Self.run(function: "announce_when_listening", log + " | announce_when_listening '[run] LINK'")
+        #expect(status == 0)
+        let lines = out.split(separator: "\n").map(String.init)
+        #expect(lines.count == 5, "\(lines)")
+        #expect(lines.firstIndex(of: "[run] LINK") == 2, "\(lines)")
+        #expect(lines.filter { $0 == "[run] LINK" }.count == 1)
     }
 }
