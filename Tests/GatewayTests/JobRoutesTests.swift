@@ -106,4 +106,20 @@ import TransferEngine
         let webhook = try #require(try JSONSerialization.jsonObject(with: Data(data)) as? [String: Any])
         #expect((webhook["error"] as? [String: Any])?["detail"] as? String == error["detail"] as? String)
     }
+
+    /// Every answer that shows a job which has not ended carries its eventsUrl: the creation,
+    /// the GET, and the answer to bytes that leave an upload pending.
+    @Test func everyAnswerShowingAnUnendedJobHasItsEventsURL() async throws {
+        let rig = try RouteRig { $0.linkSecret = Array("links-of-the-route-tests-32-bytes".utf8) }
+        let created = try await rig.send("POST", "/v1/jobs", as: "alice",
+                                         json: ["type": "upload", "accessLevel": "private", "key": "e.bin", "size": 11])
+        let id = try #require(created.json["id"] as? String)
+        #expect((created.json["eventsUrl"] as? String)?.contains("/v1/jobs/\(id)/events?") == true, "\(created.json)")
+        let part = try await rig.send("PUT", "/v1/jobs/\(id)/data", as: "alice", body: Array("hello".utf8))
+        #expect(part.status == 200 && part.json["state"] as? String == "pending", "\(part.json)")
+        #expect((part.json["eventsUrl"] as? String)?.hasPrefix("http://rig/v1/jobs/\(id)/events?") == true, "\(part.json)")
+        let rest = try await rig.send("PATCH", "/v1/jobs/\(id)/data", as: "alice", body: Array(" world".utf8),
+                                      headers: [("Upload-Offset", "5"), ("Content-Type", "application/offset+octet-stream")])
+        #expect(rest.json["state"] as? String == "completed" && rest.json["eventsUrl"] == nil, "\(rest.json)")
+    }
 }
