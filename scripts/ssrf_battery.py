@@ -340,7 +340,9 @@ def redirect(to, code=302, via="http://allowed.test:8080"):
     return via + "/redirect?" + urllib.parse.urlencode({"to": to, "code": code})
 
 
-FORBIDDEN = {"ForbiddenAddress"}
+# A refused address fails the job when the fetcher meets it (a redirect, a rebound name), or
+# refuses the job at creation (400 forbidden_address) when its own host is refused already.
+FORBIDDEN = {"ForbiddenAddress", "forbidden_address"}
 BAD_URL = {"InvalidURL"}
 
 # (label, URL, acceptable refusal codes, whether the allowed first hop must have been reached)
@@ -505,10 +507,13 @@ def cmd_drive(args):
         if problems:
             failures.append(row)
 
+    def is_refused(r, codes):
+        return r["state"] in ("failed", "rejected 400") and r["code"] in codes
+
     for label, url, codes, first_hop in ATTEMPTS:
         def check(r, c, key, codes=codes, first_hop=first_hop):
             p = []
-            if not (r["state"] == "failed" and r["code"] in codes):
+            if not is_refused(r, codes):
                 p.append("not refused as %s" % "/".join(sorted(codes)))
             if c["accept"] or c["syn"]:
                 p.append("DECOY CONTACTED")
@@ -526,7 +531,7 @@ def cmd_drive(args):
         if r["state"] == "completed":
             if gw.object_digest(key) != hashlib.sha256(BODY).hexdigest():
                 p.append("completed with other bytes than the public server's")
-        elif not (r["state"] == "failed" and r["code"] in FORBIDDEN):
+        elif not is_refused(r, FORBIDDEN):
             p.append("neither refused nor served by the public address")
         return p
     attempt("rebind", REBIND[0], REBIND[1], check_rebind)
@@ -561,7 +566,7 @@ def cmd_drive(args):
             i, r["label"], url, r["state"], r["code"], r["accepts"], r["syns"], r["good"],
             "ok" if r["ok"] else "**FAIL: " + "; ".join(r["problems"]) + "**"))
     attacks = [r for r in rows if r["kind"] != "control"]
-    refused = sum(1 for r in attacks if r["state"] == "failed")
+    refused = sum(1 for r in attacks if r["state"] in ("failed", "rejected 400"))
     print()
     print("attacks: %d, refused: %d; controls: %d, completed: %d; decoy listeners' accepts over the whole run: %d; "
           "SYNs to anything but the known services: %d; DNS queries answered: %d; %.1f s" % (

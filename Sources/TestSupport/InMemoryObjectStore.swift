@@ -81,11 +81,16 @@ public final class InMemoryObjectStore: ObjectStore {
         return found
     }
 
+    /// The `lastModified` every listed object shows.
+    public static let listedLastModified = "2026-12-01T18:30:02Z"
+
     public func list(prefix: String, after: String?, limit: Int) async throws -> (objects: [ObjectSummary], next: String?) {
         let keys = keys(under: prefix).filter { after == nil || $0 > after! }
         let page = keys.prefix(limit)
         let objects = state.withLock { s in
-            page.map { ObjectSummary(key: $0, size: Int64(s.objects[$0]?.count ?? 0), etag: s.etags[$0] ?? "", lastModified: "") }
+            // Whole seconds, as SeaweedFS lists them (AWS adds ".000").
+            page.map { ObjectSummary(key: $0, size: Int64(s.objects[$0]?.count ?? 0), etag: s.etags[$0] ?? "",
+                                     lastModified: Self.listedLastModified) }
         }
         return (objects, keys.count > limit ? page.last : nil)
     }

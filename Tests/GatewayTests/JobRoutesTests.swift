@@ -74,4 +74,52 @@ import TransferEngine
         let put = try await rig.send("PUT", "/v1/jobs/\(id)/data", as: "alice", body: [1, 2, 3])
         #expect(put.status == 409 && put.code == "job_paused")
     }
+
+    @Test func anImportOfARefusedAddressIsRefusedAtCreation() async throws {
+        let rig = try RouteRig(sourceCheck: StaticSourceAddressCheck(refused: ["127.0.0.1": "a loopback address"]))
+        let refused = try await rig.send("POST", "/v1/jobs", as: "alice", json: [
+            "type": "import", "sourceUrl": "http://127.0.0.1:8333/b/k", "accessLevel": "private", "key": "i"])
+        #expect(refused.status == 400 && refused.code == "forbidden_address")
+        let detail = refused.json["detail"] as? String ?? ""
+        #expect(detail.contains("127.0.0.1 is a loopback address") && detail.contains("GATEWAY_IMPORT_ALLOW_HOSTS")
+                && detail.contains("127.0.0.1:8333"), "\(detail)")
+        #expect(try await rig.store.list(owner: "alice", state: nil, kind: nil, limit: 10, after: nil).isEmpty, "no job was made")
+        let allowed = try await rig.send("POST", "/v1/jobs", as: "alice", json: [
+            "type": "import", "sourceUrl": "https://files.example.com/k", "accessLevel": "private", "key": "i"])
+        #expect(allowed.status == 201 && allowed.json["state"] as? String == "queued")
+    }
+
+    /// The API, the event stream and webhooks render a job in one place: each shows the detail.
+    @Test func aFailedJobsErrorHasACodeAndADetail() async throws {
+        let rig = try RouteRig()
+        var failed = Job(id: "6d9a4b7e-0000-4000-8000-000000000001", owner: "alice", kind: .import, state: .failed,
+                         objectKey: "private/alice/i", source: "{}", bytesTotal: nil, partSize: 5_242_880)
+        failed.error = #"{"code": "SourceHTTP404"}"#   // as PostgreSQL's jsonb gives it back
+        _ = try await rig.store.insert(failed, quota: nil)
+        let shown = try await rig.send("GET", "/v1/jobs/\(failed.id)", as: "alice")
+        let error = try #require(shown.json["error"] as? [String: Any], "\(shown.json)")
+        #expect(error["code"] as? String == "SourceHTTP404")
+        #expect((error["detail"] as? String)?.contains("no such file at the URL") == true, "\(error)")
+        let render = WebhookEventData.renderer(jobs: rig.store, uploads: rig.clientUploads)
+        let event = WebhookEvent(id: "e", type: "job.failed", subjectID: failed.id, attempts: 1, createdAt: 0)
+        let data = try #require(try await render(event))
+        let webhook = try #require(try JSONSerialization.jsonObject(with: Data(data)) as? [String: Any])
+        #expect((webhook["error"] as? [String: Any])?["detail"] as? String == error["detail"] as? String)
+    }
+
+    /// Every answer that shows a job which has not ended carries its eventsUrl: the creation,
+    /// the GET, and the answer to bytes that leave an upload pending.
+    @Test func everyAnswerShowingAnUnendedJobHasItsEventsURL() async throws {
+        let rig = try RouteRig { $0.linkSecret = Array("links-of-the-route-tests-32-bytes".utf8) }
+        let created = try await rig.send("POST", "/v1/jobs", as: "alice",
+                                         json: ["type": "upload", "accessLevel": "private", "key": "e.bin", "size": 11])
+        let id = try #require(created.json["id"] as? String)
+        #expect((created.json["eventsUrl"] as? String)?.contains("/v1/jobs/\(id)/events?") == true, "\(created.json)")
+        let part = try await rig.send("PUT", "/v1/jobs/\(id)/data", as: "alice", body: Array("hello".utf8))
+        #expect(part.status == 200 && part.json["state"] as? String == "pending", "\(part.json)")
+        #expect((part.json["eventsUrl"] as? String)?.hasPrefix("http://rig/v1/jobs/\(id)/events?") == true, "\(part.json)")
+        let rest = try await rig.send("PATCH", "/v1/jobs/\(id)/data", as: "alice", body: Array(" world".utf8),
+                                      headers: [("Upload-Offset", "5"), ("Content-Type", "application/offset+octet-stream")])
+        #expect(rest.json["state"] as? String == "completed" && rest.json["eventsUrl"] == nil, "\(rest.json)")
+    }
 }

@@ -14,6 +14,9 @@ import TransferEngine
         let first = try await rig.send("GET", "/v1/objects?accessLevel=private&prefix=docs/&limit=2", as: "alice")
         let keys = (first.json["objects"] as? [[String: Any]] ?? []).compactMap { $0["key"] as? String }
         #expect(keys == ["docs/a.txt", "docs/b.txt"], "\(first.json)")
+        // Listed in whole seconds, shown with milliseconds like every other moment of the API.
+        let moments = (first.json["objects"] as? [[String: Any]] ?? []).compactMap { $0["lastModified"] as? String }
+        #expect(moments == ["2026-12-01T18:30:02.000Z", "2026-12-01T18:30:02.000Z"], "\(first.json)")
         let cursor = try #require(first.json["nextCursor"] as? String)
         let second = try await rig.send("GET", "/v1/objects?accessLevel=private&prefix=docs/&limit=2&cursor=\(cursor)", as: "alice")
         #expect((second.json["objects"] as? [[String: Any]] ?? []).compactMap { $0["key"] as? String } == ["docs/c.txt"])

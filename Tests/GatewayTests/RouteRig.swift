@@ -20,7 +20,7 @@ final class RouteRig: Sendable {
     let responder: GatewayResponder
     let logs = MemorySink()
 
-    init(_ tweak: (inout GatewayRoutes.Settings) -> Void = { _ in }) throws {
+    init(sourceCheck: (any SourceAddressCheck)? = nil, _ tweak: (inout GatewayRoutes.Settings) -> Void = { _ in }) throws {
         store = InMemoryJobStore(clock: clock)
         objects = InMemoryObjectStore(clock: clock)
         spool = try DirectorySpool(directory: NSTemporaryDirectory() + "route-spool-" + UUID().uuidString)
@@ -34,7 +34,7 @@ final class RouteRig: Sendable {
             authenticator: Authenticator(verifier: JWTVerifier(keys: [.hmac(Self.secret)]), allowGuestRead: false, now: now),
             presigner: StaticPresigner(), checks: [], metrics: Metrics(), openAPI: nil,
             jobs: .init(store: store, objects: objects, spool: spool, receiver: receiver, clientUploads: clientUploads, changes: changes,
-                        idempotency: InMemoryIdempotencyStore()),
+                        idempotency: InMemoryIdempotencyStore(), sourceCheck: sourceCheck),
             settings: settings, now: now, monotonic: { 0 })
         responder = GatewayResponder(router: routes.router(), cors: CORS(origins: []), logger: Logger(level: .info, sink: logs),
                                      metrics: Metrics(), instancePrefix: "r-")

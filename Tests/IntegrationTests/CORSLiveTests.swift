@@ -59,7 +59,7 @@ import Testing
     @Test func theBucketRuleLetsTheGatewaysOriginsReachS3() async throws {
         let configuration = try Configuration.fromEnvironment(ProcessInfo.processInfo.environment)
         let client = try configuration.makeS3Client()
-        try await client.putBucketCors(xml: BucketCORSCommand.rule(origins: [Self.origin, "http://localhost:3000"]))
+        try await client.putBucketCors(xml: BucketCORSRule(origins: [Self.origin, "http://localhost:3000"]).xml)
         func preflight(_ origin: String) throws -> (Int, String) {
             let answer = try curl(["-X", "OPTIONS", "-D", "-", "-o", "/dev/null", "-H", "Origin: \(origin)",
                                    "-H", "Access-Control-Request-Method: PUT",

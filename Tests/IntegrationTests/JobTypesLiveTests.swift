@@ -175,19 +175,26 @@ extension JobTableTests {
                                     "accessLevel": "private", "key": "\(s.folder)/x"])
         #expect(job["state"] as? String == "failed", "\(job)")
         #expect((job["error"] as? [String: Any])?["code"] as? String == "ForbiddenAddress", "\(job)")
+        #expect(((job["error"] as? [String: Any])?["detail"] as? String)?.contains("GATEWAY_IMPORT_ALLOW_HOSTS") == true, "\(job)")
         #expect(try String(contentsOfFile: hits, encoding: .utf8).isEmpty, "the decoy was contacted")
         await teardown(s)
     }
 
-    @Test func importsFromThePrivateNetworkAreRefused() async throws {
+    /// Refused at creation (400 `forbidden_address`, naming the rule and the setting that
+    /// allows it), literal or resolved; no job is made.
+    @Test func importsFromThePrivateNetworkAreRefusedAtCreation() async throws {
         let s = try await setup(allowLoopback: false)
-        for url in ["http://127.0.0.1:1/x", "http://localhost:1/x", "http://169.254.169.254/latest/meta-data/",
-                    "http://[::1]:1/x", "http://2130706433:1/x", "http://10.0.0.1/x"] {
-            let job = try await run(s, ["type": "import", "sourceUrl": url, "accessLevel": "private", "key": "\(s.folder)/x"])
-            #expect(job["state"] as? String == "failed", "\(url): \(job)")
-            let error = job["error"] as? [String: Any]
-            #expect(error?["code"] as? String == "ForbiddenAddress", "\(url): \(job)")
+        for (url, rule) in [("http://127.0.0.1:1/x", "loopback"), ("http://localhost:1/x", "loopback"),
+                            ("http://169.254.169.254/latest/meta-data/", "link-local or cloud metadata"),
+                            ("http://[::1]:1/x", "loopback"), ("http://2130706433:1/x", "loopback"), ("http://10.0.0.1/x", "private network")] {
+            let answer = try await s.gateway.request("POST", "/v1/jobs", token: s.token,
+                                                     json: ["type": "import", "sourceUrl": url, "accessLevel": "private", "key": "\(s.folder)/x"])
+            #expect(answer.status == 400 && answer.json["code"] as? String == "forbidden_address", "\(url): \(answer.json)")
+            let detail = answer.json["detail"] as? String ?? ""
+            #expect(detail.contains(rule) && detail.contains("GATEWAY_IMPORT_ALLOW_HOSTS"), "\(url): \(detail)")
         }
+        let jobs = try await s.gateway.request("GET", "/v1/jobs?type=import", token: s.token).json["jobs"] as? [[String: Any]] ?? []
+        #expect(!jobs.contains { ($0["objectKey"] as? String)?.contains(s.folder) == true }, "no job was made")
         await teardown(s)
     }
 }

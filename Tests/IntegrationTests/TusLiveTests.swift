@@ -119,6 +119,28 @@ extension JobTableTests {
         await gateway.stop()
     }
 
+    /// HEAD returns `Upload-Metadata` as the client created the upload (tus 1.0 core), after a
+    /// chunk and from the record in PostgreSQL, on the real server.
+    @Test func headReturnsUploadMetadataAsCreated() async throws {
+        let gateway = try LiveGateway()
+        let auth = ["Authorization": "Bearer \(gateway.token("alice"))", "Tus-Resumable": "1.0.0"]
+        let sent = Self.metadata([("key", "meta-\(UUID().uuidString).txt"), ("filetype", "text/plain"), ("origin", "Zürich")])
+            + ",is_confidential"
+        var create = auth
+        create["Upload-Length"] = "10"
+        create["Upload-Metadata"] = sent
+        let created = try await Self.send("POST", port: gateway.port, path: "/v1/tus/", headers: create)
+        let location = try #require(created.headers["location"])
+        var patch = auth
+        patch["Content-Type"] = "application/offset+octet-stream"
+        patch["Upload-Offset"] = "0"
+        #expect(try await Self.send("PATCH", port: gateway.port, path: location, headers: patch, body: Data("hello".utf8)).status == 204)
+        let head = try await Self.send("HEAD", port: gateway.port, path: location, headers: auth)
+        #expect(head.status == 200 && head.headers["upload-metadata"] == sent, "\(head.headers)")
+        #expect(try await Self.send("DELETE", port: gateway.port, path: location, headers: auth).status == 204)
+        await gateway.stop()
+    }
+
     /// Past GATEWAY_UPLOAD_TTL (its Upload-Expires) a tus upload is refused with 410, and the
     /// janitor fails its job and aborts its S3 upload: an expired upload no longer keeps one
     /// (it used to keep it for ever, owned by a job that could never finish).

@@ -184,7 +184,7 @@ extension JobWorkerFairnessTests {
     /// boundary to yield at: another identity's copy starts within 2 s anyway, in the slot kept
     /// for identities that run nothing here; the kept slot takes nobody already running.
     @Test func anotherIdentitysJobStartsWithinTwoSecondsWhenEverySlotHoldsOnePartJobs() async throws {
-        var bench = Bench()
+        let bench = Bench()
         bench.objects.put("small", bytes(16, seed: 3))
         // 40 chunks of 64 KiB, one a second: one part each, 40 s from start to end.
         let sources = SlowSources(clock: bench.clock, chunks: 40, every: 1000)

@@ -15,9 +15,12 @@ public struct GatewayRoutes: Sendable {
         public var clientUploads: any ClientUploadStore
         public var changes: JobChanges
         public var idempotency: any IdempotencyStore
+        /// Refuses imports of addresses the fetcher would refuse, at creation (absent: no early check).
+        public var sourceCheck: (any SourceAddressCheck)?
 
         public init(store: any UploadStore, objects: any ObjectStore, spool: any Spool, receiver: UploadReceiver,
-                    clientUploads: any ClientUploadStore, changes: JobChanges, idempotency: any IdempotencyStore) {
+                    clientUploads: any ClientUploadStore, changes: JobChanges, idempotency: any IdempotencyStore,
+                    sourceCheck: (any SourceAddressCheck)? = nil) {
             self.store = store
             self.objects = objects
             self.spool = spool
@@ -25,6 +28,7 @@ public struct GatewayRoutes: Sendable {
             self.clientUploads = clientUploads
             self.changes = changes
             self.idempotency = idempotency
+            self.sourceCheck = sourceCheck
         }
     }
 
@@ -93,7 +97,7 @@ public struct GatewayRoutes: Sendable {
         JobRoutes(authenticator: authenticator, policy: policy, store: jobs.store, objects: jobs.objects, spool: jobs.spool,
                   uploads: jobs.receiver, settings: engine, maxPartConcurrency: engine.maxConcurrency, changes: jobs.changes,
                   limits: limits, links: settings.linkSecret.map { DataLinks(secret: $0, now: now) }, downloadTTL: settings.downloadTTL,
-                  now: now, idempotency: idempotency)
+                  now: now, idempotency: idempotency, sourceCheck: jobs.sourceCheck)
             .register(in: &router)
         ObjectRoutes(authenticator: authenticator, policy: policy, objects: jobs.objects).register(in: &router)
         UploadsRoutes(authenticator: authenticator, policy: policy, store: jobs.clientUploads, objects: jobs.objects,

@@ -39,7 +39,7 @@ extension JobRoutes {
         switch outcome {
         case .completed, .waiting:
             let current = try await store.job(id: job.id) ?? job
-            var response = withOffset(Responses.json(200, bytes: Self.json(current)), current.bytesCommitted)
+            var response = withOffset(Responses.json(200, bytes: json(current, http)), current.bytesCommitted)
             response.headers.add("ETag", Self.etag(current))
             return response
         case .offsetMismatch(let committed):

@@ -23,6 +23,8 @@ struct JobRoutes: Sendable {
     /// Whole seconds since 1970.
     let now: @Sendable () -> Int
     let idempotency: Idempotency
+    /// The address rules of imports, asked at creation (nil: only the fetcher checks).
+    let sourceCheck: (any SourceAddressCheck)?
 
     func register(in router: inout Router<GatewayRoute>) {
         router.add("POST", "/v1/jobs") { try await create($0.http) }
@@ -82,8 +84,9 @@ struct JobRoutes: Sendable {
                   url.utf8.allSatisfy({ $0 >= 0x20 && $0 <= 0x7E }) else {
                 throw APIError.validation("sourceUrl must be an http or https URL of at most 8192 printable ASCII characters.")
             }
-            source = URLSource(url: url).json
             objectKey = try key(fields, mode: .write, identity: identity)
+            if let refusal = await sourceCheck?.refusal(of: url) { throw APIError(.forbiddenAddress, refusal.detail) }
+            source = URLSource(url: url).json
         case .upload:
             let size = try fields.integer("size")
             if let size, !(0...settings.maxObjectSize).contains(size) {
@@ -350,7 +353,7 @@ struct JobRoutes: Sendable {
         }
         text.field("fractionCompleted", .double((fraction * 10_000).rounded() / 10_000))
         text.field("attempts", .int(job.attempts))
-        if let error = job.error { text.rawField("error", Array(error.utf8)) } else { text.rawField("error", Array("null".utf8)) }
+        text.rawField("error", job.error.map(errorJSON) ?? Array("null".utf8))
         text.field("createdAt", .string(Timestamp.rfc3339(milliseconds: job.createdAt)))
         text.field("updatedAt", .string(Timestamp.rfc3339(milliseconds: job.updatedAt)))
         optional(&text, "completedAt", job.completedAt.map { .string(Timestamp.rfc3339(milliseconds: $0)) })

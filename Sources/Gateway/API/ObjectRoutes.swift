@@ -63,7 +63,7 @@ struct ObjectRoutes: Sendable {
             item.field("objectKey", .string(object.key))
             item.field("size", .int(Int(object.size)))
             item.field("etag", .string(object.etag))
-            item.field("lastModified", .string(object.lastModified))
+            item.field("lastModified", .string(Timestamp.rfc3339(normalizing: object.lastModified) ?? object.lastModified))
             item.end()
             if written > 0 { items.append(UInt8(ascii: ",")) }
             items += item.bytes

@@ -27,6 +27,7 @@ public struct APIError: Error, Sendable, Equatable {
         case invalidKey = "invalid_key"
         case duplicateAuthorization = "duplicate_authorization"
         case checksumAlgorithmUnsupported = "checksum_algorithm_unsupported"
+        case forbiddenAddress = "forbidden_address"
         case unauthorized
         case forbidden
         case originNotAllowed = "origin_not_allowed"
@@ -64,7 +65,7 @@ public struct APIError: Error, Sendable, Equatable {
 
         public var status: Int {
             switch self {
-            case .badRequest, .invalidJSON, .validationFailed, .unknownField, .optionNotSupported, .invalidKey,
+            case .badRequest, .invalidJSON, .validationFailed, .unknownField, .optionNotSupported, .invalidKey, .forbiddenAddress,
                  .duplicateAuthorization, .checksumAlgorithmUnsupported: return 400
             case .unauthorized: return 401
             case .forbidden, .originNotAllowed: return 403

@@ -1,3 +1,4 @@
+import Foundation
 import Striped
 #if canImport(Glibc)
 import Glibc
@@ -39,6 +40,17 @@ enum Timestamp {
         let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
         let days = era * 146_097 + dayOfEra - 719_468
         return rfc3339(milliseconds: Int64(((days * 24 + hour) * 60 + minute) * 60 + second) * 1000)
+    }
+
+    /// An RFC 3339 moment as S3 lists it (`2026-12-01T18:30:02Z`, `…02.000Z`, an offset or
+    /// more fractional digits), in this form: UTC, milliseconds. Nil when it is not one.
+    static func rfc3339(normalizing text: String) -> String? {
+        let b = Array(text.utf8)
+        // The usual spellings, kept without a date parser: whole seconds, or milliseconds, in UTC.
+        if b.count == 20, b[19] == UInt8(ascii: "Z"), b[10] == UInt8(ascii: "T") { return String(text.dropLast()) + ".000Z" }
+        if b.count == 24, b[23] == UInt8(ascii: "Z"), b[19] == UInt8(ascii: "."), b[10] == UInt8(ascii: "T") { return text }
+        guard let date = RFC3339.date(from: text) else { return nil }
+        return rfc3339(milliseconds: Int64((date.timeIntervalSince1970 * 1000).rounded(.down)))
     }
 
     /// A moment given in Unix milliseconds, in the same form.

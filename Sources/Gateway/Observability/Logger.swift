@@ -44,8 +44,15 @@ public final class Logger: Sendable {
     public func warn(_ message: String, _ fields: KeyValuePairs<String, LogValue> = [:]) { log(.warn, message, fields) }
     public func error(_ message: String, _ fields: KeyValuePairs<String, LogValue> = [:]) { log(.error, message, fields) }
 
+    /// An `info` line written whatever the level: what an operator must see (where the server listens).
+    public func always(_ message: String, _ fields: KeyValuePairs<String, LogValue> = [:]) { write(.info, message, fields) }
+
     public func log(_ lineLevel: Logger.Level, _ message: String, _ fields: KeyValuePairs<String, LogValue>) {
         guard lineLevel >= level else { return }
+        write(lineLevel, message, fields)
+    }
+
+    private func write(_ lineLevel: Logger.Level, _ message: String, _ fields: KeyValuePairs<String, LogValue>) {
         var line = JSONText()
         line.begin()
         line.field("ts", .string(Timestamp.now()))

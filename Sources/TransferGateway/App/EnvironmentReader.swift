@@ -95,9 +95,15 @@ struct EnvironmentReader {
     /// `*` or `scheme://host[:port]` items, comma separated.
     func originList(_ name: String) throws(Configuration.Invalid) -> [String] {
         guard let text = try string(name) else { return [] }
+        return try Self.origins(text.split(separator: ",").map(String.init), name: name)
+    }
+
+    /// Browser origins (`https://app.example.com`, or `*`), lowercased; blank items are skipped
+    /// and anything else is refused naming `name` (a variable, or a command-line flag).
+    static func origins(_ items: [String], name: String) throws(Configuration.Invalid) -> [String] {
         var origins: [String] = []
-        for item in text.split(separator: ",") {
-            let origin = String(item).trimmingCharacters()
+        for item in items {
+            let origin = item.trimmingCharacters()
             if origin.isEmpty { continue }
             if origin == "*" { origins.append(origin); continue }
             let lower = origin.lowercased()

@@ -79,7 +79,8 @@ public struct GatewayApp: Sendable {
             let receiver = UploadReceiver(store: store, objects: objects, spool: spool, settings: settings.engine, instance: instance,
                                           observer: JobMetrics(metrics: metrics), signals: changes)
             jobs = GatewayRoutes.Jobs(store: store, objects: objects, spool: spool, receiver: receiver, clientUploads: clientUploads,
-                                      changes: changes, idempotency: PostgresIdempotencyStore(pool: pool))
+                                      changes: changes, idempotency: PostgresIdempotencyStore(pool: pool),
+                                      sourceCheck: URLSourceAddressCheck(fetcher: s3.urlFetcher(allowedHosts: configuration.importAllowHosts)))
             let fetcher = HTTPSourceFetcher(fetcher: s3.urlFetcher(allowedHosts: configuration.importAllowHosts))
             let jobWorker = JobWorker(store: store, objects: objects, fetcher: fetcher, spool: spool,
                                       observer: JobMetrics(metrics: metrics), settings: settings.engine, instance: instance,

@@ -5,12 +5,12 @@ import SigV4
 
 /// `transfer-gateway bench-s3 upload|download --file PATH --key KEY [--part-size BYTES] [--concurrency N]`
 ///
-/// A hidden subcommand for bench/s3.sh: moves one local file to or from the configured bucket
+/// A subcommand for bench/s3.sh: moves one local file to or from the configured bucket
 /// with our S3 client's multipart path and prints one line: `seconds bytes MB/s`.
 enum BenchS3Command {
     static func run(_ arguments: [String]) async {
         guard let direction = arguments.first, direction == "upload" || direction == "download" else {
-            Command.fail("usage: transfer-gateway bench-s3 upload|download --file PATH --key KEY [--part-size BYTES] [--concurrency N]", code: 64)
+            Command.fail(CommandHelp.usage(of: "bench-s3") ?? "", code: 64)
         }
         var options: [String: String] = [:]
         var index = 1

@@ -1,49 +1,82 @@
 import Foundation
 
-/// `transfer-gateway bucket-cors [--apply]`: the bucket CORS rule that pages on
-/// `GATEWAY_CORS_ORIGINS` need to send presigned uploads and reads straight to S3 (AWS S3,
-/// Cloudflare R2, MinIO, SeaweedFS all read it), exposing `ETag` so a page can complete a
-/// multipart upload with the ETags it saw. Printed as S3's XML; with `--apply`, put on the bucket.
+/// `transfer-gateway bucket-cors [--format xml|json] [--origin ORIGIN]… [--apply]`: prints the
+/// `BucketCORSRule` for the origins named by `--origin` (or else `GATEWAY_CORS_ORIGINS`); with
+/// `--apply`, puts it on `GATEWAY_S3_BUCKET` with the gateway's S3 settings. Printing needs no
+/// other setting.
 enum BucketCORSCommand {
+    static let usage = """
+        usage: transfer-gateway bucket-cors [--format xml|json] [--origin ORIGIN]... [--apply]
+          Prints the bucket CORS rule that pages on ORIGIN need for presigned URLs.
+          --format xml   S3's CORSConfiguration document (the default)
+          --format json  {"CORSRules": [...]} for aws s3api put-bucket-cors --cors-configuration
+          --origin O     an allowed origin (repeat for more); without one, GATEWAY_CORS_ORIGINS
+          --apply        also put the rule on GATEWAY_S3_BUCKET with the gateway's S3 settings
+        """
+
+    enum Format: String { case xml, json }
+
+    /// What the command line asks for.
+    struct Options: Equatable {
+        var format = Format.xml
+        var origins: [String] = []
+        var apply = false
+        var help = false
+    }
+
+    /// The options, or the message of a usage error (exit 64).
+    static func parse(_ arguments: [String]) -> Result<Options, CommandLineError> {
+        var options = Options()
+        var rest = arguments[...]
+        while let flag = rest.popFirst() {
+            switch flag {
+            case "-h", "--help": options.help = true
+            case "--apply": options.apply = true
+            case "--format", "--origin":
+                guard let value = rest.popFirst() else { return .failure(CommandLineError("\(flag) needs a value")) }
+                if flag == "--origin" {
+                    options.origins.append(value)
+                } else {
+                    guard let format = Format(rawValue: value) else { return .failure(CommandLineError("--format must be xml or json")) }
+                    options.format = format
+                }
+            default: return .failure(CommandLineError("unknown option \(flag)"))
+            }
+        }
+        return .success(options)
+    }
+
     static func run(_ arguments: [String]) async {
-        let apply: Bool
-        switch arguments {
-        case []: apply = false
-        case ["--apply"]: apply = true
-        default: Command.fail("usage: transfer-gateway bucket-cors [--apply]", code: 64)
+        let options: Options
+        switch parse(arguments) {
+        case .success(let parsed): options = parsed
+        case .failure(let error): Command.fail("\(error.message)\n\(usage)", code: 64)
         }
-        let configuration = Command.configuration()
-        guard !configuration.corsOrigins.isEmpty else {
-            Command.fail("GATEWAY_CORS_ORIGINS: is required (the origins the bucket must allow)", code: 2)
+        if options.help {
+            print(usage)
+            return
         }
-        let xml = rule(origins: configuration.corsOrigins)
-        print(xml)
-        guard apply else { return }
+        let origins: [String]
         do {
-            try await configuration.makeS3Client().putBucketCors(xml: xml)
-            FileHandle.standardError.write(Data("transfer-gateway: bucket CORS rule applied to \(configuration.s3Bucket ?? "")\n".utf8))
+            origins = try options.origins.isEmpty
+                ? EnvironmentReader(env: ProcessInfo.processInfo.environment).originList("GATEWAY_CORS_ORIGINS")
+                : EnvironmentReader.origins(options.origins, name: "--origin")
+        } catch {
+            Command.fail("\(error)", code: 2)
+        }
+        guard !origins.isEmpty else {
+            Command.fail("name the origins pages are served from: --origin https://app.example.com (repeatable), or set GATEWAY_CORS_ORIGINS", code: 2)
+        }
+        let rule = BucketCORSRule(origins: origins)
+        print(options.format == .json ? rule.json : rule.xml)
+        guard options.apply else { return }
+        let configuration = Command.configuration()
+        guard let bucket = configuration.s3Bucket else { Command.fail("GATEWAY_S3_BUCKET: is required with --apply", code: 2) }
+        do {
+            try await configuration.makeS3Client().putBucketCors(xml: rule.xml)
+            FileHandle.standardError.write(Data("transfer-gateway: bucket CORS rule applied to \(bucket)\n".utf8))
         } catch {
             Command.fail("the bucket refused its CORS rule: \(error)", code: 1)
         }
-    }
-
-    /// One rule: the origins, the methods a page uses on presigned URLs and form posts, any
-    /// request header (the signed ones vary), `ETag` (and the S3 headers a page may read)
-    /// exposed, preflights cached for 50 minutes.
-    static func rule(origins: [String]) -> String {
-        var xml = #"<CORSConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><CORSRule>"#
-        for origin in origins { xml += "<AllowedOrigin>\(escape(origin))</AllowedOrigin>" }
-        for method in ["GET", "HEAD", "PUT", "POST", "DELETE"] { xml += "<AllowedMethod>\(method)</AllowedMethod>" }
-        xml += "<AllowedHeader>*</AllowedHeader>"
-        for header in ["ETag", "x-amz-version-id", "x-amz-request-id", "Content-Length", "Content-Range"] {
-            xml += "<ExposeHeader>\(header)</ExposeHeader>"
-        }
-        xml += "<MaxAgeSeconds>3000</MaxAgeSeconds></CORSRule></CORSConfiguration>"
-        return xml
-    }
-
-    static func escape(_ text: String) -> String {
-        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-            .replacingOccurrences(of: ">", with: "&gt;")
     }
 }

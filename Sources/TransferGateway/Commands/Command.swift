@@ -7,31 +7,32 @@ import Glibc
 
 /// Parses the command line and runs a subcommand.
 enum Command {
-    static let usage = """
-        usage: transfer-gateway [serve]
-               transfer-gateway token --sub ID [--ttl SECONDS] [--role admin]
-               transfer-gateway migrate
-               transfer-gateway bucket-cors [--apply]
-        Settings come from GATEWAY_* environment variables; see README.md.
-        """
-
     nonisolated static func run(_ arguments: [String]) async {
         let command = arguments.dropFirst().first ?? "serve"
+        let rest = Array(arguments.dropFirst(2))
+        if let usage = CommandHelp.usage(of: command), CommandHelp.asksForHelp(rest) {
+            print(usage)
+            return
+        }
         switch command {
         case "serve":
+            guard rest.isEmpty else { fail("serve takes no arguments (settings are GATEWAY_* variables)\n\(CommandHelp.usage(of: "serve") ?? "")", code: 64) }
             await serve()
         case "migrate":
+            guard rest.isEmpty else { fail("migrate takes no arguments\n\(CommandHelp.usage(of: "migrate") ?? "")", code: 64) }
             await MigrateCommand.run()
         case "token":
-            TokenCommand.run(Array(arguments.dropFirst(2)))
+            TokenCommand.run(rest)
         case "bucket-cors":
-            await BucketCORSCommand.run(Array(arguments.dropFirst(2)))
+            await BucketCORSCommand.run(rest)
         case "bench-s3":
-            await BenchS3Command.run(Array(arguments.dropFirst(2)))
+            await BenchS3Command.run(rest)
         case "-h", "--help", "help":
-            print(usage)
+            print(CommandHelp.overview)
+        case "-V", "--version", "version":
+            print("transfer-gateway \(CommandHelp.version)")
         default:
-            fail("unknown command '\(command)'\n\(usage)", code: 64)
+            fail("unknown command '\(command)'\n\(CommandHelp.overview)", code: 64)
         }
     }
 
@@ -80,7 +81,10 @@ enum Command {
         } catch {
             fail("\(error)", code: 1)
         }
-        logger.info("listening", ["host": .string(configuration.host), "port": .int(port)])
+        // The one line that says the server takes connections now (scripts/run.sh waits for it),
+        // written whatever GATEWAY_LOG_LEVEL says.
+        let shownHost = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
+        logger.always("listening", ["url": .string("http://\(shownHost):\(port)"), "host": .string(configuration.host), "port": .int(port)])
         if configuration.jwtJWKSURL != nil && (configuration.jwtIssuer == nil || configuration.jwtAudience == nil) {
             // Some key sets sign tokens for many tenants (Firebase's signs every project's).
             logger.warn("GATEWAY_JWT_JWKS_URL is set without GATEWAY_JWT_ISSUER and GATEWAY_JWT_AUDIENCE: tokens the provider signed for other applications are accepted too")

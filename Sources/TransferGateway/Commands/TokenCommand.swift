@@ -2,7 +2,7 @@ import Auth
 import Foundation
 import Gateway
 
-/// `transfer-gateway token --sub ID [--ttl SECONDS] [--role admin]`: prints a development JWT
+/// `transfer-gateway token --sub ID [--ttl SECONDS] [--role ROLE]...`: prints a development JWT
 /// signed HS256 with `GATEWAY_JWT_SECRET` (and `iss`/`aud` when those are configured).
 enum TokenCommand {
     static func run(_ arguments: [String]) {
@@ -26,7 +26,7 @@ enum TokenCommand {
             }
             index += 2
         }
-        guard let subject else { Command.fail("token needs --sub ID", code: 64) }
+        guard let subject else { Command.fail("token needs --sub ID\n\(CommandHelp.usage(of: "token") ?? "")", code: 64) }
         guard Identity.isValidID(subject) else {
             Command.fail("--sub must be 1-128 bytes without '/', '\\', control characters, '.' or '..'", code: 64)
         }
