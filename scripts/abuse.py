@@ -48,6 +48,7 @@ import jwt
 from botocore.config import Config as BotoConfig
 
 MiB = 1 << 20
+GiB = 1 << 30
 MEMORY_BUDGET = 64 * MiB
 SPOOL_BUDGET = 1024 * MiB
 RSS_LIMIT = MEMORY_BUDGET + 64 * MiB
@@ -634,8 +635,9 @@ def housekeeping(ctx: Ctx, gw: Gateway) -> None:
 # A source server for imports: ignores Range, streams at a chosen rate, counts its connections.
 
 class SourceServer:
-    """GET /<tag>?size=N&rate=R&length=0|1 answers 200 with N bytes of stream 7 at R bytes/s (0: as
-    fast as it goes), with Content-Length unless length=0 (then the end of the body is the close)."""
+    """GET /<tag>?size=N&rate=R&length=0|1&step=S answers 200 with N bytes of stream 7 at R bytes/s
+    (0: as fast as it goes; written S bytes at a time, 64 KiB by default), with Content-Length unless
+    length=0 (then the end of the body is the close)."""
 
     def __init__(self):
         self.lock = threading.Lock()
@@ -653,6 +655,7 @@ class SourceServer:
                 q = dict(urllib.parse.parse_qsl(url.query))
                 tag = url.path.strip("/") or "root"
                 size, rate = int(q.get("size", MiB)), float(q.get("rate", 0))
+                step = max(1, int(q.get("step", 64 * 1024)))
                 with_length = q.get("length", "1") == "1"
                 with outer.lock:
                     s = outer.stats[tag]
@@ -669,7 +672,6 @@ class SourceServer:
                         self.send_header("Connection", "close")
                         self.close_connection = True
                     self.end_headers()
-                    step = 64 * 1024
                     start = time.monotonic()
                     sent = 0
                     for piece in chunks(7, size, 0, step):
@@ -698,8 +700,9 @@ class SourceServer:
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
 
-    def url(self, tag: str, size: int, rate: float = 0, length: bool = True) -> str:
-        return f"http://127.0.0.1:{self.port}/{tag}?size={size}&rate={int(rate)}&length={1 if length else 0}"
+    def url(self, tag: str, size: int, rate: float = 0, length: bool = True, step: int = 64 * 1024) -> str:
+        return (f"http://127.0.0.1:{self.port}/{tag}?size={size}&rate={int(rate)}&length={1 if length else 0}"
+                + (f"&step={step}" if step != 64 * 1024 else ""))
 
     def get(self, tag: str) -> dict:
         with self.lock:
@@ -1256,7 +1259,18 @@ def sc_spool(ctx: Ctx) -> None:
     and the spool directory's disk usage never pass 256 MiB (du may add ext4's 4 KiB extent block
     per file), and — the fairness rule of `imports` (c) — while the spool is full, another
     identity's 16-byte copy still completes (within 15 s): a full spool may hold downloads back,
-    not every worker of the instance."""
+    not every worker of the instance.
+    (c) Issue 25, the spool share and stalled uploads with huge parts: on (b)'s gateway, upload
+    jobs with a partSize of 25% of its spool (64 MiB) and 1 MiB more; then, with
+    GATEWAY_SPOOL_BUDGET=24 GiB (one identity's 25% share, 6 GiB, admits S3's largest part, 5 GiB;
+    nothing is written to disk unless sent), two upload jobs of A with 5 GiB parts,
+    each PUT announcing 5 GiB + 12345 bytes, sending 1,000 and stalling; meanwhile another identity's
+    upload job (12 MiB; quick 4) and tus creation-with-upload (the same size).
+    Must hold: (c) the partSize above the share is 400 (the old gateway took up to the whole
+    budget), the share itself 201; the spool gauge (gateway_spool_used_bytes)
+    and the spool's disk usage stay <= 8 MiB while A's two hold (the old gateway reserved each
+    whole 5 GiB part before its first byte, and two of them made everyone else's PUT 503 after 5 s);
+    the other identity's upload job and tus upload complete byte-identical within 10 s each."""
     src = SourceServer()
     ctx.servers.append(src)
     gw = ctx.gateway(GATEWAY_MAX_OBJECT_SIZE=10485760)
@@ -1341,6 +1355,80 @@ def sc_spool(ctx: Ctx) -> None:
     ctx.check(probe_state == "completed",
               f"(b) the full spool blocks downloads, not everyone: another identity's 16-byte copy completes "
               f"(got {probe_state} after {probe_seconds:.1f}s)")
+
+    # (c) issue 25: a part above one identity's share of the spool (here 25% of 256 MiB), then
+    # stalled uploads with huge parts against everyone's spool
+    share_b = 268435456 // 4
+    spec = {"type": "upload", "accessLevel": "private", "key": "s/share", "size": 4 * share_b}
+    above = call("POST", "/v1/jobs", tok, json_body={**spec, "partSize": share_b + MiB}, port=PORT2)
+    at = call("POST", "/v1/jobs", tok, json_body={**spec, "partSize": share_b}, port=PORT2)
+    if at.status == 201:
+        call("POST", f"/v1/jobs/{at.json()['id']}/cancel", tok, port=PORT2)
+    ctx.fig(f"(c) spool budget 256 MiB: upload job with partSize share + 1 MiB (65 MiB) {above!r}, = share (64 MiB) {at!r}")
+    ctx.check(above.status == 400 and at.status == 201,
+              f"(c) a partSize above the identity's spool share is 400 at creation, the share itself 201 "
+              f"(got {above!r} and {at!r})")
+    gw.stop()
+    spool_c(ctx, user, tok)
+
+
+def stalled_put(path: str, tok: str, length: int, send: int, headers=None, port: int = PORT) -> socket.socket:
+    """A raw PUT announcing `length` bytes that sends `send` of them and stalls (the socket is
+    returned open; closing it is the hang-up)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=15)
+    head = [f"PUT {path} HTTP/1.1", f"Host: 127.0.0.1:{port}", f"Authorization: Bearer {tok}",
+            f"Content-Length: {length}", "Content-Type: application/octet-stream"]
+    head += [f"{k}: {v}" for k, v in (headers or {}).items()]
+    s.sendall(("\r\n".join(head) + "\r\n\r\n").encode() + b"".join(chunks(90, send)))
+    return s
+
+
+def spool_c(ctx: Ctx, user: str, tok: str) -> None:
+    part = 5 * GiB                      # S3's largest part
+    budget = 24 * GiB                   # its 25% share, 6 GiB, holds a 5 GiB part; nothing is written unless sent
+    gw = ctx.gateway(GATEWAY_SPOOL_BUDGET=budget)
+    share = budget // 4
+    other, tok_o = ctx.user("spoolc")
+    stalled, socks = [], []
+    for i in range(2):
+        job = create_job(tok, {"type": "upload", "accessLevel": "private", "key": f"s/huge{i}", "size": part + 12345,
+                               "partSize": part})
+        stalled.append(job["id"])
+        socks.append(stalled_put(f"/v1/jobs/{job['id']}/data", tok, part + 12345, 1000))
+    sampler = MetricSampler(PORT, ["gateway_spool_used_bytes"], 0.1, du=gw.spool)
+    sampler.start()
+    time.sleep(2)
+    held = [get_job(tok, j) or {} for j in stalled]
+    stall_peak, stall_du = sampler.peak("gateway_spool_used_bytes"), sampler.peak("du")
+    size = pick(12, 4) * MiB
+    up = timed_upload_job(tok_o, "s/other-up", 91, size)
+    tus = timed_tus(tok_o, "s/other-tus", 92, size, with_upload=True)
+    identical = 0
+    if up[0]:
+        identical += s3_sha256(f"private/{other}/s/other-up")[0] == digest(91, size)
+    if tus[0]:
+        identical += s3_sha256(f"private/{other}/s/other-tus")[0] == digest(92, size)
+    held_after = [get_job(tok, j) or {} for j in stalled]
+    total_peak, total_du = sampler.peak("gateway_spool_used_bytes"), sampler.peak("du")
+    sampler.finish()
+    for s in socks:
+        s.close()
+    ctx.fig(f"(c) spool budget {budget // GiB} GiB (share {share // GiB} GiB): "
+            f"2 upload jobs of A with {part // GiB} GiB parts, 1000 bytes each then stalled: "
+            f"{[(j.get('state'), j.get('bytesTransferred')) for j in held]}; spool gauge peak {stall_peak / MiB:.2f} MiB ("
+            f"du {stall_du / MiB:.2f} MiB; {len(sampler.series['du'])} samples, {sampler.errors} failed)")
+    ctx.fig(f"(c) meanwhile another identity: upload job {size // MiB} MiB {'ok' if up[0] else 'FAILED ' + up[2]} "
+            f"in {up[1]:.2f}s, tus creation-with-upload {size // MiB} MiB {'ok' if tus[0] else 'FAILED ' + tus[2]} "
+            f"in {tus[1]:.2f}s, {identical}/2 byte-identical; spool gauge peak over all {total_peak / MiB:.2f} MiB "
+            f"(du {total_du / MiB:.2f} MiB); A's still {[j.get('state') for j in held_after]}")
+    ctx.check(all(j.get("state") not in FINAL for j in held + held_after),
+              "(c) A's two stalled jobs still hold while the other identity uploads")
+    ctx.check(stall_peak <= 8 * MiB and stall_du <= 8 * MiB,
+              f"(c) the stalled 5 GiB-part uploads hold what they were sent, not their parts (spool gauge peak "
+              f"{stall_peak / MiB:.2f} MiB, du {stall_du / MiB:.2f} MiB; 8 MiB allowed)")
+    ctx.check(up[0] and tus[0] and identical == 2,
+              f"(c) another identity's upload job and tus upload complete byte-identical (upload {up[2]}, tus {tus[2]})")
+    ctx.check(up[1] <= 10 and tus[1] <= 10, f"(c) ... without waiting for room (upload {up[1]:.1f}s, tus {tus[1]:.1f}s; 10 s allowed)")
 
 
 def sc_bodies(ctx: Ctx) -> None:
@@ -1883,6 +1971,591 @@ def sc_queries(ctx: Ctx) -> None:
     ctx.check(all(r.status == 200 for r in once) and len(listed) == 1, "each parameter once: answered as before")
 
 
+# ---------------------------------------------------------------------------------------------
+# Issue 25: bounded, second pass
+
+def stalled_get(path: str, port: int = PORT, rcvbuf: int = 4096, head_timeout: float = 15, keep: int = 1024,
+                headers=None) -> dict:
+    """A raw GET whose reader stalls: a small SO_RCVBUF, the head and `keep` bytes of the body
+    read, then nothing more. Returns {status, code, seconds, sock (open, for a 2xx), got}."""
+    out = {"status": None, "code": None, "seconds": None, "sock": None, "got": 0}
+    t0 = time.monotonic()
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    s.settimeout(head_timeout)
+    try:
+        s.connect(("127.0.0.1", port))
+        extra = "".join(f"{k}: {v}\r\n" for k, v in (headers or {}).items())
+        s.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{extra}\r\n".encode())
+        buf = b""
+        while b"\r\n\r\n" not in buf:
+            piece = s.recv(4096)
+            if not piece:
+                raise ConnectionError("closed before the head")
+            buf += piece
+        head, rest = buf.split(b"\r\n\r\n", 1)
+        lines = head.decode("latin-1").split("\r\n")
+        out["status"] = int(lines[0].split(" ", 2)[1])
+        headers = {k.strip().lower(): v.strip() for k, v in (l.split(":", 1) for l in lines[1:] if ":" in l)}
+        out["seconds"] = time.monotonic() - t0
+        if 200 <= out["status"] < 300:
+            while len(rest) < keep:
+                piece = s.recv(keep - len(rest))
+                if not piece:
+                    break
+                rest += piece
+            out["got"] = len(rest)
+            out["sock"] = s
+            return out
+        n = int(headers.get("content-length", "0") or 0)
+        while len(rest) < n:
+            piece = s.recv(n - len(rest))
+            if not piece:
+                break
+            rest += piece
+        try:
+            out["code"] = json.loads(rest or b"null").get("code")
+        except (ValueError, AttributeError):
+            pass
+    except (OSError, ConnectionError, ValueError, IndexError) as e:
+        out["status"] = f"{type(e).__name__}"
+        out["seconds"] = time.monotonic() - t0
+    s.close()
+    return out
+
+
+def timed_upload_job(tok: str, key: str, seed: int, size: int, port: int = PORT) -> tuple[bool, float, str]:
+    """One upload job, its bytes in one PUT: (completed, seconds from creation to the answer, answer)."""
+    t0 = time.monotonic()
+    job = create_job(tok, {"type": "upload", "accessLevel": "private", "key": key, "size": size}, port=port)
+    resp, sent, err = send_stream("PUT", f"/v1/jobs/{job['id']}/data", tok, chunks(seed, size), size,
+                                  {"Content-Type": "application/octet-stream"}, port=port, timeout=120)
+    seconds = time.monotonic() - t0
+    ok = resp is not None and resp.status == 200 and (resp.json() or {}).get("state") == "completed"
+    return ok, seconds, repr(resp) if resp is not None else f"cut after {sent} bytes ({err})"
+
+
+TUS_H = {"Tus-Resumable": "1.0.0"}
+
+
+def timed_tus(tok: str, key: str, seed: int, size: int, port: int = PORT, with_upload: bool = False) -> tuple[bool, float, str]:
+    """One tus upload: creation, then its bytes in one PATCH (or in the creation request itself,
+    creation-with-upload). (all stored, seconds, answers)."""
+    t0 = time.monotonic()
+    meta = "key " + base64.b64encode(key.encode()).decode()
+    h = {**TUS_H, "Upload-Length": str(size), "Upload-Metadata": meta}
+    if with_upload:
+        resp, sent, err = send_stream("POST", "/v1/tus/", tok, chunks(seed, size), size,
+                                      {**h, "Content-Type": "application/offset+octet-stream"}, port=port, timeout=120)
+        seconds = time.monotonic() - t0
+        if resp is None:
+            return False, seconds, f"creation cut after {sent} bytes ({err})"
+        ok = resp.status == 201 and resp.headers.get("upload-offset") == str(size)
+        return ok, seconds, f"{resp!r} Upload-Offset {resp.headers.get('upload-offset')}"
+    r = call("POST", "/v1/tus/", tok, headers=h, port=port)
+    if r.status != 201:
+        return False, time.monotonic() - t0, f"creation {r!r}"
+    resp, sent, err = send_stream("PATCH", r.headers["location"], tok, chunks(seed, size), size,
+                                  {**TUS_H, "Upload-Offset": "0", "Content-Type": "application/offset+octet-stream"},
+                                  port=port, timeout=120)
+    seconds = time.monotonic() - t0
+    if resp is None:
+        return False, seconds, f"PATCH cut after {sent} bytes ({err})"
+    ok = resp.status == 204 and resp.headers.get("upload-offset") == str(size)
+    return ok, seconds, f"PATCH {resp!r} Upload-Offset {resp.headers.get('upload-offset')}"
+
+
+def timed_download(tok: str, jid: str, seed: int, size: int, port: int = PORT) -> tuple[bool, float, str]:
+    """A download job's data through the token route, read whole: (byte-identical, seconds, answer)."""
+    t0 = time.monotonic()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    try:
+        conn.request("GET", f"/v1/jobs/{jid}/data", headers={"Authorization": "Bearer " + tok})
+        r = conn.getresponse()
+        h, n = hashlib.sha256(), 0
+        while True:
+            piece = r.read(MiB)
+            if not piece:
+                break
+            h.update(piece)
+            n += len(piece)
+        seconds = time.monotonic() - t0
+        ok = r.status == 200 and n == size and h.digest() == digest(seed, size)
+        return ok, seconds, f"{r.status} {n} bytes{'' if ok or r.status != 200 else ' NOT identical'}"
+    except (OSError, http.client.HTTPException) as e:
+        return False, time.monotonic() - t0, f"{type(e).__name__}: {e}"
+    finally:
+        conn.close()
+
+
+def sc_streams(ctx: Ctx) -> None:
+    """streams — stalled readers of one account's dataUrl against everyone's memory budget.
+    Replays: user A's download job of a 64 MiB object; 20 raw-socket readers of its `dataUrl`
+    (no token; SO_RCVBUF 4 KiB; every other one with `Range: bytes=0-8388607`), opened at once,
+    each reading the head and 1 KiB and then nothing more. Meanwhile user B, one after another: an upload job PUT (8 MiB; quick 4), a tus PATCH
+    (8 MiB; quick 4) and its own download of a 32 MiB object (quick 8), each timed also before
+    the readers came (unloaded). Then the readers hang up.
+    Must hold: exactly 20 - GATEWAY_USER_MAX_STREAMS (8) readers are refused 429 `quota_exceeded`
+    (the old gateway admitted all 20); A's holdings of the memory budget (the gauge
+    gateway_memory_budget_used_bytes while only A's readers hold) never pass A's share, 25% of 64 MiB
+    = 16 MiB (the old read-ahead reserved up to 24 MiB per stream before its first byte: three
+    stalled readers filled the budget); B's three requests all succeed byte-identical, none 503
+    `insufficient_storage`, each within 3x its unloaded time (or 1 s more, when that is larger); streams and
+    memory are given back once the readers hang up."""
+    gw = ctx.gateway(GATEWAY_LINK_SECRET="abuse-streams-link-secret-0123456789")
+    a, tok_a = ctx.user("streamsa")
+    b, tok_b = ctx.user("streamsb")
+    big, up, dl = 64 * MiB, pick(8, 4) * MiB, pick(32, 8) * MiB
+    n_readers, max_streams, share = 20, 8, MEMORY_BUDGET // 4
+    s3_put(f"private/{a}/st/big", 70, big)
+    s3_put(f"private/{b}/st/own", 71, dl)
+    a_job = create_job(tok_a, {"type": "download", "source": {"accessLevel": "private", "key": "st/big"}})
+    a_job = wait_job(tok_a, a_job["id"], lambda j: j["state"] in FINAL, 30, what="pinned")
+    b_job = create_job(tok_b, {"type": "download", "source": {"accessLevel": "private", "key": "st/own"}})
+    b_job = wait_job(tok_b, b_job["id"], lambda j: j["state"] in FINAL, 30, what="pinned")
+    if a_job["state"] != "completed" or not a_job.get("dataUrl") or b_job["state"] != "completed":
+        raise Problem(f"download jobs not ready: A {a_job['state']} dataUrl {bool(a_job.get('dataUrl'))}, B {b_job['state']}")
+    link = urllib.parse.urlsplit(a_job["dataUrl"])
+    link_path = f"{link.path}?{link.query}"
+
+    def b_round(tag: str) -> dict:
+        return {"upload job": timed_upload_job(tok_b, f"st/up-{tag}", 72, up),
+                "tus PATCH": timed_tus(tok_b, f"st/tus-{tag}", 73, up),
+                "download": timed_download(tok_b, b_job["id"], 71, dl)}
+
+    b_round("warm")     # the first transfers of a fresh process pay for its warm-up
+    unloaded = b_round("unloaded")
+    if not all(ok for ok, _, _ in unloaded.values()):
+        raise Problem(f"B's requests failed with nothing else running: {unloaded}")
+
+    # A's readers, all at once; only A holds anything while they settle.
+    sampler = MetricSampler(PORT, ["gateway_memory_budget_used_bytes", "gateway_data_streams_open"], 0.1)
+    sampler.start()
+    readers: list = [None] * n_readers
+
+    def open_reader(i: int):
+        # Every other reader asks for the first 8 MiB: the old gateway sized each window by the
+        # Range (whole object: 24 MiB), so together they could take the whole budget.
+        readers[i] = stalled_get(link_path, headers={"Range": f"bytes=0-{8 * MiB - 1}"} if i % 2 else None)
+
+    threads = [threading.Thread(target=open_reader, args=(i,), daemon=True) for i in range(n_readers)]
+    t0 = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    opened = time.monotonic() - t0
+    time.sleep(3)       # past the ~1 s after which a stream not read shrinks to the block in hand
+    a_only_peak = sampler.peak("gateway_memory_budget_used_bytes")
+    a_only_streams = sampler.peak("gateway_data_streams_open")
+    settled = metrics_text()
+    a_settled = metric(settled, "gateway_memory_budget_used_bytes") or 0
+    statuses = collections.Counter(f"{r['status']} {r['code'] or ''}".strip() for r in readers if r)
+    holding = [r for r in readers if r and r["sock"] is not None]
+    refused_429 = [r for r in readers if r and r["status"] == 429]
+
+    loaded = b_round("loaded")
+    loaded_peak = sampler.peak("gateway_memory_budget_used_bytes")
+    still_open = 0
+    for r in holding:        # are they still stalled streams (not closed by the gateway)?
+        try:
+            r["sock"].setblocking(False)
+            still_open += r["sock"].recv(1, socket.MSG_PEEK) != b""
+        except BlockingIOError:
+            still_open += 1
+        except OSError:
+            pass
+    for r in holding:
+        r["sock"].close()
+    t1 = time.monotonic()
+    freed = None
+    while time.monotonic() - t1 < 10:
+        text = metrics_text()
+        if (metric(text, "gateway_data_streams_open") or 0) == 0 and (metric(text, "gateway_memory_budget_used_bytes") or 0) == 0:
+            freed = time.monotonic() - t1
+            break
+        time.sleep(0.1)
+    sampler.finish()
+
+    def show(d: dict) -> str:
+        return ", ".join(f"{k} {'ok' if ok else 'FAILED ' + ans} {sec:.2f}s" for k, (ok, sec, ans) in d.items())
+
+    ctx.fig(f"B unloaded: {show(unloaded)}")
+    ctx.fig(f"{n_readers} stalled readers of A's dataUrl ({big // MiB} MiB, SO_RCVBUF 4 KiB), opened in {opened:.1f}s: "
+            f"{dict(statuses)}; streams open peak {a_only_streams:.0f}; A's memory held: peak {a_only_peak / MiB:.1f} MiB, "
+            f"{a_settled / MiB:.1f} MiB 3 s after the stall (share {share // MiB} MiB; "
+            f"{len(sampler.series['gateway_memory_budget_used_bytes'])} samples of /metrics, {sampler.errors} failed)")
+    ctx.fig(f"B with the readers stalled: {show(loaded)}; budget peak meanwhile {loaded_peak / MiB:.1f} MiB; "
+            f"{still_open}/{len(holding)} readers still open at the end")
+    ctx.fig(f"readers hung up: streams and memory back to 0 "
+            f"{'never (10 s)' if freed is None else f'after {freed:.2f}s'}")
+    ctx.check(len(refused_429) == n_readers - max_streams and all(r["code"] == "quota_exceeded" for r in refused_429),
+              f"readers beyond {max_streams} refused 429 quota_exceeded ({len(refused_429)} of {n_readers - max_streams})")
+    ctx.check(len(holding) >= 1, f"some of A's readers were served (200) and stalled ({len(holding)})")
+    ctx.check(a_only_peak <= share, f"A's readers hold at most its share of the memory budget "
+                                    f"({a_only_peak / MiB:.1f} MiB <= {share // MiB} MiB)")
+    for k, (ok, sec, ans) in loaded.items():
+        base = unloaded[k][1]
+        ctx.check(ok, f"B's {k} succeeds with A's readers stalled ({ans})")
+        ctx.check(sec <= max(3 * base, base + 1.0),
+                  f"B's {k} at close to its unloaded speed ({sec:.2f}s vs {base:.2f}s unloaded; at most 3x, +1 s)")
+    ctx.check(freed is not None, "streams and memory given back once the readers hang up")
+
+
+class HookReceiver:
+    """A webhook endpoint on loopback that acknowledges everything and keeps the events."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.events: list = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0") or 0))
+                try:
+                    event = json.loads(body)
+                except ValueError:
+                    event = {"unreadable": body[:100]}
+                with outer.lock:
+                    outer.events.append(event)
+                self.send_response(204)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+
+        self.httpd = Server(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/hook"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def race(first, second, delay: float) -> tuple:
+    """Runs first() and second() on two threads, second() `delay` seconds after first() (before
+    it when negative). Returns their results."""
+    out: list = [None, None]
+    t0 = time.monotonic() + 0.02
+
+    def run(i, fn, at):
+        time.sleep(max(0.0, at - time.monotonic()))
+        try:
+            out[i] = fn()
+        except Exception as e:   # noqa: BLE001 - a failed request is the race's outcome
+            out[i] = e
+
+    threads = [threading.Thread(target=run, args=(0, first, t0 + max(0.0, -delay)), daemon=True),
+               threading.Thread(target=run, args=(1, second, t0 + max(0.0, delay)), daemon=True)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    return out[0], out[1]
+
+
+def object_version(key: str, old: bytes, new: bytes) -> str:
+    try:
+        body = s3().get_object(Bucket=CFG.bucket, Key=key)["Body"].read()
+    except s3().exceptions.NoSuchKey:
+        return "none"
+    return "new" if body == new else "old" if body == old else f"other ({len(body)} bytes)"
+
+
+def webhook_events(ids: list) -> dict:
+    """Recorded webhook events per subject id (the outbox of the gateways of this database)."""
+    if not ids:
+        return {}
+    rows = psql("SELECT subject_id, type FROM webhook_events WHERE subject_id IN ("
+                + ", ".join(f"'{i}'" for i in ids) + ") ORDER BY created_at")
+    out: dict = collections.defaultdict(list)
+    for line in rows.splitlines():
+        sid, kind = line.split("|")
+        out[sid].append(kind)
+    return out
+
+
+def sc_completion(ctx: Ctx) -> None:
+    """completion — cancel and abort racing the write of an object.
+    Replays (GATEWAY_USER_RATE=1000 for the rounds; webhooks on, to a receiver on loopback):
+    (a) 50 rounds (quick 12) of an upload job of 64 KiB over an older object of the same key,
+    its PUT sent but for the last byte, then the last byte and `POST /v1/jobs/{id}/cancel` at a
+    random offset from each other (within +-1.5x the measured time from a last byte to its answer);
+    (b) 50 rounds (quick 12) of a client upload (`POST /v1/uploads`, its one part PUT to S3 with
+    the presigned URL) over an older object, then `POST /v1/uploads/{id}/complete` and
+    `DELETE /v1/uploads/{id}` at a random offset from each other (within +-1x a complete's time).
+    Must hold, every round: never both succeed; (a) a cancel that answers 200 `canceled` leaves
+    the job `canceled` and the old object in S3, a PUT that answers 200 `completed` leaves the job
+    `completed` with the new object, a refused cancel is 409 `job_completing` — the old gateway
+    answered the cancel 200 and the PUT 409 while the object was replaced; (b) exactly one of
+    complete (200) and abort (204) succeeds, the loser is 409 `upload_not_open` (or 404 after a
+    finished abort), S3 holds the new object exactly when complete won, the upload reads
+    `completed` or `aborted`/404 accordingly, no multipart upload is left open, and each job and
+    upload has exactly one webhook event, of the kind its end says."""
+    hooks = HookReceiver()
+    ctx.servers.append(hooks)
+    ctx.gateway(GATEWAY_USER_RATE=1000, GATEWAY_WEBHOOK_URL=hooks.url,
+                GATEWAY_WEBHOOK_SECRET="abuse-completion-webhook-secret")
+    user, tok = ctx.user("completion")
+    rounds, size = pick(50, 12), 64 * 1024
+    rng = random.Random(CFG.run)
+
+    # (a) cancel racing an upload job's last PUT
+    def put_round(i: int, delay: float | None) -> dict:
+        key = f"c/j{i}"
+        old, new = b"old version " + str(i).encode(), b"".join(chunks(600 + i, size))
+        s3().put_object(Bucket=CFG.bucket, Key=f"private/{user}/{key}", Body=old)
+        job = create_job(tok, {"type": "upload", "accessLevel": "private", "key": key, "size": size})
+        conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=60)
+        conn.putrequest("PUT", f"/v1/jobs/{job['id']}/data", skip_accept_encoding=True)
+        for k, v in (("Authorization", "Bearer " + tok), ("Content-Length", str(size)),
+                     ("Content-Type", "application/octet-stream")):
+            conn.putheader(k, v)
+        conn.endheaders()
+        conn.send(new[:-1])
+        time.sleep(0.05)
+        times: dict = {}
+
+        def last_byte():
+            try:
+                t = time.monotonic()
+                conn.send(new[-1:])
+                r = conn.getresponse()
+                resp = Resp(r.status, r.getheaders(), r.read())
+                times["put"] = time.monotonic() - t
+                return resp
+            finally:
+                conn.close()
+
+        def cancel():
+            return call("POST", f"/v1/jobs/{job['id']}/cancel", tok)
+
+        if delay is None:
+            put, canc = last_byte(), None
+        else:
+            put, canc = race(last_byte, cancel, delay)
+        end = wait_final(tok, job["id"], 30)
+        return {"id": job["id"], "put": put, "cancel": canc, "end": end["state"], "seconds": times.get("put"),
+                "object": object_version(f"private/{user}/{key}", old, new)}
+
+    warm = [put_round(-1 - i, None) for i in range(3)]
+    t_put = sorted(w["seconds"] or 0.05 for w in warm)[1]
+    rows_a = []
+    for i in range(rounds):
+        rows_a.append(put_round(i, rng.uniform(-1.5 * t_put, 1.5 * t_put)))
+    bad_a, kinds_a = [], collections.Counter()
+    for r in rows_a:
+        put, canc = r["put"], r["cancel"]
+        put_ok = isinstance(put, Resp) and put.status == 200 and (put.json() or {}).get("state") == "completed"
+        cancel_ok = isinstance(canc, Resp) and canc.status == 200 and (canc.json() or {}).get("state") == "canceled"
+        cancel_desc = (f"{canc.status} {canc.code or (canc.json() or {}).get('state')}" if isinstance(canc, Resp)
+                       else type(canc).__name__)
+        put_desc = f"{put.status} {put.code or (put.json() or {}).get('state')}" if isinstance(put, Resp) else type(put).__name__
+        kinds_a[f"cancel {cancel_desc} / PUT {put_desc} / {r['end']} / {r['object']}"] += 1
+        why = []
+        if put_ok and cancel_ok:
+            why.append("both succeeded")
+        if cancel_ok and (r["end"] != "canceled" or r["object"] != "old"):
+            why.append("cancel answered canceled but the job or the object says otherwise")
+        if put_ok and (r["end"] != "completed" or r["object"] != "new"):
+            why.append("PUT answered completed but the job or the object says otherwise")
+        if r["end"] == "completed" and r["object"] != "new" or r["end"] == "canceled" and r["object"] != "old":
+            why.append("the job's end and S3's object disagree")
+        if r["end"] not in ("completed", "canceled"):
+            why.append(f"ended {r['end']}")
+        if isinstance(canc, Resp) and canc.status != 200 and not (canc.status == 409 and canc.code == "job_completing"):
+            why.append("cancel refused with something other than 409 job_completing")
+        if isinstance(canc, Resp) and canc.status == 409 and r["end"] != "completed":
+            why.append("cancel refused job_completing but the job did not complete")
+        if why:
+            bad_a.append(f"{r['id'][:8]}: {', '.join(why)} ({cancel_desc}, PUT {put_desc}, {r['end']}, object {r['object']})")
+
+    # (b) abort racing complete on /v1/uploads
+    def upload_round(i: int, delay: float | None) -> dict:
+        key = f"c/u{i}"
+        old, new = b"old version " + str(i).encode(), b"".join(chunks(700 + i, size))
+        s3().put_object(Bucket=CFG.bucket, Key=f"private/{user}/{key}", Body=old)
+        r = call("POST", "/v1/uploads", tok, json_body={"accessLevel": "private", "key": key, "size": size})
+        if r.status != 201:
+            raise Problem(f"POST /v1/uploads answered {r}")
+        up = r.json()
+        url = urllib.parse.urlsplit(up["parts"][0]["url"])
+        conn = http.client.HTTPConnection(url.hostname, url.port or 80, timeout=30)
+        try:
+            conn.request("PUT", f"{url.path}?{url.query}", body=new)
+            pr = conn.getresponse()
+            pr.read()
+            if pr.status != 200:
+                raise Problem(f"part PUT to S3 answered {pr.status}")
+        finally:
+            conn.close()
+        uid = up["uploadId"]
+        times: dict = {}
+
+        def complete():
+            t = time.monotonic()
+            resp = call("POST", f"/v1/uploads/{uid}/complete", tok, json_body={})
+            times["complete"] = time.monotonic() - t
+            return resp
+
+        def abort():
+            return call("DELETE", f"/v1/uploads/{uid}", tok)
+
+        if delay is None:
+            comp, ab = complete(), None
+        else:
+            comp, ab = race(complete, abort, delay)
+        state = call("GET", f"/v1/uploads/{uid}", tok)
+        left = [u for u in s3_uploads(f"private/{user}/{key}") if u["Key"] == f"private/{user}/{key}"]
+        return {"id": uid, "complete": comp, "abort": ab, "seconds": times.get("complete"),
+                "state": (state.json() or {}).get("state") if state.status == 200 else str(state.status),
+                "object": object_version(f"private/{user}/{key}", old, new), "left": len(left)}
+
+    warm_b = [upload_round(-1 - i, None) for i in range(3)]
+    t_complete = sorted(w["seconds"] or 0.05 for w in warm_b)[1]
+    rows_b = [upload_round(i, rng.uniform(-t_complete, t_complete)) for i in range(rounds)]
+    bad_b, kinds_b = [], collections.Counter()
+    for r in rows_b:
+        comp, ab = r["complete"], r["abort"]
+        comp_ok = isinstance(comp, Resp) and comp.status == 200
+        abort_ok = isinstance(ab, Resp) and ab.status == 204
+        cd = f"{comp.status} {comp.code or ''}".strip() if isinstance(comp, Resp) else type(comp).__name__
+        ad = f"{ab.status} {ab.code or ''}".strip() if isinstance(ab, Resp) else type(ab).__name__
+        kinds_b[f"complete {cd} / abort {ad} / {r['state']} / {r['object']}"] += 1
+        why = []
+        if comp_ok == abort_ok:
+            why.append("both succeeded" if comp_ok else "neither succeeded")
+        if comp_ok and not (isinstance(ab, Resp) and ab.status == 409 and ab.code == "upload_not_open"):
+            why.append("the losing abort is not 409 upload_not_open")
+        if abort_ok and not (isinstance(comp, Resp) and (comp.status == 404 or comp.status == 409 and comp.code == "upload_not_open")):
+            why.append("the losing complete is not 409 upload_not_open or 404")
+        if comp_ok and (r["object"] != "new" or r["state"] != "completed"):
+            why.append("complete won but the object or the upload says otherwise")
+        if abort_ok and (r["object"] != "old" or r["state"] not in ("aborted", "404")):
+            why.append("abort won but the object or the upload says otherwise")
+        if r["left"]:
+            why.append(f"{r['left']} multipart upload(s) left open")
+        if why:
+            bad_b.append(f"{r['id'][:8]}: {', '.join(why)} (complete {cd}, abort {ad}, {r['state']}, object {r['object']})")
+
+    # one webhook event per job and upload, of the kind its end says
+    time.sleep(2)
+    events = webhook_events([r["id"] for r in rows_a + rows_b])
+    wrong_events = []
+    for r in rows_a:
+        want = [f"job.{r['end']}"]
+        if events.get(r["id"], []) != want:
+            wrong_events.append(f"job {r['id'][:8]} ({r['end']}): {events.get(r['id'], [])}")
+    for r in rows_b:
+        comp_ok = isinstance(r["complete"], Resp) and r["complete"].status == 200
+        want = ["upload.completed" if comp_ok else "upload.canceled"]
+        if events.get(r["id"], []) != want:
+            wrong_events.append(f"upload {r['id'][:8]}: {events.get(r['id'], [])}")
+    delivered = len(hooks.events)
+
+    ctx.fig(f"(a) {rounds} cancels racing an upload job's last byte (64 KiB; PUT completes in ~{t_put * 1000:.0f} ms, "
+            f"offsets +-{1.5 * t_put * 1000:.0f} ms): " +
+            "; ".join(f"{n} x {k}" for k, n in kinds_a.most_common()))
+    ctx.fig(f"(b) {rounds} aborts racing complete on /v1/uploads (complete takes ~{t_complete * 1000:.0f} ms, offsets "
+            f"+-{t_complete * 1000:.0f} ms): " + "; ".join(f"{n} x {k}" for k, n in kinds_b.most_common()))
+    ctx.fig(f"webhook events recorded: {sum(len(v) for v in events.values())} for {len(rows_a) + len(rows_b)} jobs and "
+            f"uploads ({len(wrong_events)} not exactly one of the right kind); {delivered} delivered to the receiver")
+    for line in bad_a + bad_b + wrong_events:
+        log(f"[completion] {line}")
+    ctx.check(not bad_a, f"(a) API, job and object agree in every round, never both succeed ({len(bad_a)} rounds not: "
+                         f"{'; '.join(bad_a[:3])})")
+    ctx.check(not bad_b, f"(b) exactly one of complete and abort wins and S3 agrees ({len(bad_b)} rounds not: "
+                         f"{'; '.join(bad_b[:3])})")
+    ctx.check(not wrong_events, f"one webhook event per job and upload, of its kind ({'; '.join(wrong_events[:3])})")
+
+
+def sc_fairness(ctx: Ctx) -> None:
+    """fairness — one account's slow one-part jobs in every worker slot.
+    Replays (GATEWAY_WORKERS=4): user A creates six imports, each from a source on loopback that
+    serves 80 KiB at 2 KiB/s (2 KiB writes: one part that takes 40 s); once four of them run,
+    user B creates a 16-byte copy (the full run then user C too, once B's has completed, and lets
+    A's six finish).
+    Must hold: B's copy (and C's) reaches `running` or `completed` within 2 s — the old gateway
+    yielded a slot only between parts, and kept B's copy `queued` for more than 20 s; A never runs
+    more than GATEWAY_WORKERS jobs at once; (full run) A's six imports complete byte-identical."""
+    src = SourceServer()
+    ctx.servers.append(src)
+    gw = ctx.gateway(GATEWAY_WORKERS=4)
+    a, tok_a = ctx.user("fairnessa")
+    size, rate = 80 * 1024, 2048
+    ids = [create_job(tok_a, {"type": "import", "sourceUrl": src.url(f"slow{i}", size, rate, step=2048),
+                              "accessLevel": "private", "key": f"f/i{i}"})["id"] for i in range(6)]
+    deadline, running = time.monotonic() + 15, 0
+    while time.monotonic() < deadline:
+        running = sum(1 for i in ids if (get_job(tok_a, i) or {}).get("state") == "running")
+        if running >= 4 and sum(src.get(f"slow{i}")["open"] for i in range(6)) >= 4:
+            break
+        time.sleep(0.1)
+    time.sleep(0.5)
+    a_states = collections.Counter((get_job(tok_a, i) or {}).get("state") for i in ids)
+    a_peak = [a_states.get("running", 0)]
+    ctx.fig(f"A's 6 slow one-part imports (80 KiB at 2 KiB/s), workers 4: {dict(a_states)}, "
+            f"{sum(src.get(f'slow{i}')['open'] for i in range(6))} source connections open")
+    if running < 4:
+        raise Problem(f"A's imports did not fill the 4 workers within 15 s ({dict(a_states)})")
+
+    def probe(label: str, seed: int) -> tuple[str, float, str]:
+        other, tok_o = ctx.user(label)
+        s3_put(f"private/{other}/tiny", seed, 16)
+        t0 = time.monotonic()
+        job = create_job(tok_o, {"type": "copy", "source": {"accessLevel": "private", "key": "tiny"},
+                                 "destination": {"accessLevel": "private", "key": "tiny-copy"}})
+        started, state = None, job["state"]
+        while time.monotonic() - t0 < pick(20, 8):
+            state = (get_job(tok_o, job["id"]) or {}).get("state", state)
+            if state in ("running", "completed"):
+                started = time.monotonic() - t0
+                break
+            running_a = sum(1 for i in ids if (get_job(tok_a, i) or {}).get("state") == "running")
+            a_peak[0] = max(a_peak[0], running_a)
+            time.sleep(0.05)
+        end = wait_final(tok_o, job["id"], 30) if started is not None else {"state": state}
+        shown = f"{state} after {started:.2f}s, then {end['state']}" if started is not None else \
+            f"still {state} after {pick(20, 8)} s"
+        return shown, started, end["state"]
+
+    probes = [("B", *probe("fairnessb", 80))]
+    if not CFG.quick:
+        probes.append(("C", *probe("fairnessc", 81)))
+    for label, shown, started, _ in probes:
+        ctx.fig(f"{label}'s 16-byte copy: {shown}")
+        ctx.check(started is not None and started <= 2.0,
+                  f"{label}'s copy reaches running or completed within 2 s ({shown})")
+    if CFG.quick:
+        for i in ids:
+            call("POST", f"/v1/jobs/{i}/cancel", tok_a)
+    else:
+        t0 = time.monotonic()
+        ends = {}
+        while time.monotonic() - t0 < 180 and len(ends) < len(ids):
+            for i in ids:
+                j = get_job(tok_a, i) or {}
+                if j.get("state") in FINAL:
+                    ends[i] = j["state"]
+            a_peak[0] = max(a_peak[0], sum(1 for i in ids if (get_job(tok_a, i) or {}).get("state") == "running"))
+            time.sleep(0.5)
+        identical = sum(1 for n in range(6) if ends.get(ids[n]) == "completed"
+                        and s3_sha256(f"private/{a}/f/i{n}")[0] == digest(7, size))
+        ctx.fig(f"A's imports: {dict(collections.Counter(ends.values()))} after {time.monotonic() - t0:.0f}s more, "
+                f"{identical}/6 byte-identical")
+        ctx.check(identical == 6, f"A's six imports complete byte-identical ({identical})")
+    ctx.fig(f"A's running jobs at most {a_peak[0]} at once")
+    ctx.check(a_peak[0] <= 4, f"A never runs more than the 4 workers at once ({a_peak[0]})")
+
+
 SCENARIOS = [
     ("crash", sc_crash),
     ("longpolls", sc_longpolls),
@@ -1900,6 +2573,9 @@ SCENARIOS = [
     ("keys", sc_keys),
     ("rotation", sc_rotation),
     ("queries", sc_queries),
+    ("streams", sc_streams),
+    ("completion", sc_completion),
+    ("fairness", sc_fairness),
 ]
 
 

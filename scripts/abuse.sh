@@ -8,10 +8,16 @@
 #   scripts/abuse.sh [--quick] [--markdown FILE] [scenario...]
 #
 # Scenarios (all by default, in this order): crash longpolls memory metrics imports tails tus spool
-# bodies expiry quotas readyz smaller keys rotation queries. What each replays and what must hold is
-# the header comment of its function in scripts/abuse.py (keys, rotation and queries take seconds). --quick shrinks sizes and durations (the whole run in about four
-# minutes, half of which are the janitor waits of expiry and smaller); the full run takes 5-10
-# minutes (more when the shared stack is restarted under it: a disturbed scenario is run again).
+# bodies expiry quotas readyz smaller keys rotation queries streams completion fairness. What each
+# replays and what must hold is the header comment of its function in scripts/abuse.py (keys,
+# rotation and queries take seconds). Issue 25's bounds: streams (stalled readers of one dataUrl
+# against the memory budget and GATEWAY_USER_MAX_STREAMS), spool (c) (stalled uploads with 5 GiB
+# parts, the per-identity spool share), completion (cancel racing an upload job's last PUT, abort
+# racing complete on /v1/uploads), fairness (GATEWAY_WORKERS=4 held by one account's slow one-part
+# imports). --quick shrinks sizes and durations (the whole run in about four minutes, half of which
+# are the janitor waits of expiry and smaller); the full run takes 5-10 minutes (more when the
+# shared stack is restarted under it: a disturbed scenario is run again). .ci/run runs
+#   --quick keys rotation queries streams spool completion fairness   (about a minute)
 #
 # Uses the local stack (scripts/stack.sh up, run here; idempotent), a database of its own
 # (gateway_abuse), the bucket transfer-gateway-abuse (created when missing), gateways on

@@ -12,6 +12,18 @@ import Testing
     #expect(c.maxObjectSize == 5_497_558_138_880 && c.uploadTTL == 86_400)
     #expect(c.spoolDirectory == "./.spool" && c.downloadTTL == 3600)
     #expect(c.logLevel == .info && !c.allowGuestRead && !c.s3Accelerate)
+    #expect(c.userMaxStreams == 8 && c.userMemorySharePercent == 25 && c.userSpoolSharePercent == 25)
+    #expect(c.userMemoryShare == 64 << 20 && c.userSpoolShare == 2_684_354_560)
+}
+
+/// A share is a percent of its budget, never below what one transfer needs (a read-ahead
+/// block and a part's buffers; one smallest part), nor above the budget.
+@Test func sharesHaveFloorsAndCeilings() throws {
+    let small = try Configuration.fromEnvironment(["GATEWAY_MEMORY_BUDGET": "\(16 << 20)", "GATEWAY_USER_MEMORY_SHARE": "1",
+                                                   "GATEWAY_SPOOL_BUDGET": "\(16 << 20)", "GATEWAY_USER_SPOOL_SHARE": "10"])
+    #expect(small.userMemoryShare == 8 << 20 && small.userSpoolShare == 5 << 20)
+    let whole = try Configuration.fromEnvironment(["GATEWAY_USER_MEMORY_SHARE": "100", "GATEWAY_USER_SPOOL_SHARE": "100"])
+    #expect(whole.userMemoryShare == 256 << 20 && whole.userSpoolShare == 10 << 30)
 }
 
 @Test func awsVariablesAreTheFallback() throws {
@@ -59,6 +71,10 @@ struct BadSetting: Sendable, CustomTestStringConvertible {
     BadSetting(variable: "GATEWAY_IMPORT_ALLOW_HOSTS", value: "a b"),
     BadSetting(variable: "GATEWAY_MAX_OBJECT_SIZE", value: "5497558138881"),
     BadSetting(variable: "GATEWAY_WORKERS", value: "0"),
+    BadSetting(variable: "GATEWAY_USER_MAX_STREAMS", value: "0"),
+    BadSetting(variable: "GATEWAY_USER_MEMORY_SHARE", value: "0"),
+    BadSetting(variable: "GATEWAY_USER_MEMORY_SHARE", value: "101"),
+    BadSetting(variable: "GATEWAY_USER_SPOOL_SHARE", value: "25%"),
     BadSetting(variable: "GATEWAY_S3_CREDENTIAL_EXPIRATION", value: "tomorrow"),
     BadSetting(variable: "AWS_CREDENTIAL_EXPIRATION", value: "1796040000"),
 ])

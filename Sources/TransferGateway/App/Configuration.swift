@@ -88,10 +88,16 @@ public struct Configuration: Sendable {
 
     public init() {}
 
-    /// The most one identity may hold of the memory budget, in bytes.
-    public var userMemoryShare: Int64 { Int64(memoryBudget) * Int64(userMemorySharePercent) / 100 }
-    /// The most one identity may hold of the spool budget, in bytes.
-    public var userSpoolShare: Int64 { Int64(spoolBudget) * Int64(userSpoolSharePercent) / 100 }
+    /// The most one identity may hold of the memory budget, in bytes: never less than 8 MiB
+    /// (a download's read-ahead block and a part's buffers), nor more than the budget.
+    public var userMemoryShare: Int64 {
+        min(Int64(memoryBudget), max(Int64(memoryBudget) * Int64(userMemorySharePercent) / 100, 8 << 20))
+    }
+    /// The most one identity may hold of the spool budget, in bytes: never less than one
+    /// smallest part (5 MiB), nor more than the budget.
+    public var userSpoolShare: Int64 {
+        min(Int64(spoolBudget), max(Int64(spoolBudget) * Int64(userSpoolSharePercent) / 100, 5 << 20))
+    }
 
     /// One bad setting: which variable, and what was wrong with it.
     public struct Invalid: Error, CustomStringConvertible {
