@@ -76,7 +76,7 @@ public final class InMemoryClientUploadStore: ClientUploadStore {
     @discardableResult
     public func aborted(id: String) async throws -> Bool {
         uploads.withLock { u in
-            guard let state = u[id]?.upload.state, state == .open || state == .creating || state == .aborting else { return false }
+            guard let state = u[id]?.upload.state, [.open, .creating, .aborting, .completing].contains(state) else { return false }
             u[id]?.upload.state = .aborted
             return true
         }

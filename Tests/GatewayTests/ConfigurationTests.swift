@@ -24,6 +24,8 @@ import Testing
     #expect(small.userMemoryShare == 8 << 20 && small.userSpoolShare == 5 << 20)
     let whole = try Configuration.fromEnvironment(["GATEWAY_USER_MEMORY_SHARE": "100", "GATEWAY_USER_SPOOL_SHARE": "100"])
     #expect(whole.userMemoryShare == 256 << 20 && whole.userSpoolShare == 10 << 30)
+    let huge = try Configuration.fromEnvironment(["GATEWAY_SPOOL_BUDGET": "\(1 << 60)"])
+    #expect(huge.userSpoolShare == 1 << 58, "a quarter of 2^60, no overflow")
 }
 
 @Test func awsVariablesAreTheFallback() throws {

@@ -33,6 +33,28 @@ import TransferEngine
         #expect(try await rig.send("POST", "/v1/jobs/\(id)/cancel", as: "bob").status == 404)
     }
 
+    /// A job that has begun to write its object refuses pause and cancel with 409
+    /// `job_completing`, running or handed back (`pending`), on the jobs API and tus alike.
+    @Test func aCompletingJobRefusesPauseAndCancel() async throws {
+        let rig = try RouteRig()
+        let created = try await rig.send("POST", "/v1/jobs", as: "alice",
+                                         json: ["type": "upload", "accessLevel": "private", "key": "c.bin", "size": 11])
+        let id = try #require(created.json["id"] as? String)
+        let claim = try #require(try await rig.store.claimUpload(id: id, owner: "i", leaseMilliseconds: 30_000))
+        try await rig.store.beginCompleting(claim.lease)
+        for action in ["cancel", "pause"] {
+            let refused = try await rig.send("POST", "/v1/jobs/\(id)/\(action)", as: "alice")
+            #expect(refused.status == 409 && refused.json["code"] as? String == "job_completing", "\(action): \(refused.json)")
+        }
+        try await rig.store.releaseUpload(claim.lease)
+        #expect(try await rig.store.job(id: id)?.state == .pending)
+        let refused = try await rig.send("POST", "/v1/jobs/\(id)/cancel", as: "alice")
+        #expect(refused.status == 409 && refused.json["code"] as? String == "job_completing", "handed back: \(refused.json)")
+        let tus = try await rig.send("DELETE", "/v1/tus/\(id)", as: "alice", headers: [("Tus-Resumable", "1.0.0")])
+        #expect(tus.status == 409, "tus termination too: \(tus.status)")
+        #expect(try await rig.store.job(id: id)?.state == .pending, "nothing changed")
+    }
+
     @Test func aLongPollAnswersWhenTheChangeIsAnnounced() async throws {
         let rig = try RouteRig()
         let created = try await rig.send("POST", "/v1/jobs", as: "alice",

@@ -90,7 +90,7 @@ public struct PostgresClientUploadStore: ClientUploadStore {
         try await pool.withConnection { connection in
             !(try connection.query("""
                 UPDATE uploads SET state = 'aborted', completed_at = now()
-                WHERE id = \(id)::uuid AND state IN ('open', 'creating', 'aborting')
+                WHERE id = \(id)::uuid AND state IN ('open', 'creating', 'aborting', 'completing')
                 RETURNING 1 AS ok
                 """)).isEmpty
         }

@@ -307,7 +307,9 @@ struct JobRoutes: Sendable {
             updated = try await store.transition(id: visible.id, action)
         }
         guard let job = updated else { throw APIError.notFound }
-        if job.completing, job.state == .running, JobLifecycle.refusedWhileCompleting(action) { throw APIError.jobCompleting }
+        if job.completing, JobLifecycle.refusedWhileCompleting(action), job.state != JobLifecycle.target(of: action), !job.state.isFinal {
+            throw APIError.jobCompleting
+        }
         var response = Responses.json(200, bytes: json(job, http))
         response.headers.add("ETag", Self.etag(job))
         return response

@@ -1,28 +1,31 @@
 import Synchronization
 
-/// Watches a streamed answer's writes: when one has waited `milliseconds` with nothing written
-/// (the client is not reading), `onStall` runs, once per stall. One task per stream, not one per
-/// write.
+/// Watches a streamed answer's writes: when the same write is still pending at two looks
+/// `milliseconds` apart (the client is not reading), `onStall` runs, once per stall. One task
+/// per stream, not one per write.
 final class StallWatch: Sendable {
+    /// Writes begun and ended: a write is pending while they differ.
+    private let begun = Atomic<Int>(0)
     private let written = Atomic<Int>(0)
-    private let writing = Atomic<Bool>(false)
     private let task: Mutex<Task<Void, Never>?> = Mutex(nil)
 
     init(milliseconds: Int, onStall: @escaping @Sendable () -> Void) {
         let watched = Task { [weak self] in
-            var seen = -1
+            var pendingBefore = -1
             var reported = false
             while !Task.isCancelled {
                 try? await Task.sleep(for: .milliseconds(milliseconds))
                 guard let self else { return }
-                let now = self.written.load(ordering: .acquiring)
-                if self.writing.load(ordering: .acquiring) && now == seen {
+                let begun = self.begun.load(ordering: .acquiring), written = self.written.load(ordering: .acquiring)
+                // The write pending now (its number), if any.
+                let pending = begun > written ? begun : -1
+                if pending >= 0 && pending == pendingBefore {
                     if !reported { onStall() }
                     reported = true
                 } else {
                     reported = false
                 }
-                seen = now
+                pendingBefore = pending
             }
         }
         task.withLock { $0 = watched }
@@ -30,11 +33,8 @@ final class StallWatch: Sendable {
 
     /// Runs one write under watch.
     func write(_ body: () async throws -> Void) async throws {
-        writing.store(true, ordering: .releasing)
-        defer {
-            writing.store(false, ordering: .releasing)
-            written.add(1, ordering: .acquiringAndReleasing)
-        }
+        begun.add(1, ordering: .acquiringAndReleasing)
+        defer { written.add(1, ordering: .acquiringAndReleasing) }
         try await body()
     }
 

@@ -324,10 +324,17 @@ struct UploadsRoutes: Sendable {
             let etag: String
             do {
                 etag = try await objects.completeMultipartUpload(key: upload.objectKey, uploadID: upload.s3UploadID, parts: chosen)
-            } catch let error as TransferError where error.code == "NoSuchUpload" {
-                try await store.aborted(id: upload.id)
-                throw Self.gone
             } catch {
+                // An answer lost on the way (a timeout, a reset) may come after S3 made the
+                // object, and a retry then finds the upload gone: the object says which.
+                if let made = await Self.madeBefore(objects, upload, chosen) {
+                    try await store.completed(id: upload.id, etag: made)
+                    return made
+                }
+                if let error = error as? TransferError, error.code == "NoSuchUpload" {
+                    try await store.aborted(id: upload.id)
+                    throw Self.gone
+                }
                 try? await store.unclaim(id: upload.id)
                 throw error
             }
@@ -369,6 +376,15 @@ struct UploadsRoutes: Sendable {
             try await store.aborted(id: upload.id)
         }
         return HTTPResponse(status: 204)
+    }
+
+    /// The ETag of the upload's object if it is already the one `parts` make (its size, and
+    /// their multipart ETag), else nil.
+    private static func madeBefore(_ objects: any ObjectStore, _ upload: Upload, _ parts: [RecordedPart]) async -> String? {
+        guard let expected = MultipartETag.expected(for: parts.map(\.etag)),
+              let current = try? await objects.size(of: upload.objectKey),
+              current.size == upload.size, MultipartETag.same(current.etag, expected) else { return nil }
+        return current.etag
     }
 
     /// The answer to a complete or abort that lost the record to another request.

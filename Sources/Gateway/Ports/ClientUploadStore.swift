@@ -56,7 +56,8 @@ public protocol ClientUploadStore: Sendable {
     func unclaim(id: String) async throws
     /// The completion claimed before is done.
     func completed(id: String, etag: String) async throws
-    /// Marks the upload aborted if it is `open`, `creating` or `aborting`; returns whether it was.
+    /// Marks the upload aborted if it is `open`, `creating`, `aborting` or `completing` (S3 has
+    /// no such upload any more); returns whether it was.
     @discardableResult
     func aborted(id: String) async throws -> Bool
     /// Uploads `open`, `creating`, `completing` or `aborting` under `prefixes` that nobody touched since `cutoff`

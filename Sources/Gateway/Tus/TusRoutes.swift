@@ -308,7 +308,7 @@ struct TusRoutes: Sendable {
             if job.state != Job.State.running, after?.state == Job.State.canceled { uploads.discardSpooled(jobID: job.id) }
             return after
         }
-        if let after, after.completing, after.state == Job.State.running {
+        if let after, after.completing, !after.state.isFinal {
             return refuse(.jobCompleting, APIError.jobCompleting.detail)
         }
         if after?.state == .completed {

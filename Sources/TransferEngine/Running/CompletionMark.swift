@@ -13,7 +13,14 @@ final class CompletionMark: Sendable {
     /// Records the step in the store under `lease` (refused when the job was paused, canceled or
     /// taken over: `LeaseLost`, and the object must not be written), then marks it here.
     func begin(_ store: any JobStore, _ lease: Lease) async throws {
-        try await store.beginCompleting(lease)
+        // Marked first: a deadline passing during the write must not stop a job whose step
+        // the store may already hold.
         marked.store(true, ordering: .releasing)
+        do {
+            try await store.beginCompleting(lease)
+        } catch {
+            marked.store(false, ordering: .releasing)
+            throw error
+        }
     }
 }

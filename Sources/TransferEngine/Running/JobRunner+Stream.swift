@@ -84,7 +84,7 @@ extension JobRunner {
     private func streamOnce(_ job: Job, _ options: JobOptions, _ lease: Lease, _ source: StreamSource, partSize: Int64,
                             upload: UploadHandle, recorded: inout [Int: RecordedPart], control: JobControl) async throws -> Outcome {
         guard let fetcher else { throw Failure(code: FailureCode.invalidJob) }
-        let streamBuffer = try await settings.memory.reserve(settings.transferBufferBytes)
+        let streamBuffer = try await settings.memory.reserve(settings.transferBufferBytes, owner: job.owner)
         defer { streamBuffer.release() }
         let body = try await fetcher.stream(source.url, limit: settings.maxObjectSize)
         var pass = StreamPass(source: source, partSize: partSize,

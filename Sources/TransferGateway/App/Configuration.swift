@@ -91,12 +91,18 @@ public struct Configuration: Sendable {
     /// The most one identity may hold of the memory budget, in bytes: never less than 8 MiB
     /// (a download's read-ahead block and a part's buffers), nor more than the budget.
     public var userMemoryShare: Int64 {
-        min(Int64(memoryBudget), max(Int64(memoryBudget) * Int64(userMemorySharePercent) / 100, 8 << 20))
+        min(Int64(memoryBudget), max(Self.percent(userMemorySharePercent, of: Int64(memoryBudget)), 8 << 20))
+    }
+
+    /// `percent`% of `total`, rounded down, without multiplying `total` by 100 (a budget may be
+    /// as large as 2^60).
+    static func percent(_ percent: Int, of total: Int64) -> Int64 {
+        total / 100 * Int64(percent) + total % 100 * Int64(percent) / 100
     }
     /// The most one identity may hold of the spool budget, in bytes: never less than one
     /// smallest part (5 MiB), nor more than the budget.
     public var userSpoolShare: Int64 {
-        min(Int64(spoolBudget), max(Int64(spoolBudget) * Int64(userSpoolSharePercent) / 100, 5 << 20))
+        min(Int64(spoolBudget), max(Self.percent(userSpoolSharePercent, of: Int64(spoolBudget)), 5 << 20))
     }
 
     /// One bad setting: which variable, and what was wrong with it.
