@@ -55,13 +55,14 @@ import TransferEngine
                 return nil
             }
         }
-        let readiness = Readiness(checks: [Counting(asked: asked)], timeout: 1)
+        // Cached for a minute here: a loaded machine may take more than a second to start 300 tasks.
+        let readiness = Readiness(checks: [Counting(asked: asked)], timeout: 1, cacheSeconds: 60)
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<300 { group.addTask { _ = await readiness.run() } }
         }
         #expect(asked.count.load(ordering: .relaxed) == 1)
         _ = await readiness.run()
-        #expect(asked.count.load(ordering: .relaxed) == 1, "cached for a second")
+        #expect(asked.count.load(ordering: .relaxed) == 1, "cached")
     }
 
     /// A bucket of five seconds' worth, refilled at the rate; buckets of quiet identities go.

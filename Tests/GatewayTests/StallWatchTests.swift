@@ -8,7 +8,12 @@ import Testing
     @Test func aWriteThatDoesNotGoOutIsAStall() async throws {
         let stalls = Atomic<Int>(0)
         let watch = StallWatch(milliseconds: 50) { stalls.add(1, ordering: .relaxed) }
-        try await watch.write { try await Task.sleep(for: .milliseconds(400)) }
+        // The write goes out only once the stall is seen (bounded), and a while after that.
+        try await watch.write {
+            let deadline = ContinuousClock.now + .seconds(20)
+            while stalls.load(ordering: .relaxed) == 0 && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+            try await Task.sleep(for: .milliseconds(300))
+        }
         watch.stop()
         #expect(stalls.load(ordering: .relaxed) == 1, "one stall, reported once")
     }
@@ -17,9 +22,9 @@ import Testing
         let stalls = Atomic<Int>(0)
         let watch = StallWatch(milliseconds: 50) { stalls.add(1, ordering: .relaxed) }
         for _ in 0..<6 {
-            // The writer waits (on S3, say) between writes; each write goes out quickly.
+            // The writer waits (on S3, say) between writes; each write goes out at once.
             try await Task.sleep(for: .milliseconds(60))
-            try await watch.write { try await Task.sleep(for: .milliseconds(5)) }
+            try await watch.write {}
         }
         watch.stop()
         #expect(stalls.load(ordering: .relaxed) == 0)
