@@ -211,7 +211,9 @@ class Check:
             files = {
                 "small.bin": self.make_file("small.bin", 3 * MiB + 17),
                 "paused.bin": self.make_file("paused.bin", 12 * MiB + 5),
-                "canceled.bin": self.make_file("canceled.bin", 8 * MiB),
+                # Three parts: the bar moves after the first is stored, and at 3 MiB/s the cancel
+                # lands seconds before the end (with two parts the click could come as it ended).
+                "canceled.bin": self.make_file("canceled.bin", 15 * MiB),
                 "large.bin": self.make_file("large.bin", 40 * MiB + 123),
             }
             self.small_job(files["small.bin"])
