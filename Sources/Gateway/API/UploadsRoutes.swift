@@ -295,30 +295,20 @@ struct UploadsRoutes: Sendable {
         let upload = try await upload(http, id: id)
         try requireOpen(upload)
         let fields = try await Responses.fields(from: http, known: ["parts"])
-        // The parts S3 holds are the truth; a client's list, when sent, must agree with it.
-        let byNumber = Dictionary(try await heldParts(upload).map { ($0.number, $0) }, uniquingKeysWith: { a, _ in a })
-        if let sent = try fields.array("parts") {
-            for value in sent {
-                guard case .object(let members) = value, members.pairs.allSatisfy({ $0.key == "partNumber" || $0.key == "etag" }),
-                      let n = Self.partNumber(members["partNumber"]), case .string(let etag)? = members["etag"] else {
-                    throw APIError.validation("parts must be [{partNumber, etag}], part numbers whole from 1 to 10000.")
-                }
-                guard let part = byNumber[n], MultipartETag.same(part.etag, etag) else {
-                    throw APIError(.partMismatch, "Part \(n) is not the one S3 holds.")
-                }
+        // The record is claimed first, before S3 is asked anything: an abort racing this
+        // completion loses (409), or wins and this one answers 409 `upload_not_open`.
+        guard try await store.claim(id: upload.id, for: .completing) else { throw try await notOpen(upload.id) }
+        // From the claim on, the request's work runs to its end even if the client hangs up.
+        let routes = self
+        let parts: [RecordedPart] = try await Shield.run {
+            do {
+                return try await routes.chosenParts(upload, fields)
+            } catch {
+                try? await routes.store.unclaim(id: upload.id)
+                throw error
             }
-        }
-        var parts: [RecordedPart] = []
-        for number in 1...upload.plan.partCount {
-            guard let part = byNumber[number], upload.plan.holds(part) else {
-                throw APIError(.partsMissing, "Part \(number) of \(upload.plan.partCount) is missing or not \(upload.plan.size(ofPart: number)) bytes.")
-            }
-            parts.append(part)
         }
         let store = self.store, objects = self.objects, chosen = parts
-        // The record is claimed first: an abort racing this completion loses (409), or wins and
-        // this one does.
-        guard try await store.claim(id: upload.id, for: .completing) else { throw try await notOpen(upload.id) }
         // Completion and its record run to their end even if the client hangs up meanwhile.
         let etag: String = try await Shield.run {
             let etag: String
@@ -376,6 +366,31 @@ struct UploadsRoutes: Sendable {
             try await store.aborted(id: upload.id)
         }
         return HTTPResponse(status: 204)
+    }
+
+    /// The parts to complete with: those S3 holds (the truth), all of them, each of its planned
+    /// size; a client's list, when sent, must agree with them.
+    private func chosenParts(_ upload: Upload, _ fields: JSONFields) async throws -> [RecordedPart] {
+        let byNumber = Dictionary(try await heldParts(upload).map { ($0.number, $0) }, uniquingKeysWith: { a, _ in a })
+        if let sent = try fields.array("parts") {
+            for value in sent {
+                guard case .object(let members) = value, members.pairs.allSatisfy({ $0.key == "partNumber" || $0.key == "etag" }),
+                      let n = Self.partNumber(members["partNumber"]), case .string(let etag)? = members["etag"] else {
+                    throw APIError.validation("parts must be [{partNumber, etag}], part numbers whole from 1 to 10000.")
+                }
+                guard let part = byNumber[n], MultipartETag.same(part.etag, etag) else {
+                    throw APIError(.partMismatch, "Part \(n) is not the one S3 holds.")
+                }
+            }
+        }
+        var parts: [RecordedPart] = []
+        for number in 1...upload.plan.partCount {
+            guard let part = byNumber[number], upload.plan.holds(part) else {
+                throw APIError(.partsMissing, "Part \(number) of \(upload.plan.partCount) is missing or not \(upload.plan.size(ofPart: number)) bytes.")
+            }
+            parts.append(part)
+        }
+        return parts
     }
 
     /// The ETag of the upload's object if it is already the one `parts` make (its size, and
