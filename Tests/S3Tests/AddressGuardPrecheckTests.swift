@@ -33,6 +33,8 @@ struct AddressGuardPrecheckTests {
         let start = ContinuousClock.now
         let answer = await AddressGuard(allowedHosts: []).precheck(host: "no-such-host.invalid", port: 80, timeout: .milliseconds(500))
         #expect(answer == .undecided)
-        #expect(ContinuousClock.now - start < .seconds(2))
+        // Ten times the timeout: a loaded 2-core CI run took 3 s to schedule the deadline; the
+        // resolver's own give-up (several seconds per nameserver) is what must not be waited for.
+        #expect(ContinuousClock.now - start < .seconds(5))
     }
 }

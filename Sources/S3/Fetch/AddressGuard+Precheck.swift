@@ -17,6 +17,7 @@ extension AddressGuard {
     /// Look-ups run here, never on Swift's cooperative pool: `getaddrinfo` blocks.
     private static let lookups = DispatchQueue(label: "transfer-gateway.address-precheck", attributes: .concurrent)
     /// Look-ups still running (a timed-out one keeps its thread until the resolver gives up).
+    private static let deadlines = DispatchQueue(label: "transfer-gateway.address-precheck-deadlines")
     private static let lookupsInFlight = Mutex(0)
     static let maxLookupsInFlight = 16
 
@@ -44,7 +45,8 @@ extension AddressGuard {
             })
             let (seconds, attoseconds) = timeout.components
             let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
-            Self.lookups.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { once.resume(.undecided) }
+            // On a queue of its own: lookups blocked in the resolver must not hold the deadline back.
+            Self.deadlines.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { once.resume(.undecided) }
         }
     }
 }
