@@ -1260,7 +1260,7 @@ def sc_spool(ctx: Ctx) -> None:
     per file), and — the fairness rule of `imports` (c) — while the spool is full, another
     identity's 16-byte copy still completes (within 15 s): a full spool may hold downloads back,
     not every worker of the instance.
-    (c) Issue 25, the spool share and stalled uploads with huge parts: on (b)'s gateway, upload
+    (c) The spool share and stalled uploads with huge parts: on (b)'s gateway, upload
     jobs with a partSize of 25% of its spool (64 MiB) and 1 MiB more; then, with
     GATEWAY_SPOOL_BUDGET=24 GiB (one identity's 25% share, 6 GiB, admits S3's largest part, 5 GiB;
     nothing is written to disk unless sent), two upload jobs of A with 5 GiB parts,
@@ -1356,7 +1356,7 @@ def sc_spool(ctx: Ctx) -> None:
               f"(b) the full spool blocks downloads, not everyone: another identity's 16-byte copy completes "
               f"(got {probe_state} after {probe_seconds:.1f}s)")
 
-    # (c) issue 25: a part above one identity's share of the spool (here 25% of 256 MiB), then
+    # (c) a part above one identity's share of the spool (here 25% of 256 MiB), then
     # stalled uploads with huge parts against everyone's spool
     share_b = 268435456 // 4
     spec = {"type": "upload", "accessLevel": "private", "key": "s/share", "size": 4 * share_b}
@@ -1972,7 +1972,7 @@ def sc_queries(ctx: Ctx) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Issue 25: bounded, second pass
+# Bounded, second pass
 
 def stalled_get(path: str, port: int = PORT, rcvbuf: int = 4096, head_timeout: float = 15, keep: int = 1024,
                 headers=None) -> dict:

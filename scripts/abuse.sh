@@ -10,7 +10,7 @@
 # Scenarios (all by default, in this order): crash longpolls memory metrics imports tails tus spool
 # bodies expiry quotas readyz smaller keys rotation queries streams completion fairness. What each
 # replays and what must hold is the header comment of its function in scripts/abuse.py (keys,
-# rotation and queries take seconds). Issue 25's bounds: streams (stalled readers of one dataUrl
+# rotation and queries take seconds). The second bounds pass: streams (stalled readers of one dataUrl
 # against the memory budget and GATEWAY_USER_MAX_STREAMS), spool (c) (stalled uploads with 5 GiB
 # parts, the per-identity spool share), completion (cancel racing an upload job's last PUT, abort
 # racing complete on /v1/uploads), fairness (GATEWAY_WORKERS=4 held by one account's slow one-part
