@@ -51,13 +51,17 @@ let package = Package(
         // loopback HTTP client, for tests of every target.
         .target(name: "TestSupport", dependencies: ["TransferEngine", "Gateway", "Crypto"]),
 
+        // One test target per source target, named after it (IntegrationTests aside).
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
+        .testTarget(name: "StripedTests", dependencies: ["Striped"]),
+        .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
         .testTarget(name: "SigV4Tests", dependencies: ["SigV4", "Crypto"], exclude: ["Fixtures"]),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "TransferGateway", "HTTPServer", "Auth", "Crypto",
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "HTTPServer", "Auth", "Crypto",
                                                    "TransferEngine", "TestSupport", "Adapters"]),
-        .testTarget(name: "AuthTests", dependencies: ["Auth", "Crypto", "Striped"], exclude: ["Fixtures"]),
+        .testTarget(name: "AuthTests", dependencies: ["Auth", "Crypto"], exclude: ["Fixtures"]),
         .testTarget(name: "TransferEngineTests", dependencies: ["TransferEngine", "Crypto", "TestSupport", "Adapters"]),
         .testTarget(name: "S3Tests", dependencies: ["S3", "SigV4", "Crypto"], exclude: ["Fixtures"]),
+        .testTarget(name: "TransferGatewayTests", dependencies: ["TransferGateway", "Gateway"]),
         // Every live suite: against the real PostgreSQL and S3 server (GATEWAY_LIVE_TESTS=1, scripts/test.sh).
         .testTarget(name: "IntegrationTests", dependencies: ["Gateway", "Adapters", "TransferGateway", "HTTPServer", "S3", "Postgres",
                                                        "Auth", "SigV4", "Crypto", "TransferEngine", "TestSupport"],
