@@ -50,6 +50,9 @@ let package = Package(
         // In-memory twins of every port (the engine's and the routes'), a manual clock and one
         // loopback HTTP client, for tests of every target.
         .target(name: "TestSupport", dependencies: ["TransferEngine", "Gateway", "Crypto"]),
+        // Each port's contract as one suite, run against its in-memory twin (the unit tests) and
+        // its real adapter (IntegrationTests), so a twin cannot drift from PostgreSQL or S3.
+        .target(name: "PortContracts", dependencies: ["TransferEngine", "Gateway", "TestSupport", "Crypto"]),
 
         // One test target per source target, named after it (IntegrationTests aside).
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
@@ -57,14 +60,14 @@ let package = Package(
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
         .testTarget(name: "SigV4Tests", dependencies: ["SigV4", "Crypto"], exclude: ["Fixtures"]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "HTTPServer", "Auth", "Crypto",
-                                                   "TransferEngine", "TestSupport", "Adapters"]),
+                                                   "TransferEngine", "TestSupport", "Adapters", "PortContracts"]),
         .testTarget(name: "AuthTests", dependencies: ["Auth", "Crypto"], exclude: ["Fixtures"]),
-        .testTarget(name: "TransferEngineTests", dependencies: ["TransferEngine", "Crypto", "TestSupport", "Adapters"]),
+        .testTarget(name: "TransferEngineTests", dependencies: ["TransferEngine", "Crypto", "TestSupport", "Adapters", "PortContracts"]),
         .testTarget(name: "S3Tests", dependencies: ["S3", "SigV4", "Crypto"], exclude: ["Fixtures"]),
         .testTarget(name: "TransferGatewayTests", dependencies: ["TransferGateway", "Gateway"]),
         // Every live suite: against the real PostgreSQL and S3 server (GATEWAY_LIVE_TESTS=1, scripts/test.sh).
         .testTarget(name: "IntegrationTests", dependencies: ["Gateway", "Adapters", "TransferGateway", "HTTPServer", "S3", "Postgres",
-                                                       "Auth", "SigV4", "Crypto", "TransferEngine", "TestSupport"],
+                                                       "Auth", "SigV4", "Crypto", "TransferEngine", "TestSupport", "PortContracts"],
                     exclude: ["Scripts"]),
     ],
     swiftLanguageModes: [.v6]

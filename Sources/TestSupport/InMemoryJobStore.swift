@@ -3,7 +3,12 @@ import TransferEngine
 
 /// The job store's twin: the same lease rules as the PostgreSQL store (every write under a
 /// lease checks its token and the running state), the same fair claim order, quotas, crash
-/// counts and upload tails, in memory, on the test's clock.
+/// counts and upload tails, in memory, on the test's clock. `JobStoreContract` (PortContracts)
+/// runs the same cases on this twin and on `PostgresJobStore`.
+///
+/// In PostgreSQL the jobs and the client uploads share a database: an identity's open uploads
+/// count both, and upload ids in use on a key come from both. A `InMemoryClientUploadStore`
+/// made with `jobs:` this store is that other table; without one, there are no client uploads.
 public final class InMemoryJobStore: UploadStore {
     private struct Tables {
         var jobs: [String: Job] = [:]
@@ -14,6 +19,13 @@ public final class InMemoryJobStore: UploadStore {
         var partWrites = 0
     }
     private let state = Mutex(Tables())
+    /// The twin of PostgreSQL's per-identity advisory lock: a quota check and its insert, in
+    /// this store or the linked client-upload store, run under it one at a time.
+    let ownerLock = Mutex(())
+    private let linked = Mutex(LinkedUploads())
+    private struct LinkedUploads {
+        weak var store: InMemoryClientUploadStore?
+    }
     public let clock: any EngineClock
     /// Runs before every write made under a lease: a test's crash point (throw to fail it).
     public let beforeWrite: @Sendable (String) throws -> Void
@@ -23,17 +35,51 @@ public final class InMemoryJobStore: UploadStore {
         self.beforeWrite = beforeWrite
     }
 
+    /// An insert of an id the store holds already (PostgreSQL: the primary key's unique violation).
+    public struct DuplicateID: Error, Equatable {
+        /// The id inserted again.
+        public let id: String
+    }
+
+    /// Makes `uploads` the client-upload table beside this one (`InMemoryClientUploadStore(jobs:)` calls it).
+    func link(_ uploads: InMemoryClientUploadStore) {
+        linked.withLock { $0.store = uploads }
+    }
+
+    /// Upload jobs of `owner` not yet ended: what the linked client-upload store counts too.
+    func openUploadJobs(owner: String) -> Int {
+        state.withLock { s in s.jobs.values.filter { $0.owner == owner && $0.kind == .upload && !$0.state.isFinal }.count }
+    }
+
     @discardableResult
     public func insert(_ job: Job, quota: OwnerQuota?) async throws -> Job {
-        try state.withLock { s in
-            if let quota {
+        guard let quota else { return try store(job) }
+        // As PostgreSQL's OwnerLimits: under the identity's lock, active jobs, then open
+        // uploads (upload jobs not ended and client uploads creating or open) against the quota.
+        return try ownerLock.withLock { _ in
+            let clientUploads = linked.withLock { $0.store }?.openUploads(owner: job.owner) ?? 0
+            return try store(job) { s in
                 let active = s.jobs.values.filter { $0.owner == job.owner && !$0.state.isFinal }
                 if active.count >= quota.maxActiveJobs { throw QuotaExceeded(limit: .activeJobs, maximum: quota.maxActiveJobs) }
-                if job.kind == .upload && active.filter({ $0.kind == .upload }).count >= quota.maxOpenUploads {
+                if job.kind == .upload && active.filter({ $0.kind == .upload }).count + clientUploads >= quota.maxOpenUploads {
                     throw QuotaExceeded(limit: .openUploads, maximum: quota.maxOpenUploads)
                 }
             }
-            var stored = job
+        }
+    }
+
+    /// Stores what PostgreSQL's INSERT writes of `job` (its description and counters); the
+    /// fields of a run (lease, plan, attempts, error…) start as the table's defaults.
+    private func store(_ job: Job, check: (Tables) throws -> Void = { _ in }) throws -> Job {
+        try state.withLock { s in
+            try check(s)
+            guard s.jobs[job.id] == nil else { throw DuplicateID(id: job.id) }
+            var stored = Job(id: job.id, owner: job.owner, kind: job.kind, state: job.state, objectKey: job.objectKey,
+                             source: job.source, options: job.options, bytesTotal: job.bytesTotal, partSize: job.partSize)
+            stored.etag = job.etag
+            stored.sourceETag = job.sourceETag
+            stored.bytesTransferred = job.bytesTransferred
+            stored.bytesCommitted = job.bytesCommitted
             stored.createdAt = Int64(clock.now())
             stored.updatedAt = stored.createdAt
             stored.bytesAt = stored.createdAt
@@ -43,12 +89,16 @@ public final class InMemoryJobStore: UploadStore {
         }
     }
 
+    /// A job as the store answers it: with its count of recorded parts, as PostgreSQL counts
+    /// them on every read.
+    private static func shown(_ s: Tables, _ job: Job) -> Job {
+        var job = job
+        job.partsCompleted = s.parts[job.id]?.count ?? 0
+        return job
+    }
+
     public func job(id: String) async throws -> Job? {
-        state.withLock { s in
-            guard var job = s.jobs[id] else { return nil }
-            job.partsCompleted = s.parts[id]?.count ?? 0
-            return job
-        }
+        state.withLock { s in s.jobs[id].map { Self.shown(s, $0) } }
     }
 
     private static func runnable(_ s: Tables, _ job: Job, now: Int64) -> Bool {
@@ -74,8 +124,9 @@ public final class InMemoryJobStore: UploadStore {
             job.state = .running
             job.attempts += 1
             job.version += 1
+            job.updatedAt = Int64(now)
             s.jobs[job.id] = job
-            return (job, Lease(jobID: job.id, owner: owner, token: token, expiresAt: now + leaseMilliseconds))
+            return (Self.shown(s, job), Lease(jobID: job.id, owner: owner, token: token, expiresAt: now + leaseMilliseconds))
         }
     }
 
@@ -117,11 +168,13 @@ public final class InMemoryJobStore: UploadStore {
     }
 
     public func release(_ lease: Lease) async throws {
+        let now = Int64(clock.now())
         try state.withLock { s in
             try beforeWrite("release")
             guard owned(s, lease) else { return }
             s.leases[lease.jobID] = nil
             s.jobs[lease.jobID]?.version += 1
+            s.jobs[lease.jobID]?.updatedAt = now
         }
     }
 
@@ -133,6 +186,7 @@ public final class InMemoryJobStore: UploadStore {
     public var partWrites: Int { state.withLock { $0.partWrites } }
 
     public func recordParts(_ parts: [RecordedPart], under lease: Lease) async throws {
+        let now = Int64(clock.now())
         try state.withLock { s in
             try guardWrite(s, lease, "recordPart")
             for part in parts {
@@ -142,6 +196,7 @@ public final class InMemoryJobStore: UploadStore {
                 s.jobs[lease.jobID]?.bytesTransferred += part.size - previous
             }
             s.jobs[lease.jobID]?.version += 1
+            s.jobs[lease.jobID]?.updatedAt = now
             s.partWrites += 1
         }
     }
@@ -152,6 +207,7 @@ public final class InMemoryJobStore: UploadStore {
 
     public func start(_ lease: Lease, uploadID: String?, partChecksum: PartChecksum?, partsTotal: Int, partSize: Int64,
                       bytesTotal: Int64?, sourceETag: String?) async throws {
+        let now = Int64(clock.now())
         try state.withLock { s in
             try guardWrite(s, lease, "start")
             let dropped = (s.parts[lease.jobID] ?? [:]).values.reduce(Int64(0)) { $0 + $1.size }
@@ -165,6 +221,7 @@ public final class InMemoryJobStore: UploadStore {
             s.jobs[lease.jobID]?.bytesTotal = bytesTotal
             s.jobs[lease.jobID]?.sourceETag = sourceETag
             s.jobs[lease.jobID]?.version += 1
+            s.jobs[lease.jobID]?.updatedAt = now
         }
     }
 
@@ -176,6 +233,7 @@ public final class InMemoryJobStore: UploadStore {
             s.jobs[lease.jobID]?.etag = etag
             s.jobs[lease.jobID]?.error = error
             s.jobs[lease.jobID]?.completedAt = now
+            s.jobs[lease.jobID]?.updatedAt = now
             s.jobs[lease.jobID]?.version += 1
             if newState == .completed, s.jobs[lease.jobID]?.bytesTotal == nil {
                 let committed = s.jobs[lease.jobID]?.bytesCommitted
@@ -187,11 +245,13 @@ public final class InMemoryJobStore: UploadStore {
 
     public func list(owner: String?, state wanted: Job.State?, kind: Job.Kind?, limit: Int, after cursor: String?) async throws -> [Job] {
         state.withLock { s in
-            let mark = cursor.flatMap { s.jobs[$0] }.map { ($0.createdAt, $0.id) }
+            // A cursor naming no job lists nothing (PostgreSQL compares with a NULL row).
+            let mark = cursor.map { s.jobs[$0].map { ($0.createdAt, $0.id) } }
+            if case .some(.none) = mark { return [] }
             return Array(s.jobs.values.filter { job in
                 (owner == nil || job.owner == owner) && (wanted == nil || job.state == wanted) && (kind == nil || job.kind == kind)
-                    && (mark.map { (job.createdAt, job.id) < $0 } ?? true)
-            }.sorted { ($0.createdAt, $0.id) > ($1.createdAt, $1.id) }.prefix(limit))
+                    && (mark.flatMap { $0 }.map { (job.createdAt, job.id) < $0 } ?? true)
+            }.sorted { ($0.createdAt, $0.id) > ($1.createdAt, $1.id) }.prefix(limit).map { Self.shown(s, $0) })
         }
     }
 
@@ -203,16 +263,18 @@ public final class InMemoryJobStore: UploadStore {
                 job.state = JobLifecycle.target(of: action)
                 if job.state.isFinal { job.completedAt = now }
                 job.version += 1
+                job.updatedAt = now
                 s.jobs[id] = job
             }
-            return job
+            return Self.shown(s, job)
         }
     }
 
     public func uploadIDsInUse(key: String) async throws -> Set<String> {
-        state.withLock { s in
+        let jobs = state.withLock { s in
             Set(s.jobs.values.filter { $0.objectKey == key && !$0.state.isFinal }.compactMap(\.uploadID))
         }
+        return jobs.union(linked.withLock { $0.store }?.openUploadIDs(key: key) ?? [])
     }
 
     // MARK: uploads
@@ -231,8 +293,9 @@ public final class InMemoryJobStore: UploadStore {
             s.leases[id] = (owner, token, now + leaseMilliseconds)
             job.state = .running
             job.version += 1
+            job.updatedAt = now
             s.jobs[id] = job
-            return UploadClaim(job: job, lease: Lease(jobID: id, owner: owner, token: token, expiresAt: now + leaseMilliseconds),
+            return UploadClaim(job: Self.shown(s, job), lease: Lease(jobID: id, owner: owner, token: token, expiresAt: now + leaseMilliseconds),
                                tail: s.tails[id] ?? [])
         }
     }
@@ -253,6 +316,7 @@ public final class InMemoryJobStore: UploadStore {
                 s.jobs[lease.jobID]?.bytesCommitted = transferred
             }
             s.jobs[lease.jobID]?.bytesAt = now
+            s.jobs[lease.jobID]?.updatedAt = now
             s.jobs[lease.jobID]?.version += 1
             s.partWrites += 1
             return s.tails.removeValue(forKey: lease.jobID) ?? []
@@ -268,18 +332,21 @@ public final class InMemoryJobStore: UploadStore {
             let parts = s.jobs[lease.jobID]?.bytesTransferred ?? 0
             s.jobs[lease.jobID]?.bytesCommitted = parts + segments.reduce(0) { $0 + $1.size }
             s.jobs[lease.jobID]?.bytesAt = now
+            s.jobs[lease.jobID]?.updatedAt = now
             s.jobs[lease.jobID]?.version += 1
             return before.filter { !segments.contains($0) }
         }
     }
 
     public func releaseUpload(_ lease: Lease) async throws {
+        let now = Int64(clock.now())
         try state.withLock { s in
             try beforeWrite("releaseUpload")
             guard owned(s, lease) else { return }
             s.jobs[lease.jobID]?.state = JobLifecycle.target(of: .releaseUpload)
             s.jobs[lease.jobID]?.bytesFlowing = 0
             s.jobs[lease.jobID]?.version += 1
+            s.jobs[lease.jobID]?.updatedAt = now
             s.leases[lease.jobID] = nil
         }
     }

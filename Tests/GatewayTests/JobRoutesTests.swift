@@ -114,10 +114,12 @@ import TransferEngine
     /// The API, the event stream and webhooks render a job in one place: each shows the detail.
     @Test func aFailedJobsErrorHasACodeAndADetail() async throws {
         let rig = try RouteRig()
-        var failed = Job(id: "6d9a4b7e-0000-4000-8000-000000000001", owner: "alice", kind: .import, state: .failed,
+        let failed = Job(id: "6d9a4b7e-0000-4000-8000-000000000001", owner: "alice", kind: .import, state: .queued,
                          objectKey: "private/alice/i", source: "{}", bytesTotal: nil, partSize: 5_242_880)
-        failed.error = #"{"code": "SourceHTTP404"}"#   // as PostgreSQL's jsonb gives it back
         _ = try await rig.store.insert(failed, quota: nil)
+        // Failed as the stores record it (an insert keeps no error): claimed, then finished.
+        let (_, lease) = try #require(try await rig.store.claim(owner: "rig", leaseMilliseconds: 60_000))
+        try await rig.store.finish(lease, state: .failed, etag: nil, error: #"{"code": "SourceHTTP404"}"#)   // as PostgreSQL's jsonb gives it back
         let shown = try await rig.send("GET", "/v1/jobs/\(failed.id)", as: "alice")
         let error = try #require(shown.json["error"] as? [String: Any], "\(shown.json)")
         #expect(error["code"] as? String == "SourceHTTP404")

@@ -14,7 +14,7 @@ final class RouteRig: Sendable {
     let clock = ManualClock(start: 1_800_000_000_000)
     let store: InMemoryJobStore
     let objects: InMemoryObjectStore
-    let clientUploads = InMemoryClientUploadStore()
+    let clientUploads: InMemoryClientUploadStore
     let changes = JobChanges()
     let spool: DirectorySpool
     let responder: GatewayResponder
@@ -22,6 +22,8 @@ final class RouteRig: Sendable {
 
     init(sourceCheck: (any SourceAddressCheck)? = nil, _ tweak: (inout GatewayRoutes.Settings) -> Void = { _ in }) throws {
         store = InMemoryJobStore(clock: clock)
+        // One database's twins: an identity's open uploads count its upload jobs and client uploads together.
+        clientUploads = InMemoryClientUploadStore(jobs: store)
         objects = InMemoryObjectStore(clock: clock)
         spool = try DirectorySpool(directory: NSTemporaryDirectory() + "route-spool-" + UUID().uuidString)
         var settings = GatewayRoutes.Settings()

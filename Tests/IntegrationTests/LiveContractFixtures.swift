@@ -1,0 +1,62 @@
+import Foundation
+import PortContracts
+import Postgres
+import Testing
+@testable import Adapters
+@testable import TransferGateway
+
+/// The fixtures the ports' contracts (PortContracts) run on live: the real adapters on PostgreSQL
+/// and SeaweedFS, where the unit tests run the same cases on the in-memory twins. A case that
+/// passes on one side only is a twin that drifted (or an adapter to look at).
+enum LiveContractFixtures {
+    /// The PostgreSQL stores on the live database, under a tag of the fixture's own. `retiring`:
+    /// every other active job is canceled first (a claim takes the oldest runnable job of the
+    /// whole table), for the job store's suite, which runs inside `JobTableTests`.
+    static func stores(retiring: Bool) async throws -> StoreFixture {
+        let url = try #require(try Configuration.fromEnvironment(liveEnvironment).databaseURL)
+        _ = try await GatewayApp.migrate(databaseURL: url)
+        let pool = PostgresPool(url: url, size: 2)
+        if retiring { try await JobTableTests.retireLeftovers(pool) }
+        let tag = String(UUID().uuidString.prefix(8)).lowercased()
+        let owners = "%-" + tag
+        return StoreFixture(
+            jobs: PostgresJobStore(pool: pool), clientUploads: PostgresClientUploadStore(pool: pool),
+            idempotency: PostgresIdempotencyStore(pool: pool), tag: tag,
+            age: { milliseconds in
+                // Time passes for the fixture's rows: each of their moments moves that far back.
+                try await pool.withTransaction { connection in
+                    let by = Int64(milliseconds)
+                    try connection.query("""
+                        UPDATE jobs SET created_at = created_at - \(by) * interval '1 millisecond',
+                               updated_at = updated_at - \(by) * interval '1 millisecond',
+                               completed_at = completed_at - \(by) * interval '1 millisecond',
+                               lease_expires_at = lease_expires_at - \(by) * interval '1 millisecond',
+                               bytes_at = bytes_at - \(by) * interval '1 millisecond'
+                        WHERE owner LIKE \(owners)
+                        """)
+                    try connection.query("""
+                        UPDATE uploads SET created_at = created_at - \(by) * interval '1 millisecond',
+                               touched_at = touched_at - \(by) * interval '1 millisecond',
+                               completed_at = completed_at - \(by) * interval '1 millisecond'
+                        WHERE owner LIKE \(owners)
+                        """)
+                    try connection.query("""
+                        UPDATE idempotency_keys SET created_at = created_at - \(by) * interval '1 millisecond' WHERE owner LIKE \(owners)
+                        """)
+                }
+            },
+            now: {
+                try await pool.withConnection { connection in
+                    let row = try #require(try connection.query("SELECT extract(epoch FROM clock_timestamp())::float8::text AS now").first)
+                    return try #require(Double(try row.string("now")))
+                }
+            },
+            tearDown: {
+                _ = try? await pool.withTransaction { connection in
+                    try connection.query("DELETE FROM jobs WHERE owner LIKE \(owners)")
+                    try connection.query("DELETE FROM uploads WHERE owner LIKE \(owners)")
+                    try connection.query("DELETE FROM idempotency_keys WHERE owner LIKE \(owners)")
+                }
+            })
+    }
+}
