@@ -6,8 +6,9 @@ import Glibc
 #endif
 
 /// The object store's twin: objects and multipart uploads in memory, part ETags the MD5 of
-/// their bytes and the completed ETag S3's rule, as S3 does. `fault` may fail any call;
-/// `beforePart` runs before each part moves (to hold parts in flight).
+/// their bytes and the completed ETag S3's rule, as S3 does (`ObjectStoreContract` in
+/// PortContracts runs the same cases on this twin and on `S3ObjectStore`). `fault` may fail any
+/// call; `beforePart` runs before each part moves (to hold parts in flight).
 public final class InMemoryObjectStore: ObjectStore {
     public enum Call: Equatable, Sendable {
         case size(String), create, copyPart(Int), uploadPart(Int), read(Int64), complete, abort, copyObject, putObject, delete
@@ -73,16 +74,19 @@ public final class InMemoryObjectStore: ObjectStore {
     public func properties(of key: String) async throws -> ObjectProperties {
         try enter(.size(key))
         guard let found = state.withLock({ s in
-            s.objects[key].map { ObjectProperties(size: Int64($0.count), etag: s.etags[key] ?? Self.etag($0), lastModified: nil,
+            s.objects[key].map { ObjectProperties(size: Int64($0.count), etag: s.etags[key] ?? Self.etag($0), lastModified: Self.headLastModified,
                                                   attributes: s.attributes[key] ?? ObjectAttributesSpec().withDefaultType) }
         }) else {
-            throw TransferError(code: "NoSuchKey", retryable: false)
+            // HeadObject's 404 carries no body to name a code: the S3 client calls it NotFound.
+            throw TransferError(code: "NotFound", retryable: false)
         }
         return found
     }
 
     /// The `lastModified` every listed object shows.
     public static let listedLastModified = "2026-12-01T18:30:02Z"
+    /// The same moment as HeadObject's `Last-Modified` (an HTTP-date) shows it.
+    public static let headLastModified = "Tue, 01 Dec 2026 18:30:02 GMT"
 
     public func list(prefix: String, after: String?, limit: Int) async throws -> (objects: [ObjectSummary], next: String?) {
         let keys = keys(under: prefix).filter { after == nil || $0 > after! }
@@ -179,7 +183,10 @@ public final class InMemoryObjectStore: ObjectStore {
 
     public func abortMultipartUpload(key: String, uploadID: String) async throws {
         try enter(.abort)
-        state.withLock { _ = $0.uploads.removeValue(forKey: uploadID) }
+        // As S3: an upload it no longer has (aborted, completed, never made) is NoSuchUpload.
+        guard state.withLock({ $0.uploads.removeValue(forKey: uploadID) != nil }) else {
+            throw TransferError(code: "NoSuchUpload", retryable: false)
+        }
     }
 
     public func openUploads(key: String, olderThan age: Double) async throws -> [String] {

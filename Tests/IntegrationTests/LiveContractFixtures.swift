@@ -3,6 +3,7 @@ import PortContracts
 import Postgres
 import Testing
 @testable import Adapters
+@testable import S3
 @testable import TransferGateway
 
 /// The fixtures the ports' contracts (PortContracts) run on live: the real adapters on PostgreSQL
@@ -58,5 +59,17 @@ enum LiveContractFixtures {
                     try connection.query("DELETE FROM idempotency_keys WHERE owner LIKE \(owners)")
                 }
             })
+    }
+
+    /// The S3 adapter on the live bucket, under `tests/port-contracts/<uuid>/`.
+    static func objects() throws -> ObjectStoreFixture {
+        let client = try liveClient()
+        let prefix = "tests/port-contracts/\(UUID().uuidString.lowercased())/"
+        return ObjectStoreFixture(store: S3ObjectStore(client: client), prefix: prefix, tearDown: {
+            for object in (try? await client.listObjects(prefix: prefix)) ?? [] { try? await client.deleteObject(key: object.key) }
+            for upload in (try? await client.listMultipartUploads(prefix: prefix)) ?? [] {
+                try? await client.abortIfOpen(key: upload.key, uploadId: upload.uploadId)
+            }
+        })
     }
 }
