@@ -20,7 +20,8 @@ final class RouteRig: Sendable {
     let responder: GatewayResponder
     let logs = MemorySink()
 
-    init(sourceCheck: (any SourceAddressCheck)? = nil, _ tweak: (inout GatewayRoutes.Settings) -> Void = { _ in }) throws {
+    init(sourceCheck: (any SourceAddressCheck)? = nil, presigner: any Presigner = StaticPresigner(),
+         _ tweak: (inout GatewayRoutes.Settings) -> Void = { _ in }) throws {
         store = InMemoryJobStore(clock: clock)
         // One database's twins: an identity's open uploads count its upload jobs and client uploads together.
         clientUploads = InMemoryClientUploadStore(jobs: store)
@@ -33,8 +34,9 @@ final class RouteRig: Sendable {
                                       clock: clock)
         let now = { @Sendable in Int(Date().timeIntervalSince1970) }
         let routes = GatewayRoutes(
-            authenticator: Authenticator(verifier: JWTVerifier(keys: [.hmac(Self.secret)]), allowGuestRead: false, now: now),
-            presigner: StaticPresigner(), checks: [], metrics: Metrics(), openAPI: nil,
+            authenticator: Authenticator(verifier: JWTVerifier(keys: [.hmac(Self.secret)]), allowGuestRead: settings.allowGuestRead,
+                                         now: now),
+            presigner: presigner, checks: [], metrics: Metrics(), openAPI: nil,
             jobs: .init(store: store, objects: objects, spool: spool, receiver: receiver, clientUploads: clientUploads, changes: changes,
                         idempotency: InMemoryIdempotencyStore(), sourceCheck: sourceCheck),
             settings: settings, now: now, monotonic: { 0 })
