@@ -58,6 +58,7 @@ let package = Package(
         .testTarget(name: "AuthTests", dependencies: ["Auth", "Crypto", "Striped"], exclude: ["Fixtures"]),
         .testTarget(name: "TransferEngineTests", dependencies: ["TransferEngine", "Crypto", "TestSupport", "Adapters"]),
         .testTarget(name: "S3Tests", dependencies: ["S3", "SigV4", "Crypto"], exclude: ["Fixtures"]),
+        .testTarget(name: "AdaptersTests", dependencies: ["Adapters", "S3", "TransferEngine"]),
         // Every live suite: against the real PostgreSQL and S3 server (GATEWAY_LIVE_TESTS=1, scripts/test.sh).
         .testTarget(name: "IntegrationTests", dependencies: ["Gateway", "Adapters", "TransferGateway", "HTTPServer", "S3", "Postgres",
                                                        "Auth", "SigV4", "Crypto", "TransferEngine", "TestSupport"],
