@@ -1,6 +1,7 @@
 import Synchronization
 
-/// Runs one server-side job (`copy`, `import`, `download`) from its lease to its end.
+/// Runs one server-side job (`copy`, `import`) from its lease to its end (a `download` is pinned
+/// and completed when it is made; an `upload` takes its bytes from requests, `UploadReceiver`).
 ///
 /// One lifetime from claim to end: in every phase (sizing the source, reading a stream, moving
 /// parts, completing) the lease is renewed on a timer, and a lost lease (pause, cancel, another

@@ -2,7 +2,7 @@ import Gateway
 import S3
 import TransferEngine
 
-/// Every setting (README, "Settings") as one validated value, read from the environment here and
+/// Every setting (docs/configuration.md) as one validated value, read from the environment here and
 /// nowhere else. A malformed setting stops start-up with one line naming the variable.
 public struct Configuration: Sendable {
     public typealias LogLevel = Logger.Level
