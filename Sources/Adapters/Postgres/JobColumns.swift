@@ -11,7 +11,7 @@ enum JobColumns {
     static func json(_ source: JobSource) -> String {
         switch source {
         case .uploaded(nil): return "{}"
-        case .uploaded(let metadata?): return encoded(TusRecord(uploadMetadata: metadata))
+        case .uploaded(let metadata?): return encoded(UploadRecord(uploadMetadata: metadata))
         case .url(let url): return encoded(URLRecord(url: url))
         case .object(let object): return encoded(object)
         }
@@ -22,7 +22,7 @@ enum JobColumns {
         do {
             switch kind {
             case .upload:
-                return .uploaded(tusMetadata: try decoded(TusRecord?.self, text)?.uploadMetadata)
+                return .uploaded(tusMetadata: try decoded(UploadRecord.self, text).uploadMetadata)
             case .import: return .url(try decoded(URLRecord.self, text).url)
             case .copy, .download: return .object(try decoded(ObjectSource.self, text))
             }
@@ -49,8 +49,9 @@ enum JobColumns {
         do { return try decoded(JobFailure.self, json) } catch { throw UnreadableJob(id: id, column: "error") }
     }
 
-    private struct TusRecord: Codable {
-        var uploadMetadata: String
+    /// An upload job's source: `{}`, or a tus upload's `Upload-Metadata`.
+    private struct UploadRecord: Codable {
+        var uploadMetadata: String?
     }
 
     private struct URLRecord: Codable {
