@@ -64,6 +64,7 @@ let package = Package(
         .testTarget(name: "AuthTests", dependencies: ["Auth", "Crypto"], exclude: ["Fixtures"]),
         .testTarget(name: "TransferEngineTests", dependencies: ["TransferEngine", "Crypto", "TestSupport", "Adapters", "PortContracts"]),
         .testTarget(name: "S3Tests", dependencies: ["S3", "SigV4", "Crypto"], exclude: ["Fixtures"]),
+        .testTarget(name: "AdaptersTests", dependencies: ["Adapters", "S3", "TransferEngine"]),
         .testTarget(name: "TransferGatewayTests", dependencies: ["TransferGateway", "Gateway"]),
         // Every live suite: against the real PostgreSQL and S3 server (GATEWAY_LIVE_TESTS=1, scripts/test.sh).
         .testTarget(name: "IntegrationTests", dependencies: ["Gateway", "Adapters", "TransferGateway", "HTTPServer", "S3", "Postgres",

@@ -1,7 +1,7 @@
 """bench/webhook_bench.py — N copy jobs completing, their webhooks caught on loopback.
 
 Run by bench/webhooks.sh. A receiver (ThreadingHTTPServer) checks every delivery's signature as
-the README shows, dedupes by event id, and notes when each arrived; the driver creates N copy
+docs/events.md shows, dedupes by event id, and notes when each arrived; the driver creates N copy
 jobs of a small object through the gateway (16 at a time) and waits for every job's
 `job.completed`. Latency is from the change (the event's `createdAt`, stamped by PostgreSQL in
 the transaction of the change) to the receipt. Prints one JSON line of results.

@@ -1060,7 +1060,7 @@ def sc_imports(ctx: Ctx) -> None:
     Replays: a local HTTP server that answers every GET with the whole 50 MiB at ~1 MiB/s:
     (a) an import with timeoutSeconds 3; (b) an import canceled after 2 s; (c) eight such imports
     by user A, then a 16-byte copy by user B.
-    Must hold: (a) `failed` with JobTimeout within ~5 s (6 s allowed) — the old code let the
+    Must hold: (a) `failed` with job_timeout within ~5 s (6 s allowed) — the old code let the
     streamed read run past the job's lifetime; (b) `canceled`, and the source connection closed
     within ~2 s (3 s allowed); (c) B's copy completes within ~5 s (7 s allowed): claims are fair
     across identities and one of A's jobs yields its worker between parts; and, as in (b),
@@ -1082,8 +1082,8 @@ def sc_imports(ctx: Ctx) -> None:
     st = src.get("timeout")
     ctx.fig(f"(a) timeoutSeconds 3: {end['state']}/{err_code(end)} after {t_a:.1f}s "
             f"(source: {st['opened']} GETs, {st['ranges']} with Range, {st['open']} still open)")
-    ctx.check(end["state"] == "failed" and err_code(end) == "JobTimeout" and t_a <= 6,
-              f"(a) failed/JobTimeout within ~5 s (got {end['state']}/{err_code(end)} in {t_a:.1f}s)")
+    ctx.check(end["state"] == "failed" and err_code(end) == "job_timeout" and t_a <= 6,
+              f"(a) failed/job_timeout within ~5 s (got {end['state']}/{err_code(end)} in {t_a:.1f}s)")
 
     # (b) cancel after 2 s
     job = create_job(tok_a, {"type": "import", "sourceUrl": src.url("cancel", size, rate), "accessLevel": "private",
@@ -1291,8 +1291,8 @@ def sc_spool(ctx: Ctx) -> None:
         ctx.fig(f"(a) {big // MiB} MiB source {'with' if with_length else 'without'} Content-Length: "
                 f"{end['state']}/{err_code(end)} in {t_end:.1f}s, source sent {st['sent'] / MiB:.1f} MiB, "
                 f"spool peak {peak / MiB:.1f} MiB (du {du / MiB:.1f} MiB)")
-        ctx.check(end["state"] == "failed" and err_code(end) == "EntityTooLarge" and t_end < 10,
-                  f"(a) {tag}: failed/EntityTooLarge within seconds (got {end['state']}/{err_code(end)} in {t_end:.1f}s)")
+        ctx.check(end["state"] == "failed" and err_code(end) == "entity_too_large" and t_end < 10,
+                  f"(a) {tag}: failed/entity_too_large within seconds (got {end['state']}/{err_code(end)} in {t_end:.1f}s)")
         ctx.check(peak <= 11 * MiB and du <= 11 * MiB, f"(a) {tag}: spool stayed <= ~10 MiB ({peak / MiB:.1f} MiB)")
     gw.stop()
 

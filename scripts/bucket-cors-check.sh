@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# scripts/bucket-cors-check.sh — runs the README's bucket CORS blocks (the AWS, R2 and MinIO ones
-# under "Browsers (CORS)", each marked `<!-- bucket-cors: NAME -->`) as written, against the
+# scripts/bucket-cors-check.sh — runs the bucket CORS blocks of docs/browsers-and-cors.md (the AWS,
+# R2 and MinIO ones, each marked `<!-- bucket-cors: NAME -->`) as written, against the
 # local SeaweedFS standing in for each provider: `transfer-gateway` is the build under test
 # (GATEWAY_BIN, default the debug build), `aws` the stack's AWS CLI (.venv), $R2_ENDPOINT and
 # $MINIO_ENDPOINT (and AWS_ENDPOINT_URL for the AWS block) the local S3. Each block works on a
@@ -39,17 +39,18 @@ cleanup() {
 trap cleanup EXIT
 s3 create-bucket --bucket "$BUCKET" >/dev/null
 
-# The fenced block after the marker, as the README has it.
+# The fenced block after the marker, as the document has it.
+DOC=docs/browsers-and-cors.md
 block() { awk -v mark="<!-- bucket-cors: $1 -->" '
   $0 == mark { found = 1; next }
   found && /^```/ { if (inside) exit; inside = 1; next }
-  inside { print }' README.md; }
+  inside { print }' "$DOC"; }
 
 status=0
 check() {  # NAME EXPECTED_ORIGIN
   local name="$1" origin="$2" script rule
   script="$(block "$name")"
-  [ -n "$script" ] || { echo "[bucket-cors] README has no block $name" >&2; status=1; return; }
+  [ -n "$script" ] || { echo "[bucket-cors] $DOC has no block $name" >&2; status=1; return; }
   s3 delete-bucket-cors --bucket "$BUCKET" >/dev/null 2>&1 || true
   rm -f "$WORK"/*.json
   if ! (cd "$WORK" && env PATH="$WORK/bin:$PATH" GATEWAY_S3_BUCKET="$BUCKET" \

@@ -11,7 +11,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-[ "$#" -eq 0 ] || { echo "[run] takes no arguments; settings are GATEWAY_* variables (see README.md)" >&2; exit 64; }
+[ "$#" -eq 0 ] || { echo "[run] takes no arguments; settings are GATEWAY_* variables (see docs/configuration.md)" >&2; exit 64; }
 
 # Copies the gateway's log lines (stdin) to stderr and prints LINE after the first "listening"
 # line, the one `serve` writes once it accepts connections. Ctrl-C is the gateway's to handle:
@@ -52,7 +52,7 @@ export GATEWAY_LINK_SECRET
 # Vite on 5173); set GATEWAY_CORS_ORIGINS to choose others.
 export GATEWAY_CORS_ORIGINS="${GATEWAY_CORS_ORIGINS:-http://localhost:3000,http://localhost:5173,http://127.0.0.1:5173}"
 # URL imports may read from the local S3 (on loopback, which imports may not reach otherwise), so
-# the README's import of a presigned URL works as it is; set GATEWAY_IMPORT_ALLOW_HOSTS to choose.
+# the import of a presigned URL in docs/api-guide.md works as it is; set GATEWAY_IMPORT_ALLOW_HOSTS to choose.
 S3_AUTHORITY="${GATEWAY_S3_ENDPOINT#*://}"
 export GATEWAY_IMPORT_ALLOW_HOSTS="${GATEWAY_IMPORT_ALLOW_HOSTS:-${S3_AUTHORITY%%/*}}"
 # The bucket lets those pages use presigned URLs too (ETag exposed for multipart completion).

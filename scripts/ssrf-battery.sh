@@ -8,7 +8,7 @@
 # attempt, one after the other: literal addresses, IPv4-mapped IPv6, decimal, octal and hex
 # spellings, names in the namespace's hosts file and in its own DNS server (a rebinding one too),
 # URL-parser tricks, and 301/302/303/307/308 redirects from an allowed host to each forbidden one.
-# Every attack must end `failed` with the refusal code (`ForbiddenAddress`; `InvalidURL` for user
+# Every attack must end `failed` with the refusal code (`forbidden_address`; `invalid_url` for user
 # info and non-http redirects) and no decoy may see a connection; three positive controls (an
 # allow-listed host, a public address, a redirect between them) must complete byte-identical.
 # Prints a Markdown table; exits non-zero on any failure.

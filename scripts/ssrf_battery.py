@@ -342,8 +342,8 @@ def redirect(to, code=302, via="http://allowed.test:8080"):
 
 # A refused address fails the job when the fetcher meets it (a redirect, a rebound name), or
 # refuses the job at creation (400 forbidden_address) when its own host is refused already.
-FORBIDDEN = {"ForbiddenAddress", "forbidden_address"}
-BAD_URL = {"InvalidURL"}
+FORBIDDEN = {"forbidden_address"}
+BAD_URL = {"invalid_url"}
 
 # (label, URL, acceptable refusal codes, whether the allowed first hop must have been reached)
 ATTEMPTS = [

@@ -22,31 +22,28 @@ public enum JobStoreContract {
     // MARK: the one place jobs are made and errors read
 
     /// A job of `kind` for `owner` as the API would create it (an upload waits for its bytes, the
-    /// others are queued). Every job of the suite is made here.
+    /// others are queued), with the source its type has. Every job of the suite is made here.
     static func job(_ owner: String, _ kind: Job.Kind = .copy, key: String = "contracts/object", bytesTotal: Int64? = 10 << 20) -> Job {
-        Job(id: UUID().uuidString.lowercased(), owner: owner, kind: kind, state: kind == .upload ? .pending : .queued, objectKey: key,
-            source: kind == .upload ? "{}" : #"{"key":"contracts/source"}"#, bytesTotal: bytesTotal, partSize: 5 << 20)
+        let source: JobSource
+        switch kind {
+        case .upload: source = .uploaded(tusMetadata: nil)
+        case .import: source = .url("https://files.example.com/contracts")
+        case .copy, .download: source = .object(ObjectSource(key: "contracts/source", contentType: "text/plain"))
+        }
+        var options = JobOptions()
+        options.contentType = "application/x-contract"
+        return Job(id: UUID().uuidString.lowercased(), owner: owner, kind: kind, state: kind == .upload ? .pending : .queued,
+                   objectKey: key, source: source, options: options, bytesTotal: bytesTotal, partSize: 5 << 20)
     }
 
     /// The error a job is failed with, carrying `code`.
-    static func failure(_ code: String) -> String { Job.errorJSON(code: code) }
+    static func failure(_ code: FailureCode) -> JobFailure { JobFailure(code) }
 
-    /// The code of a failed job's error, however the store spells its JSON.
-    static func code(of job: Job?) -> String? {
-        guard let text = job?.error, let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
-            return nil
-        }
-        return object["code"] as? String
-    }
+    /// The code of a failed job's error.
+    static func code(of job: Job?) -> FailureCode? { job?.error?.code }
 
-    /// Whether two jobs' sources and options say the same (as JSON: PostgreSQL's jsonb
-    /// respells what it was given).
-    static func sameDescription(_ a: Job, _ b: Job) -> Bool {
-        func json(_ text: String?) -> NSObject? {
-            text.flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? NSObject }
-        }
-        return json(a.source) == json(b.source) && json(a.options) == json(b.options)
-    }
+    /// Whether two jobs say the same of what to move: source and options.
+    static func sameDescription(_ a: Job, _ b: Job) -> Bool { a.source == b.source && a.options == b.options }
 
     /// A client upload of `owner`, to count against the same quota as upload jobs.
     static func clientUpload(_ owner: String, key: String = "contracts/client-upload") -> ClientUpload {
@@ -78,7 +75,7 @@ public enum JobStoreContract {
         made.uploadID = "u"
         made.partsTotal = 2
         made.partChecksum = .crc32c
-        made.error = failure("x")
+        made.error = failure(.invalidJob)
         made.attempts = 5
         made.crashes = 2
         made.completing = true
@@ -293,16 +290,16 @@ public enum JobStoreContract {
     ) { f in
         let made = try await f.jobs.insert(job(f.owner("alice")))
         let (_, lease) = try await claimNext(f)
-        try await f.jobs.finish(lease, state: .failed, etag: nil, error: failure("SlowDown"))
+        try await f.jobs.finish(lease, state: .failed, etag: nil, error: failure(.throttled))
         let failed = try #require(try await f.jobs.job(id: made.id))
-        #expect(failed.state == .failed && code(of: failed) == "SlowDown" && failed.completedAt != nil && failed.etag == nil)
+        #expect(failed.state == .failed && code(of: failed) == .throttled && failed.completedAt != nil && failed.etag == nil)
         await #expect(throws: LeaseLost(jobID: made.id)) { _ = try await f.jobs.renew(lease, leaseMilliseconds: 60_000) }
         await #expect(throws: LeaseLost(jobID: made.id)) { try await f.jobs.finish(lease, state: .completed, etag: nil, error: nil) }
         #expect(try await f.jobs.claim(owner: "instance-2", leaseMilliseconds: 60_000) == nil)
         // Only `completed` completes: any other state asked for ends the job failed.
         let other = try await f.jobs.insert(job(f.owner("alice")))
         let (_, otherLease) = try await claimNext(f)
-        try await f.jobs.finish(otherLease, state: .canceled, etag: nil, error: failure("JobTimeout"))
+        try await f.jobs.finish(otherLease, state: .canceled, etag: nil, error: failure(.jobTimeout))
         #expect(try await f.jobs.job(id: other.id)?.state == .failed)
     }
 
@@ -382,7 +379,7 @@ public enum JobStoreContract {
         #expect(try await f.jobs.uploadIDsInUse(key: key) == ["job-upload"], "creating: no S3 upload yet")
         try await f.clientUploads.opened(id: upload.id, s3UploadID: "client-upload")
         #expect(try await f.jobs.uploadIDsInUse(key: key) == ["job-upload", "client-upload"])
-        try await f.jobs.finish(lease, state: .failed, etag: nil, error: failure("x"))
+        try await f.jobs.finish(lease, state: .failed, etag: nil, error: failure(.invalidJob))
         #expect(try await f.jobs.uploadIDsInUse(key: key) == ["client-upload"])
         #expect(try await f.clientUploads.claim(id: upload.id, for: .completing))
         #expect(try await f.jobs.uploadIDsInUse(key: key).isEmpty, "only open client uploads")

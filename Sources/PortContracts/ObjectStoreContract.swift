@@ -29,16 +29,23 @@ public enum ObjectStoreContract {
     /// The CRC-32C S3 lists for a part of `bytes`.
     static func crc32c(_ bytes: [UInt8]) -> String { Digest.crc32cBase64(bytes.withUnsafeBytes { Digest.crc32c($0) }) }
 
-    /// The code a failed call of the store threw (nil: not a store error).
-    static func code(of error: any Error) -> String? { (error as? TransferError)?.code }
+    /// The code of the error a call of the store threw; an error that is not the store's is
+    /// recorded as an issue and reads as `internalError`, which no case expects.
+    static func code(of error: any Error, sourceLocation: SourceLocation = #_sourceLocation) -> FailureCode {
+        guard let failure = error as? TransferError else {
+            Issue.record(error, "not an object store error", sourceLocation: sourceLocation)
+            return .internalError
+        }
+        return failure.code
+    }
 
-    /// The code of the error `work` throws (nil when it throws none, or not a store error).
-    static func failure(_ work: () async throws -> Void) async -> String? {
+    /// The code of the error `work` throws; nil when it throws none.
+    static func failure(sourceLocation: SourceLocation = #_sourceLocation, _ work: () async throws -> Void) async -> FailureCode? {
         do {
             try await work()
             return nil
         } catch {
-            return code(of: error) ?? "\(error)"
+            return code(of: error, sourceLocation: sourceLocation)
         }
     }
 
@@ -79,7 +86,7 @@ public enum ObjectStoreContract {
         #expect(found.lastModified?.hasSuffix(" GMT") == true, "HeadObject's Last-Modified, an HTTP-date: \(found.lastModified ?? "none")")
         #expect(try await f.store.read(key: key, range: 10...19, ifMatch: nil) == Array(body[10...19]))
         #expect(try await f.store.read(key: key, range: 0...999, ifMatch: written) == body)
-        #expect(await failure { _ = try await f.store.read(key: key, range: 0...9, ifMatch: etag([0])) } == TransferError.sourceChanged.code)
+        #expect(await failure { _ = try await f.store.read(key: key, range: 0...9, ifMatch: etag([0])) } == .preconditionFailed)
         let file = try await readIntoFile(f.store, key: key, range: 100...109, ifMatch: written, at: 7)
         #expect(file.count == 17 && Array(file[7...]) == Array(body[100...109]))
         // No type named: the gateway's default, for every way an object is made.
@@ -94,19 +101,19 @@ public enum ObjectStoreContract {
     }
 
     static let aMissingObjectIsNotFound = ContractCase<ObjectStoreFixture>(
-        "a missing object is NotFound to HEAD and NoSuchKey to reads and copies; deleting one is no error"
+        "a missing object is not_found to HEAD, reads and copies; deleting one is no error"
     ) { f in
         let missing = f.key("missing.bin")
-        // HeadObject's 404 has no body to name a code: the S3 client calls it NotFound.
-        #expect(await failure { _ = try await f.store.properties(of: missing) } == "NotFound")
-        #expect(await failure { _ = try await f.store.read(key: missing, range: 0...9, ifMatch: nil) } == "NoSuchKey")
+        // S3 names it NoSuchKey where it sends a body, NotFound on HEAD (a 404 has no body there).
+        #expect(await failure { _ = try await f.store.properties(of: missing) } == .notFound)
+        #expect(await failure { _ = try await f.store.read(key: missing, range: 0...9, ifMatch: nil) } == .notFound)
         #expect(await failure { _ = try await f.store.copyObject(from: missing, to: f.key("copy"), attributes: nil, ifMatch: nil) }
-                == "NoSuchKey")
+                == .notFound)
         try await f.store.deleteObject(key: missing)
         let key = f.key("deleted.bin")
         _ = try await f.store.putObject(key: key, data: .bytes([1]), attributes: ObjectAttributesSpec())
         try await f.store.deleteObject(key: key)
-        #expect(await failure { _ = try await f.store.properties(of: key) } == "NotFound")
+        #expect(await failure { _ = try await f.store.properties(of: key) } == .notFound)
         do {
             _ = try await f.store.properties(of: key)
         } catch {
@@ -135,7 +142,7 @@ public enum ObjectStoreContract {
         #expect(found.size == (5 << 20) + 1000 && found.etag == whole && same(found.attributes, made))
         let seam = Int64(5 << 20)
         #expect(try await f.store.read(key: key, range: (seam - 5)...(seam + 4), ifMatch: whole) == Array(first.suffix(5) + second.prefix(5)))
-        #expect(await failure { _ = try await f.store.listParts(key: key, uploadID: id) } == "NoSuchUpload", "completed: gone")
+        #expect(await failure { _ = try await f.store.listParts(key: key, uploadID: id) } == .noSuchUpload, "completed: gone")
         #expect(try await !f.store.openUploads(key: key, olderThan: 0).contains(id))
     }
 
@@ -159,34 +166,34 @@ public enum ObjectStoreContract {
     }
 
     static let theCompletionRefusesAPartNotStored = ContractCase<ObjectStoreFixture>(
-        "a completion naming a part S3 does not hold (another ETag) is refused with InvalidPart, and the upload stays"
+        "a completion naming a part S3 does not hold (another ETag) is refused with invalid_part, and the upload stays"
     ) { f in
         let key = f.key("refused.bin")
         let id = try await f.store.createMultipartUpload(key: key, attributes: ObjectAttributesSpec())
         let body = bytes(100, seed: 6)
         let part = try await f.store.uploadPart(key: key, uploadID: id, part: 1, data: .bytes(body), checksum: .md5)
         let forged = RecordedPart(number: 1, size: 100, etag: etag([9]))
-        #expect(await failure { _ = try await f.store.completeMultipartUpload(key: key, uploadID: id, parts: [forged]) } == "InvalidPart")
+        #expect(await failure { _ = try await f.store.completeMultipartUpload(key: key, uploadID: id, parts: [forged]) } == .invalidPart)
         #expect(try await f.store.listParts(key: key, uploadID: id) == [part])
-        #expect(await failure { _ = try await f.store.properties(of: key) } == "NotFound", "nothing was made")
+        #expect(await failure { _ = try await f.store.properties(of: key) } == .notFound, "nothing was made")
         _ = try await f.store.completeMultipartUpload(key: key, uploadID: id, parts: [part])
         #expect(try await f.store.read(key: key, range: 0...99, ifMatch: nil) == body)
     }
 
     static let anAbortedUploadIsGone = ContractCase<ObjectStoreFixture>(
-        "an aborted upload is gone, parts and listing; aborting one never made is NoSuchUpload, which abortIfOpen takes as done"
+        "an aborted upload is gone, parts and listing; aborting one never made is no_such_upload, which abortIfOpen takes as done"
     ) { f in
         let key = f.key("aborted.bin")
         let id = try await f.store.createMultipartUpload(key: key, attributes: ObjectAttributesSpec())
         _ = try await f.store.uploadPart(key: key, uploadID: id, part: 1, data: .bytes(bytes(10, seed: 7)), checksum: .md5)
         try await f.store.abortMultipartUpload(key: key, uploadID: id)
-        #expect(await failure { _ = try await f.store.listParts(key: key, uploadID: id) } == "NoSuchUpload")
+        #expect(await failure { _ = try await f.store.listParts(key: key, uploadID: id) } == .noSuchUpload)
         #expect(try await !f.store.openUploads(key: key, olderThan: 0).contains(id))
-        // Aborted a moment ago, SeaweedFS sometimes answers a second abort 204, sometimes NoSuchUpload.
+        // Aborted a moment ago, SeaweedFS answers a second abort sometimes 204, sometimes NoSuchUpload.
         let second = await failure { try await f.store.abortMultipartUpload(key: key, uploadID: id) }
-        #expect(second == nil || second == "NoSuchUpload", "\(second ?? "no error")")
+        #expect(second == nil || second == .noSuchUpload, "\(second.map(\.rawValue) ?? "no error")")
         let unknown = "never-made-\(UInt32.random(in: 0...UInt32.max))"
-        #expect(await failure { try await f.store.abortMultipartUpload(key: key, uploadID: unknown) } == "NoSuchUpload")
+        #expect(await failure { try await f.store.abortMultipartUpload(key: key, uploadID: unknown) } == .noSuchUpload)
         try await f.store.abortIfOpen(key: key, uploadID: unknown)
         try await f.store.abortIfOpen(key: key, uploadID: id)
         #expect(await failure { _ = try await f.store.completeMultipartUpload(key: key, uploadID: id, parts: []) } != nil)
@@ -223,8 +230,8 @@ public enum ObjectStoreContract {
         #expect(try await f.store.read(key: replaced, range: 0...1999, ifMatch: nil) == body)
         let refused = f.key("refused.txt")
         #expect(await failure { _ = try await f.store.copyObject(from: source, to: refused, attributes: nil, ifMatch: etag([1])) }
-                == TransferError.sourceChanged.code)
-        #expect(await failure { _ = try await f.store.properties(of: refused) } == "NotFound")
+                == .preconditionFailed)
+        #expect(await failure { _ = try await f.store.properties(of: refused) } == .notFound)
     }
 
     static let partCopiesTakeARangeOfAPinnedSource = ContractCase<ObjectStoreFixture>(
@@ -241,7 +248,7 @@ public enum ObjectStoreContract {
         #expect(!one.isEmpty && !two.isEmpty && one != two)
         #expect(await failure {
             _ = try await f.store.copyPart(key: key, uploadID: id, part: 3, sourceKey: source, range: 0...9, ifMatch: etag([2]))
-        } == TransferError.sourceChanged.code)
+        } == .preconditionFailed)
         let parts = [RecordedPart(number: 1, size: cut, etag: one), RecordedPart(number: 2, size: 300, etag: two)]
         #expect(try await f.store.listParts(key: key, uploadID: id).map(\.etag) == [one, two])
         _ = try await f.store.completeMultipartUpload(key: key, uploadID: id, parts: parts)

@@ -225,7 +225,7 @@ public final class InMemoryJobStore: UploadStore {
         }
     }
 
-    public func finish(_ lease: Lease, state newState: Job.State, etag: String?, error: String?) async throws {
+    public func finish(_ lease: Lease, state newState: Job.State, etag: String?, error: JobFailure?) async throws {
         let now = Int64(clock.now())
         try state.withLock { s in
             try guardWrite(s, lease, "finish")

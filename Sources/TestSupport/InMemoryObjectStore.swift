@@ -77,8 +77,7 @@ public final class InMemoryObjectStore: ObjectStore {
             s.objects[key].map { ObjectProperties(size: Int64($0.count), etag: s.etags[key] ?? Self.etag($0), lastModified: Self.headLastModified,
                                                   attributes: s.attributes[key] ?? ObjectAttributesSpec().withDefaultType) }
         }) else {
-            // HeadObject's 404 carries no body to name a code: the S3 client calls it NotFound.
-            throw TransferError(code: "NotFound", retryable: false)
+            throw TransferError(code: .notFound, retryable: false)
         }
         return found
     }
@@ -112,7 +111,7 @@ public final class InMemoryObjectStore: ObjectStore {
 
     private func storePart(_ uploadID: String, _ part: Int, _ bytes: [UInt8]) throws -> String {
         try state.withLock { s in
-            guard s.uploads[uploadID] != nil else { throw TransferError(code: "NoSuchUpload", retryable: false) }
+            guard s.uploads[uploadID] != nil else { throw TransferError(code: .noSuchUpload, retryable: false) }
             s.uploads[uploadID]?.parts[part] = bytes
         }
         return Self.etag(bytes)
@@ -122,8 +121,8 @@ public final class InMemoryObjectStore: ObjectStore {
                          ifMatch: String?) async throws -> String {
         try await beforePart?(part)
         try enter(.copyPart(part))
-        guard let source = object(sourceKey) else { throw TransferError(code: "NoSuchKey", retryable: false) }
-        if let ifMatch, ifMatch != etag(of: sourceKey) { throw TransferError.sourceChanged }
+        guard let source = object(sourceKey) else { throw TransferError(code: .notFound, retryable: false) }
+        if let ifMatch, ifMatch != etag(of: sourceKey) { throw TransferError.preconditionFailed }
         let bytes = range.map { Array(source[Int($0.lowerBound)...Int($0.upperBound)]) } ?? source
         return try storePart(uploadID, part, bytes)
     }
@@ -134,7 +133,7 @@ public final class InMemoryObjectStore: ObjectStore {
         let declared = state.withLock { $0.uploads[uploadID]?.checksum }
         // AWS: "Checksum Type mismatch" for a part whose check is not the upload's algorithm.
         guard declared == nil ? checksum == .md5 : checksum == declared else {
-            throw TransferError(code: "InvalidRequest", retryable: false)
+            throw TransferError(code: .storageRejected, retryable: false)
         }
         let bytes = try Self.bytes(data)
         let etag = try storePart(uploadID, part, bytes)
@@ -148,7 +147,7 @@ public final class InMemoryObjectStore: ObjectStore {
 
     public func listParts(key: String, uploadID: String) async throws -> [RecordedPart] {
         try state.withLock { s in
-            guard let upload = s.uploads[uploadID] else { throw TransferError(code: "NoSuchUpload", retryable: false) }
+            guard let upload = s.uploads[uploadID] else { throw TransferError(code: .noSuchUpload, retryable: false) }
             return upload.parts.map { number, bytes in
                 RecordedPart(number: number, size: Int64(bytes.count), etag: Self.etag(bytes),
                              checksum: upload.checksum == nil ? nil : Self.crc32c(bytes))
@@ -160,15 +159,15 @@ public final class InMemoryObjectStore: ObjectStore {
     public func completeMultipartUpload(key: String, uploadID: String, parts: [RecordedPart]) async throws -> String {
         try enter(.complete)
         return try state.withLock { s in
-            guard let upload = s.uploads[uploadID] else { throw TransferError(code: "NoSuchUpload", retryable: false) }
+            guard let upload = s.uploads[uploadID] else { throw TransferError(code: .noSuchUpload, retryable: false) }
             var whole: [UInt8] = []
             for part in parts {
                 guard let bytes = upload.parts[part.number], Self.etag(bytes) == part.etag else {
-                    throw TransferError(code: "InvalidPart", retryable: false)
+                    throw TransferError(code: .invalidPart, retryable: false)
                 }
                 // AWS: an upload created with an algorithm is completed with each part's checksum.
                 if upload.checksum != nil, part.checksum != Self.crc32c(bytes) {
-                    throw TransferError(code: "InvalidPart", retryable: false)
+                    throw TransferError(code: .invalidPart, retryable: false)
                 }
                 whole += bytes
             }
@@ -183,9 +182,9 @@ public final class InMemoryObjectStore: ObjectStore {
 
     public func abortMultipartUpload(key: String, uploadID: String) async throws {
         try enter(.abort)
-        // As S3: an upload it no longer has (aborted, completed, never made) is NoSuchUpload.
+        // As S3: an upload it no longer has (aborted, completed, never made) is NoSuchUpload there.
         guard state.withLock({ $0.uploads.removeValue(forKey: uploadID) != nil }) else {
-            throw TransferError(code: "NoSuchUpload", retryable: false)
+            throw TransferError(code: .noSuchUpload, retryable: false)
         }
     }
 
@@ -207,8 +206,8 @@ public final class InMemoryObjectStore: ObjectStore {
 
     public func copyObject(from sourceKey: String, to key: String, attributes: ObjectAttributesSpec?, ifMatch: String?) async throws -> String {
         try enter(.copyObject)
-        guard let bytes = object(sourceKey) else { throw TransferError(code: "NoSuchKey", retryable: false) }
-        if let ifMatch, ifMatch != etag(of: sourceKey) { throw TransferError.sourceChanged }
+        guard let bytes = object(sourceKey) else { throw TransferError(code: .notFound, retryable: false) }
+        if let ifMatch, ifMatch != etag(of: sourceKey) { throw TransferError.preconditionFailed }
         put(key, bytes, attributes: attributes ?? self.attributes(sourceKey) ?? ObjectAttributesSpec())
         return Self.etag(bytes)
     }
@@ -222,21 +221,21 @@ public final class InMemoryObjectStore: ObjectStore {
 
     public func read(key: String, range: ClosedRange<Int64>, ifMatch: String?) async throws -> [UInt8] {
         try enter(.read(range.lowerBound))
-        guard let source = object(key) else { throw TransferError(code: "NoSuchKey", retryable: false) }
-        if let ifMatch, ifMatch != etag(of: key) { throw TransferError.sourceChanged }
-        guard range.upperBound < Int64(source.count) else { throw TransferError(code: "InvalidRange", retryable: false) }
+        guard let source = object(key) else { throw TransferError(code: .notFound, retryable: false) }
+        if let ifMatch, ifMatch != etag(of: key) { throw TransferError.preconditionFailed }
+        guard range.upperBound < Int64(source.count) else { throw TransferError(code: .invalidRange, retryable: false) }
         return Array(source[Int(range.lowerBound)...Int(range.upperBound)])
     }
 
     public func read(key: String, range: ClosedRange<Int64>, ifMatch: String?, into file: SpoolFile, at fileOffset: Int64) async throws {
         try await beforePart?(Int(range.lowerBound))
         try enter(.read(range.lowerBound))
-        guard let source = object(key) else { throw TransferError(code: "NoSuchKey", retryable: false) }
-        if let ifMatch, ifMatch != etag(of: key) { throw TransferError.sourceChanged }
-        guard range.upperBound < Int64(source.count) else { throw TransferError(code: "InvalidRange", retryable: false) }
+        guard let source = object(key) else { throw TransferError(code: .notFound, retryable: false) }
+        if let ifMatch, ifMatch != etag(of: key) { throw TransferError.preconditionFailed }
+        guard range.upperBound < Int64(source.count) else { throw TransferError(code: .invalidRange, retryable: false) }
         let bytes = Array(source[Int(range.lowerBound)...Int(range.upperBound)])
         let written = bytes.withUnsafeBytes { pwrite(file.fd, $0.baseAddress, $0.count, off_t(fileOffset)) }
-        guard written == bytes.count else { throw TransferError(code: "SpoolFailed", retryable: true) }
+        guard written == bytes.count else { throw TransferError(code: .spoolFailed, retryable: true) }
     }
 
     public func deleteObject(key: String) async throws {
@@ -261,7 +260,7 @@ public final class InMemoryObjectStore: ObjectStore {
         case .file(let file, let offset, let length):
             var out = [UInt8](repeating: 0, count: Int(length))
             let got = out.withUnsafeMutableBytes { pread(file.fd, $0.baseAddress, Int(length), off_t(offset)) }
-            guard got == Int(length) else { throw TransferError(code: "SpoolFailed", retryable: true) }
+            guard got == Int(length) else { throw TransferError(code: .spoolFailed, retryable: true) }
             return out
         }
     }
@@ -317,7 +316,7 @@ public final class ChunkedBytes: ByteSource {
         try position.withLock { at in
             guard at < bytes.count else { return nil }
             let end = min(bytes.count, at + chunk)
-            if Int64(end) > limit { throw TransferError(code: "EntityTooLarge", retryable: false) }
+            if Int64(end) > limit { throw TransferError(code: .entityTooLarge, retryable: false) }
             defer { at = end }
             return bytes[at..<end]
         }

@@ -24,7 +24,7 @@ private let signIn = Result<String, AccessDenial>.failure(.signInRequired)
 private let ownerWrite = Result<String, AccessDenial>.failure(.forbidden("only the owner may write protected files"))
 private let ownerOnly = Result<String, AccessDenial>.failure(.forbidden("private files belong to their owner only"))
 
-/// The whole access matrix (README, "Identity and access"): owner, other user, guest (with and without guest read),
+/// The whole access matrix (docs/identity-providers.md): owner, other user, guest (with and without guest read),
 /// admin; read and write; every level.
 let accessMatrix: [AccessCase] = [
     // public

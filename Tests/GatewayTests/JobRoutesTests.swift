@@ -115,14 +115,15 @@ import TransferEngine
     @Test func aFailedJobsErrorHasACodeAndADetail() async throws {
         let rig = try RouteRig()
         let failed = Job(id: "6d9a4b7e-0000-4000-8000-000000000001", owner: "alice", kind: .import, state: .queued,
-                         objectKey: "private/alice/i", source: "{}", bytesTotal: nil, partSize: 5_242_880)
+                         objectKey: "private/alice/i", source: .url("https://files.example.com/k"), bytesTotal: nil, partSize: 5_242_880)
         _ = try await rig.store.insert(failed, quota: nil)
         // Failed as the stores record it (an insert keeps no error): claimed, then finished.
         let (_, lease) = try #require(try await rig.store.claim(owner: "rig", leaseMilliseconds: 60_000))
-        try await rig.store.finish(lease, state: .failed, etag: nil, error: #"{"code": "SourceHTTP404"}"#)   // as PostgreSQL's jsonb gives it back
+        try await rig.store.finish(lease, state: .failed, etag: nil, error: JobFailure(.retriesExhausted, cause: .sourceHTTPError, status: 404))
         let shown = try await rig.send("GET", "/v1/jobs/\(failed.id)", as: "alice")
         let error = try #require(shown.json["error"] as? [String: Any], "\(shown.json)")
-        #expect(error["code"] as? String == "SourceHTTP404")
+        #expect(error["code"] as? String == "retries_exhausted" && error["cause"] as? String == "source_http_error")
+        #expect(error["status"] as? Int == 404)
         #expect((error["detail"] as? String)?.contains("no such file at the URL") == true, "\(error)")
         let render = WebhookEventData.renderer(jobs: rig.store, uploads: rig.clientUploads)
         let event = WebhookEvent(id: "e", type: "job.failed", subjectID: failed.id, attempts: 1, createdAt: 0)

@@ -44,7 +44,7 @@ struct MalformedRequest: Sendable, CustomTestStringConvertible {
 
 private let host = "Host: example.com\r\n"
 
-/// One line per malformed request (RFC 9112, and the refusals the README lists), each refused with its status.
+/// One line per malformed request (RFC 9112, and the refusals docs/operations.md lists), each refused with its status.
 let malformedRequests: [MalformedRequest] = [
     .init(name: "no Host in HTTP/1.1", text: "GET / HTTP/1.1\r\n\r\n", status: 400, code: "missing_host"),
     .init(name: "two Host headers", text: "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", status: 400, code: "duplicate_host"),

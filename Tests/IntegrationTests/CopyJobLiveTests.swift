@@ -47,8 +47,8 @@ extension JobTableTests {
         options.contentType = "application/x-copied"
         options.concurrency = 3
         let job = Job(id: UUID().uuidString.lowercased(), owner: "alice", kind: .copy, state: .queued,
-                      objectKey: prefix + "copy.bin", source: ObjectSource(key: prefix + "source.bin").json,
-                      options: options.json, bytesTotal: nil, partSize: 5 << 20)
+                      objectKey: prefix + "copy.bin", source: .object(ObjectSource(key: prefix + "source.bin")),
+                      options: options, bytesTotal: nil, partSize: 5 << 20)
         try await p.store.insert(job)
         let (claimed, lease) = try await claim(p.store, job.id)
         var settings = EngineSettings()
@@ -74,15 +74,15 @@ extension JobTableTests {
         let p = try await parts()
         let prefix = "private/alice/copy-\(UUID().uuidString)/"
         let job = Job(id: UUID().uuidString.lowercased(), owner: "alice", kind: .copy, state: .queued,
-                      objectKey: prefix + "copy.bin", source: ObjectSource(key: prefix + "missing.bin").json,
+                      objectKey: prefix + "copy.bin", source: .object(ObjectSource(key: prefix + "missing.bin")),
                       bytesTotal: nil, partSize: 5 << 20)
         try await p.store.insert(job)
         let (claimed, lease) = try await claim(p.store, job.id)
         let outcome = try await JobRunner(store: p.store, objects: S3ObjectStore(client: p.client), settings: EngineSettings())
             .run(claimed, lease: lease)
-        #expect(outcome == .failed(code: "NotFound") || outcome == .failed(code: "NoSuchKey"))
+        #expect(outcome == .failed(code: .notFound))
         let final = try #require(try await p.store.job(id: job.id))
-        #expect(final.state == .failed && (final.error ?? "").contains("code"))
+        #expect(final.state == .failed && final.error == JobFailure(.notFound))
         try await p.pool.withConnection { try $0.query("DELETE FROM jobs WHERE id = \(job.id)::uuid") }
     }
 }

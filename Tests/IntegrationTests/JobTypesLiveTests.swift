@@ -174,7 +174,7 @@ extension JobTableTests {
         let job = try await run(s, ["type": "import", "sourceUrl": "http://127.0.0.1:\(redirectPort)/file",
                                     "accessLevel": "private", "key": "\(s.folder)/x"])
         #expect(job["state"] as? String == "failed", "\(job)")
-        #expect((job["error"] as? [String: Any])?["code"] as? String == "ForbiddenAddress", "\(job)")
+        #expect((job["error"] as? [String: Any])?["code"] as? String == "forbidden_address", "\(job)")
         #expect(((job["error"] as? [String: Any])?["detail"] as? String)?.contains("GATEWAY_IMPORT_ALLOW_HOSTS") == true, "\(job)")
         #expect(try String(contentsOfFile: hits, encoding: .utf8).isEmpty, "the decoy was contacted")
         await teardown(s)

@@ -20,7 +20,7 @@ extension JobTableTests {
 
     func newJob(owner: String = "alice", state: Job.State = .queued) -> Job {
         Job(id: UUID().uuidString.lowercased(), owner: owner, kind: .copy, state: state, objectKey: "private/alice/x",
-            source: #"{"key":"private/alice/y"}"#, bytesTotal: 10 << 20, partSize: 5 << 20)
+            source: .object(ObjectSource(key: "private/alice/y")), bytesTotal: 10 << 20, partSize: 5 << 20)
     }
 
     func cleanup(_ pool: PostgresPool, _ ids: [String]) async throws {
@@ -51,6 +51,33 @@ extension JobTableTests {
         #expect(read.version == 1 && read.createdAt > 1_700_000_000_000)
         #expect(try await store.job(id: UUID().uuidString) == nil)
         try await cleanup(pool, [job.id])
+    }
+
+    /// Typed values go in and come back as they were; a row whose JSON does not hold what its
+    /// type needs is an error that names the job, never default options.
+    @Test func typedValuesRoundTripAndAnUnreadableRowIsNamed() async throws {
+        let (store, pool) = try await store()
+        var options = JobOptions()
+        options.partSize = 6 << 20
+        options.metadata = ["a": "b"]
+        let tus = Job(id: UUID().uuidString.lowercased(), owner: "alice", kind: .upload, state: .pending, objectKey: "private/alice/t",
+                      source: .uploaded(tusMetadata: "key dA=="), options: options, bytesTotal: 1, partSize: 6 << 20)
+        let imported = Job(id: UUID().uuidString.lowercased(), owner: "alice", kind: .import, state: .queued,
+                           objectKey: "private/alice/i", source: .url("https://example.com/f"), bytesTotal: nil, partSize: 5 << 20)
+        try await store.insert(tus)
+        try await store.insert(imported)
+        let readTus = try #require(try await store.job(id: tus.id))
+        #expect(readTus.source == .uploaded(tusMetadata: "key dA==") && readTus.options == options)
+        #expect(try await store.job(id: imported.id)?.source == .url("https://example.com/f"))
+        try await pool.withConnection { try $0.query("UPDATE jobs SET options = '{\"partSize\": \"big\"}' WHERE id = \(imported.id)::uuid") }
+        do {
+            _ = try await store.job(id: imported.id)
+            Issue.record("an unreadable row was read")
+        } catch let error as UnreadableJob {
+            #expect(error.id == imported.id && error.column == "options")
+            #expect(String(describing: error).contains(imported.id))
+        }
+        try await cleanup(pool, [tus.id, imported.id])
     }
 
     @Test func twoInstancesNeverClaimTheSameJob() async throws {
@@ -122,7 +149,7 @@ extension JobTableTests {
         try await store.release(lease)
         var again = false
         while let (claimed, next) = try await store.claim(owner: "other", leaseMilliseconds: 60_000) {
-            if claimed.id == job.id { again = true; try await store.finish(next, state: .failed, etag: nil, error: #"{"code":"x"}"#); break }
+            if claimed.id == job.id { again = true; try await store.finish(next, state: .failed, etag: nil, error: JobFailure(.internalError)); break }
             try await store.release(next)
         }
         #expect(again)
@@ -154,7 +181,7 @@ extension JobTableTests {
         // A part sent again replaces its checksum with the new one's.
         try await store.recordPart(RecordedPart(number: 2, size: 5 << 20, etag: "\"c\"", checksum: "YXFUyQ=="), under: lease)
         #expect(try await store.parts(of: job.id).last?.checksum == "YXFUyQ==")
-        try await store.finish(lease, state: .failed, etag: nil, error: #"{"code":"x"}"#)
+        try await store.finish(lease, state: .failed, etag: nil, error: JobFailure(.internalError))
         try await cleanup(pool, [job.id])
     }
 }

@@ -166,7 +166,8 @@ extension JobTableTests {
         }
         let job = try await finish(gateway, id, token: token)
         #expect(job["state"] as? String == "failed", "\(job)")
-        #expect((job["error"] as? [String: Any])?["code"] as? String == "SlowDown", "\(job)")
+        let error = job["error"] as? [String: Any]
+        #expect(error?["code"] as? String == "retries_exhausted" && error?["cause"] as? String == "throttled", "\(job)")
         #expect(try await direct.listMultipartUploads(prefix: "private/alice/\(folder)/").isEmpty)
         await #expect(throws: S3Error.self) { _ = try await direct.headObject(key: "private/alice/\(folder)/dst.bin") }
         await gateway.app.worker?.stop()

@@ -204,7 +204,7 @@ extension JobTableTests {
         let late = try await s.gateway.request("PUT", "/v1/jobs/\(id)/data", token: s.token, rawBody: Data("hello".utf8))
         #expect(late.status == 409 && late.json["code"] as? String == "job_not_pending", "\(late.status) \(late.json)")
         let job = try await s.gateway.request("GET", "/v1/jobs/\(id)", token: s.token).json
-        #expect(job["state"] as? String == "failed" && (job["error"] as? [String: String])?["code"] == "JobTimeout", "\(job)")
+        #expect(job["state"] as? String == "failed" && (job["error"] as? [String: Any])?["code"] as? String == "job_timeout", "\(job)")
         await teardown(s)
     }
 }

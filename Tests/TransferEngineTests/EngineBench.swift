@@ -28,15 +28,15 @@ struct Bench {
     }
 
     @discardableResult
-    func insert(_ kind: Job.Kind, source: String, key: String = "dst", owner: String = "alice",
+    func insert(_ kind: Job.Kind, source: JobSource, key: String = "dst", owner: String = "alice",
                 options: JobOptions = JobOptions()) async throws -> Job {
         try await store.insert(Job(id: UUID().uuidString.lowercased(), owner: owner, kind: kind, state: .queued, objectKey: key,
-                                   source: source, options: options.json, bytesTotal: nil, partSize: settings.partSize))
+                                   source: source, options: options, bytesTotal: nil, partSize: settings.partSize))
     }
 
     func run(_ owner: String = "a", runner: JobRunner? = nil, control: JobControl = JobControl()) async throws -> (JobRunner.Outcome, Job) {
         guard let (job, lease) = try await store.claim(owner: owner, leaseMilliseconds: settings.leaseMilliseconds) else {
-            throw TransferError(code: "NothingToClaim", retryable: false)
+            throw NothingToClaim()
         }
         let runner = try runner ?? self.runner()
         let outcome = try await driving(clock) { try await runner.run(job, lease: lease, control: control) }
@@ -69,8 +69,10 @@ struct SlowFetcher: SourceFetcher {
     let stream: SlowStream
     func probe(_ url: String) async throws -> SourceProbe { SourceProbe(size: nil, etag: nil, acceptsRanges: false) }
     func fetch(_ url: String, range: ClosedRange<Int64>, ifMatch: String?, into file: SpoolFile) async throws {
-        throw TransferError(code: "RangeIgnored", retryable: false)
+        throw TransferError(code: .rangeIgnored, retryable: false)
     }
     func stream(_ url: String, limit: Int64) async throws -> any ByteSource { stream }
 }
 
+/// A rig asked to run a job when none is waiting: the test is wrong.
+struct NothingToClaim: Error {}

@@ -12,7 +12,7 @@ private func bytes(_ count: Int, seed: UInt8) -> [UInt8] {
     repeatingBytes(count, seed: seed)
 }
 
-private func objectSource(_ key: String) -> String { ObjectSource(key: key).json }
+private func objectSource(_ key: String) -> JobSource { .object(ObjectSource(key: key)) }
 
 @Suite struct JobRunnerBoundsTests {
     /// A copy paused mid-way whose source is replaced by a smaller object: the recorded parts
@@ -37,8 +37,8 @@ private func objectSource(_ key: String) -> String { ObjectSource(key: key).json
         bench.objects.put("src", bytes(7 * MiB, seed: 2))
         _ = try await bench.store.transition(id: job.id, .resume)
         let (outcome, failed) = try await bench.run("b")
-        #expect(outcome == .failed(code: "source_changed"))
-        #expect(failed.error == #"{"code":"source_changed"}"#)
+        #expect(outcome == .failed(code: .sourceChanged))
+        #expect(failed.error == JobFailure(.sourceChanged))
         #expect(bench.objects.openUploads == 0, "the old upload is aborted")
     }
 
@@ -46,7 +46,7 @@ private func objectSource(_ key: String) -> String { ObjectSource(key: key).json
     @Test func anImportWhoseSourceChangesSizeFails() async throws {
         var bench = Bench()
         bench.settings.concurrency = 1
-        let job = try await bench.insert(.import, source: URLSource(url: "https://example.com/f").json)
+        let job = try await bench.insert(.import, source: .url("https://example.com/f"))
         // The first run records its plan (size 12 MiB), then its holder dies.
         let (claimed, lease) = try #require(try await bench.store.claim(owner: "dead", leaseMilliseconds: 30_000))
         try await bench.store.start(lease, uploadID: try await bench.objects.createMultipartUpload(key: "dst", attributes: .init()),
@@ -56,7 +56,7 @@ private func objectSource(_ key: String) -> String { ObjectSource(key: key).json
         bench.clock.advance(by: 30_001)
         let fetcher = InMemoryFetcher(body: bytes(20 * MiB, seed: 3), ranges: true)
         let (outcome, _) = try await bench.run("b", runner: try bench.runner(fetcher: fetcher))
-        #expect(outcome == .failed(code: "source_changed"))
+        #expect(outcome == .failed(code: .sourceChanged))
     }
 
     /// A job whose holder died three times is failed `crash_loop` by the fourth, not run.
@@ -69,7 +69,7 @@ private func objectSource(_ key: String) -> String { ObjectSource(key: key).json
             bench.store.expireLease(job.id)
         }
         let (outcome, failed) = try await bench.run("e")
-        #expect(outcome == .failed(code: "crash_loop"))
+        #expect(outcome == .failed(code: .crashLoop))
         #expect(failed.state == .failed && failed.crashes >= 3)
         #expect(bench.objects.count(.copyPart(1)) == 0, "the poison job does not run again")
     }
@@ -126,10 +126,10 @@ private func objectSource(_ key: String) -> String { ObjectSource(key: key).json
         try await spool.reserve(jobID: "someone-else", name: .part(1), bytes: 8 * Int64(MiB), owner: "someone-else")
         var options = JobOptions()
         options.timeoutSeconds = 5
-        let job = try await bench.insert(.import, source: URLSource(url: "https://example.com/f").json, options: options)
+        let job = try await bench.insert(.import, source: .url("https://example.com/f"), options: options)
         let fetcher = InMemoryFetcher(body: bytes(10 * MiB, seed: 7), ranges: true)
         let (outcome, _) = try await bench.run(runner: try bench.runner(spool: spool, fetcher: fetcher))
-        #expect(outcome == .failed(code: "JobTimeout"))
+        #expect(outcome == .failed(code: .jobTimeout))
         #expect(bench.objects.count(.uploadPart(1)) == 0 && bench.objects.count(.uploadPart(2)) == 0, "nothing was sent")
         #expect(!FileManager.default.fileExists(atPath: spool.path(jobID: job.id, name: .part(1))))
         #expect(spool.usage.used == 8 * Int64(MiB), "its wait held nothing")
@@ -139,9 +139,9 @@ private func objectSource(_ key: String) -> String { ObjectSource(key: key).json
     @Test func aPartLargerThanTheSpoolFailsSpoolTooSmall() async throws {
         var bench = Bench()
         bench.spoolBudget = 4 * Int64(MiB)
-        try await bench.insert(.import, source: URLSource(url: "https://example.com/f").json)
+        try await bench.insert(.import, source: .url("https://example.com/f"))
         let (outcome, _) = try await bench.run(runner: try bench.runner(fetcher: InMemoryFetcher(body: bytes(12 * MiB, seed: 8), ranges: true)))
-        #expect(outcome == .failed(code: "spool_too_small"))
+        #expect(outcome == .failed(code: .spoolTooSmall))
     }
 
     /// A streamed import (no ranges) lives under the job's controls: its running-time limit
@@ -152,9 +152,9 @@ private func objectSource(_ key: String) -> String { ObjectSource(key: key).json
         let stream = SlowStream(clock: bench.clock, chunks: 10_000, every: 1000)
         var options = JobOptions()
         options.timeoutSeconds = 3
-        try await bench.insert(.import, source: URLSource(url: "https://example.com/slow").json, options: options)
+        try await bench.insert(.import, source: .url("https://example.com/slow"), options: options)
         let (outcome, job) = try await bench.run(runner: try bench.runner(fetcher: SlowFetcher(stream: stream)))
-        #expect(outcome == .failed(code: "JobTimeout") && job.state == .failed)
+        #expect(outcome == .failed(code: .jobTimeout) && job.state == .failed)
         #expect(stream.read.load(ordering: .relaxed) < 10, "the stream stopped when the time was up")
     }
 
@@ -162,7 +162,7 @@ private func objectSource(_ key: String) -> String { ObjectSource(key: key).json
     @Test func aStreamedImportStopsWhenCanceled() async throws {
         let bench = Bench()
         let stream = SlowStream(clock: bench.clock, chunks: 10_000, every: 1000)
-        let job = try await bench.insert(.import, source: URLSource(url: "https://example.com/slow").json)
+        let job = try await bench.insert(.import, source: .url("https://example.com/slow"))
         let store = bench.store
         Task {
             while stream.read.load(ordering: .relaxed) < 3 { try await Task.sleep(for: .milliseconds(1)) }
@@ -177,10 +177,10 @@ private func objectSource(_ key: String) -> String { ObjectSource(key: key).json
     @Test func aStreamedImportPastTheLimitFailsAsBytesArrive() async throws {
         var bench = Bench()
         bench.settings.maxObjectSize = 6 * Int64(MiB)
-        try await bench.insert(.import, source: URLSource(url: "https://example.com/big").json)
+        try await bench.insert(.import, source: .url("https://example.com/big"))
         let fetcher = InMemoryFetcher(body: bytes(40 * MiB, seed: 9), ranges: false)
         let (outcome, _) = try await bench.run(runner: try bench.runner(fetcher: fetcher))
-        #expect(outcome == .failed(code: "EntityTooLarge"))
+        #expect(outcome == .failed(code: .entityTooLarge))
         #expect(bench.objects.object("dst") == nil && bench.objects.openUploads == 0)
     }
 
@@ -195,7 +195,7 @@ private func objectSource(_ key: String) -> String { ObjectSource(key: key).json
         })
         bench.settings.concurrency = 1
         let body = bytes(16 * MiB + 3, seed: 10)
-        let job = try await bench.insert(.import, source: URLSource(url: "https://example.com/f").json)
+        let job = try await bench.insert(.import, source: .url("https://example.com/f"))
         let fetcher = InMemoryFetcher(body: body, ranges: false)
         await #expect(throws: Crash.self) { _ = try await bench.run(runner: try bench.runner(fetcher: fetcher)) }
         recordsLeft.store(.max, ordering: .relaxed)

@@ -52,15 +52,15 @@ private struct Rig {
     }
 
     @discardableResult
-    func insert(_ kind: Job.Kind, source: String, key: String?, options: JobOptions = JobOptions()) async throws -> Job {
+    func insert(_ kind: Job.Kind, source: JobSource, key: String?, options: JobOptions = JobOptions()) async throws -> Job {
         try await store.insert(Job(id: UUID().uuidString.lowercased(), owner: "alice", kind: kind, state: .queued, objectKey: key,
-                                   source: source, options: options.json, bytesTotal: nil, partSize: settings.partSize))
+                                   source: source, options: options, bytesTotal: nil, partSize: settings.partSize))
     }
 
     /// Claims the next job as `owner` and runs it to its outcome on the manual clock.
     func claimAndRun(_ owner: String = "a", runner: JobRunner? = nil) async throws -> (JobRunner.Outcome, Job) {
         guard let (job, lease) = try await store.claim(owner: owner, leaseMilliseconds: settings.leaseMilliseconds) else {
-            throw TransferError(code: "NothingToClaim", retryable: false)
+            throw NothingToClaim()
         }
         let runner = try runner ?? self.runner()
         let outcome = try await driving(clock) { try await runner.run(job, lease: lease) }
@@ -68,7 +68,7 @@ private struct Rig {
     }
 }
 
-private func copySource(_ key: String) -> String { ObjectSource(key: key).json }
+private func copySource(_ key: String) -> JobSource { .object(ObjectSource(key: key)) }
 
 @Suite struct JobRunnerTests {
     @Test func copyMovesEveryPartAndChecksTheResult() async throws {
@@ -134,7 +134,7 @@ private func copySource(_ key: String) -> String { ObjectSource(key: key).json }
     @Test func retryableErrorsAreRetriedWithinTheLimit() async throws {
         // Part 2 fails twice with SlowDown, then succeeds: three attempts, one object.
         let objects = InMemoryObjectStore(fault: { call, n in
-            call == .copyPart(2) && n < 2 ? TransferError(code: "SlowDown", retryable: true) : nil
+            call == .copyPart(2) && n < 2 ? TransferError(code: .throttled, retryable: true) : nil
         })
         let rig = Rig(objects: objects)
         rig.objects.put("src", pattern(12 * MiB))
@@ -152,7 +152,7 @@ private func copySource(_ key: String) -> String { ObjectSource(key: key).json }
         let objects = InMemoryObjectStore(fault: { call, n in
             guard call == .copyPart(1) else { return nil }
             times.withLock { $0.append(clockBox.withLock { $0 }!.now()) }
-            return n == 0 ? TransferError(code: "InternalError", retryable: true) : nil
+            return n == 0 ? TransferError(code: .internalError, retryable: true) : nil
         })
         var rig = Rig(objects: objects)
         clockBox.withLock { $0 = rig.clock }
@@ -172,7 +172,7 @@ private func copySource(_ key: String) -> String { ObjectSource(key: key).json }
 
     @Test func retryLimitZeroFailsTheJobAndAbortsItsUpload() async throws {
         let objects = InMemoryObjectStore(fault: { call, _ in
-            call == .copyPart(3) ? TransferError(code: "SlowDown", retryable: true) : nil
+            call == .copyPart(3) ? TransferError(code: .throttled, retryable: true) : nil
         })
         let rig = Rig(objects: objects)
         rig.objects.put("src", pattern(15 * MiB + 1))
@@ -180,21 +180,21 @@ private func copySource(_ key: String) -> String { ObjectSource(key: key).json }
         options.retryLimit = 0
         try await rig.insert(.copy, source: copySource("src"), key: "dst", options: options)
         let (outcome, job) = try await rig.claimAndRun()
-        #expect(outcome == .failed(code: "SlowDown"))
-        #expect(job.state == .failed && job.error == #"{"code":"SlowDown"}"#)
+        #expect(outcome == .failed(code: .retriesExhausted))
+        #expect(job.state == .failed && job.error == JobFailure(.retriesExhausted, cause: .throttled))
         #expect(rig.objects.openUploads == 0 && rig.objects.count(.abort) == 1)
         #expect(rig.objects.object("dst") == nil)
     }
 
     @Test func anErrorNoRetryCanHelpFailsAtOnce() async throws {
         let objects = InMemoryObjectStore(fault: { call, _ in
-            call == .copyPart(1) ? TransferError(code: "AccessDenied", retryable: false) : nil
+            call == .copyPart(1) ? TransferError(code: .accessDenied, retryable: false) : nil
         })
         let rig = Rig(objects: objects)
         rig.objects.put("src", pattern(12 * MiB))
         try await rig.insert(.copy, source: copySource("src"), key: "dst")
         let (outcome, _) = try await rig.claimAndRun()
-        #expect(outcome == .failed(code: "AccessDenied"))
+        #expect(outcome == .failed(code: .accessDenied))
         #expect(rig.objects.count(.copyPart(1)) == 1 && rig.objects.openUploads == 0)
     }
 
@@ -262,8 +262,8 @@ private func copySource(_ key: String) -> String { ObjectSource(key: key).json }
         let start = rig.clock.now()
         try await rig.insert(.copy, source: copySource("src"), key: "dst", options: options)
         let (outcome, job) = try await rig.claimAndRun()
-        #expect(outcome == .failed(code: "JobTimeout"))
-        #expect(job.state == .failed && job.error == #"{"code":"JobTimeout"}"#)
+        #expect(outcome == .failed(code: .jobTimeout))
+        #expect(job.state == .failed && job.error == JobFailure(.jobTimeout))
         #expect(rig.objects.openUploads == 0)
         #expect(rig.clock.now() - start < 60_000)
     }
@@ -301,7 +301,7 @@ private func copySource(_ key: String) -> String { ObjectSource(key: key).json }
             try await inner.start(lease, uploadID: uploadID, partChecksum: partChecksum, partsTotal: partsTotal, partSize: partSize,
                                   bytesTotal: bytesTotal, sourceETag: sourceETag)
         }
-        func finish(_ lease: Lease, state: Job.State, etag: String?, error: String?) async throws {
+        func finish(_ lease: Lease, state: Job.State, etag: String?, error: JobFailure?) async throws {
             try gate(); try await inner.finish(lease, state: state, etag: etag, error: error)
         }
         func list(owner: String?, state: Job.State?, kind: Job.Kind?, limit: Int, after cursor: String?) async throws -> [Job] { [] }
@@ -375,7 +375,7 @@ private func copySource(_ key: String) -> String { ObjectSource(key: key).json }
         let rig = Rig()
         let body = pattern(17 * MiB + 11, seed: 3)
         let fetcher = InMemoryFetcher(body: body, ranges: ranges)
-        try await rig.insert(.import, source: URLSource(url: "https://example.com/f").json, key: "imported")
+        try await rig.insert(.import, source: .url("https://example.com/f"), key: "imported")
         let (outcome, job) = try await rig.claimAndRun(runner: try rig.runner(fetcher: fetcher))
         guard case .completed = outcome else { Issue.record("\(outcome)"); return }
         #expect(job.state == .completed && rig.objects.object("imported") == body)
@@ -387,7 +387,7 @@ private func copySource(_ key: String) -> String { ObjectSource(key: key).json }
     @Test func aSmallImportIsOnePut() async throws {
         let rig = Rig()
         let fetcher = InMemoryFetcher(body: pattern(1000), ranges: true)
-        try await rig.insert(.import, source: URLSource(url: "https://example.com/f").json, key: "small")
+        try await rig.insert(.import, source: .url("https://example.com/f"), key: "small")
         let (_, job) = try await rig.claimAndRun(runner: try rig.runner(fetcher: fetcher))
         #expect(job.state == .completed && rig.objects.object("small") == pattern(1000))
         #expect(rig.objects.count(.putObject) == 1 && rig.objects.count(.create) == 0)
@@ -400,7 +400,7 @@ private func copySource(_ key: String) -> String { ObjectSource(key: key).json }
         var rig = Rig()
         rig.settings.partChecksum = checksum
         let body = pattern(12 * MiB + 5, seed: 9)
-        try await rig.insert(.import, source: URLSource(url: "https://example.com/f").json, key: "checked")
+        try await rig.insert(.import, source: .url("https://example.com/f"), key: "checked")
         let (outcome, job) = try await rig.claimAndRun(runner: try rig.runner(fetcher: InMemoryFetcher(body: body, ranges: true)))
         guard case .completed = outcome else { Issue.record("\(outcome)"); return }
         #expect(job.partChecksum == checksum && rig.objects.object("checked") == body)
@@ -413,7 +413,7 @@ private func copySource(_ key: String) -> String { ObjectSource(key: key).json }
         let rig = Rig()
         #expect(rig.settings.partChecksum == .crc32c)
         let body = pattern(12 * MiB + 5, seed: 4)
-        let inserted = try await rig.insert(.import, source: URLSource(url: "https://example.com/f").json, key: "legacy")
+        let inserted = try await rig.insert(.import, source: .url("https://example.com/f"), key: "legacy")
         // An earlier build's run: its upload declared no algorithm, and it recorded none.
         let legacy = try await rig.objects.createMultipartUpload(key: "legacy", attributes: ObjectAttributesSpec())
         let (_, lease) = try #require(try await rig.store.claim(owner: "old", leaseMilliseconds: rig.settings.leaseMilliseconds))
@@ -435,11 +435,11 @@ private func copySource(_ key: String) -> String { ObjectSource(key: key).json }
     @Test func aRefusedSourceFailsTheImportWithItsCode() async throws {
         let rig = Rig()
         let fetcher = InMemoryFetcher(body: pattern(10), ranges: true, fault: { _ in
-            TransferError(code: "ForbiddenAddress", retryable: false)
+            TransferError(code: .forbiddenAddress, retryable: false)
         })
-        try await rig.insert(.import, source: URLSource(url: "http://169.254.169.254/").json, key: "x")
+        try await rig.insert(.import, source: .url("http://169.254.169.254/"), key: "x")
         let (outcome, job) = try await rig.claimAndRun(runner: try rig.runner(fetcher: fetcher))
-        #expect(outcome == .failed(code: "ForbiddenAddress") && job.state == .failed)
+        #expect(outcome == .failed(code: .forbiddenAddress) && job.state == .failed)
     }
 }
 

@@ -11,7 +11,7 @@ private func bytes(_ count: Int, seed: UInt8) -> [UInt8] {
     repeatingBytes(count, seed: seed)
 }
 
-private func objectSource(_ key: String) -> String { ObjectSource(key: key).json }
+private func objectSource(_ key: String) -> JobSource { .object(ObjectSource(key: key)) }
 
 /// A fetcher whose every read is a new slow stream of `chunks` chunks, one per `every` ms.
 private struct SlowSources: SourceFetcher {
@@ -20,7 +20,7 @@ private struct SlowSources: SourceFetcher {
     let every: Int
     func probe(_ url: String) async throws -> SourceProbe { SourceProbe(size: nil, etag: nil, acceptsRanges: false) }
     func fetch(_ url: String, range: ClosedRange<Int64>, ifMatch: String?, into file: SpoolFile) async throws {
-        throw TransferError(code: "RangeIgnored", retryable: false)
+        throw TransferError(code: .rangeIgnored, retryable: false)
     }
     func stream(_ url: String, limit: Int64) async throws -> any ByteSource {
         SlowStream(clock: clock, chunks: chunks, every: every)
@@ -72,7 +72,7 @@ private struct SlowSources: SourceFetcher {
         var bench = Bench()
         bench.settings.concurrency = 1
         let body = bytes(16 * MiB + 3, seed: 12)
-        let job = try await bench.insert(.import, source: URLSource(url: "https://example.com/f").json)
+        let job = try await bench.insert(.import, source: .url("https://example.com/f"))
         let fetcher = InMemoryFetcher(body: body, ranges: false)
         let control = JobControl()
         control.requestYield()
@@ -130,7 +130,7 @@ private struct SlowSources: SourceFetcher {
         bench.spoolBudget = 10 * Int64(MiB)
         let spool = try DirectorySpool(directory: bench.spoolDirectory, budget: bench.spoolBudget)
         try await spool.reserve(jobID: "someone-else", name: .part(1), bytes: 8 * Int64(MiB), owner: "someone-else")
-        let job = try await bench.insert(.import, source: URLSource(url: "https://example.com/f").json)
+        let job = try await bench.insert(.import, source: .url("https://example.com/f"))
         let control = JobControl()
         let asked = Task {
             // Asked once the import waits for room (nothing else runs).
@@ -153,8 +153,8 @@ private struct SlowSources: SourceFetcher {
         bench.objects.put("small", bytes(16, seed: 3))
         // 64 KiB every 100 ms: a 5 MiB part takes 8 s; a source, about 100 minutes.
         let sources = SlowSources(clock: bench.clock, chunks: 60_000, every: 100)
-        let imports = [try await bench.insert(.import, source: URLSource(url: "https://example.com/1").json, key: "a1", owner: "alice"),
-                       try await bench.insert(.import, source: URLSource(url: "https://example.com/2").json, key: "a2", owner: "alice")]
+        let imports = [try await bench.insert(.import, source: .url("https://example.com/1"), key: "a1", owner: "alice"),
+                       try await bench.insert(.import, source: .url("https://example.com/2"), key: "a2", owner: "alice")]
         let spool = try DirectorySpool(directory: bench.spoolDirectory, budget: bench.spoolBudget)
         let worker = JobWorker(store: bench.store, objects: bench.objects, fetcher: sources, spool: spool, settings: bench.settings,
                                clock: bench.clock, instance: "i", slots: 2)
@@ -190,7 +190,7 @@ extension JobWorkerFairnessTests {
         let sources = SlowSources(clock: bench.clock, chunks: 40, every: 1000)
         var inserted: [Job] = []
         for n in 0..<6 {
-            inserted.append(try await bench.insert(.import, source: URLSource(url: "https://example.com/\(n)").json, key: "a\(n)",
+            inserted.append(try await bench.insert(.import, source: .url("https://example.com/\(n)"), key: "a\(n)",
                                                    owner: "alice"))
         }
         let imports = inserted

@@ -35,7 +35,7 @@ private final class Renewals: Sendable {
     }
 
     private func claimed(_ bench: Bench) async throws -> Lease {
-        try await bench.insert(.copy, source: ObjectSource(key: "src").json)
+        try await bench.insert(.copy, source: .object(ObjectSource(key: "src")))
         return try #require(try await bench.store.claim(owner: "i", leaseMilliseconds: 30_000)).1
     }
 

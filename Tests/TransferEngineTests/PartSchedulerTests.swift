@@ -24,15 +24,15 @@ private func starts(_ actions: [PartScheduler.Action]) -> [Int] {
     var s = PartScheduler(partCount: 2, concurrency: 2, retryLimit: 2, backoff: Backoff(baseMilliseconds: 100, capMilliseconds: 10_000),
                           random: { 0.5 })
     _ = s.nextActions(now: 0)
-    #expect(s.partFailed(1, retryable: true, error: "SlowDown", now: 1000) == nil)
+    #expect(s.partFailed(1, error: slowDown, now: 1000) == nil)
     #expect(s.nextWakeup == 1050)  // 0.5 × 100 ms
     #expect(s.nextActions(now: 1049).isEmpty)
     #expect(s.nextActions(now: 1050) == [.start(part: 1, attempt: 2)])
-    #expect(s.partFailed(1, retryable: true, error: "SlowDown", now: 2000) == nil)
+    #expect(s.partFailed(1, error: slowDown, now: 2000) == nil)
     #expect(s.nextWakeup == 2100)  // 0.5 × 200 ms
     #expect(s.nextActions(now: 2100) == [.start(part: 1, attempt: 3)])
     // The third failure exceeds retryLimit 2.
-    #expect(s.partFailed(1, retryable: true, error: "SlowDown", now: 3000) == .fail(part: 1, error: "SlowDown"))
+    #expect(s.partFailed(1, error: slowDown, now: 3000) == .fail(part: 1, failure: JobFailure(.retriesExhausted, cause: .throttled)))
     #expect(s.phase == .failed)
     #expect(s.nextActions(now: 4000).isEmpty)
 }
@@ -40,13 +40,13 @@ private func starts(_ actions: [PartScheduler.Action]) -> [Int] {
 @Test func nonRetryableFailureFailsAtOnce() {
     var s = PartScheduler(partCount: 3, concurrency: 1, retryLimit: 5, random: { 0 })
     _ = s.nextActions(now: 0)
-    #expect(s.partFailed(1, retryable: false, error: "AccessDenied", now: 0) == .fail(part: 1, error: "AccessDenied"))
+    #expect(s.partFailed(1, error: TransferError(code: .accessDenied, retryable: false), now: 0) == .fail(part: 1, failure: JobFailure(.accessDenied)))
 }
 
 @Test func retryLimitZeroMeansNoRetry() {
     var s = PartScheduler(partCount: 1, concurrency: 1, retryLimit: 0, random: { 0 })
     _ = s.nextActions(now: 0)
-    #expect(s.partFailed(1, retryable: true, error: "InternalError", now: 0) == .fail(part: 1, error: "InternalError"))
+    #expect(s.partFailed(1, error: TransferError(code: .storageUnavailable, retryable: true), now: 0) == .fail(part: 1, failure: JobFailure(.retriesExhausted, cause: .storageUnavailable)))
 }
 
 @Test func pauseStopsNewPartsAndResumeContinues() {
@@ -78,7 +78,7 @@ private func starts(_ actions: [PartScheduler.Action]) -> [Int] {
     _ = s.nextActions(now: 0)
     s.cancel()
     #expect(s.nextActions(now: 1).isEmpty)
-    #expect(s.partFailed(1, retryable: true, error: "x", now: 1) != nil, "no retries after cancel")
+    #expect(s.partFailed(1, error: slowDown, now: 1) != nil, "no retries after cancel")
     #expect(s.phase == .canceled)
 }
 
@@ -88,3 +88,5 @@ func backoffCeilingDoublesToItsCap(retry: Int, ceiling: Int) {
     #expect(Backoff().delay(retry: retry, unit: 0) == 0)
     #expect(Backoff().delay(retry: retry, unit: 0.999_999_9) < ceiling)
 }
+
+private let slowDown = TransferError(code: .throttled, retryable: true)

@@ -35,7 +35,7 @@ private struct Uploads {
 
     func insert(size: Int64?) async throws -> Job {
         try await store.insert(Job(id: UUID().uuidString.lowercased(), owner: "alice", kind: .upload, state: .pending,
-                                   objectKey: "private/alice/up.bin", source: "{}", bytesTotal: size, partSize: PartPlan.minimumPartSize))
+                                   objectKey: "private/alice/up.bin", source: .uploaded(tusMetadata: nil), bytesTotal: size, partSize: PartPlan.minimumPartSize))
     }
 
     func send(_ receiver: UploadReceiver, _ job: Job, from offset: Int64, _ body: [UInt8], chunk: Int = 256 * 1024,
@@ -268,7 +268,7 @@ private final class StalledBody: ByteSource {
         let spool = try DirectorySpool(directory: NSTemporaryDirectory() + "receiver-stall-" + UUID().uuidString,
                                        budget: 8 << 30, ownerShare: 8 << 30)
         let job = try await uploads.store.insert(Job(id: UUID().uuidString.lowercased(), owner: "mallory", kind: .upload,
-                                                     state: .pending, objectKey: "private/mallory/big.bin", source: "{}",
+                                                     state: .pending, objectKey: "private/mallory/big.bin", source: .uploaded(tusMetadata: nil),
                                                      bytesTotal: 20 << 30, partSize: 5 << 30))
         let body = StalledBody(bytes(1000, seed: 1))
         let receiver = try uploads.receiver("a", spool: spool)

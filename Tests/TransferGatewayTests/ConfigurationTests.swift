@@ -2,7 +2,7 @@ import Testing
 @testable import Gateway
 @testable import TransferGateway
 
-@Test func defaultsMatchTheContract() throws {
+@Test func defaultsAreTheDocumentedOnes() throws {
     let c = try Configuration.fromEnvironment([:])
     #expect(c.host == "127.0.0.1" && c.port == 8080)
     #expect(c.s3Region == "us-east-1")

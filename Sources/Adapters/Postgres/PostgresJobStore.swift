@@ -32,7 +32,7 @@ public struct PostgresJobStore: UploadStore {
                 INSERT INTO jobs (id, owner, type, state, object_key, source, options, bytes_total, part_size, etag, source_etag,
                                   bytes_transferred, bytes_committed, completed_at)
                 VALUES (\(job.id)::uuid, \(job.owner), \(job.kind.rawValue), \(job.state.rawValue), \(job.objectKey),
-                        \(job.source)::jsonb, \(job.options)::jsonb, \(job.bytesTotal), \(job.partSize), \(job.etag),
+                        \(JobColumns.json(job.source))::jsonb, \(JobColumns.json(job.options))::jsonb, \(job.bytesTotal), \(job.partSize), \(job.etag),
                         \(job.sourceETag), \(job.bytesTransferred), \(job.bytesCommitted),
                         CASE WHEN \(job.state.isFinal) THEN now() END)
                 RETURNING \(Self.columns)
@@ -171,11 +171,11 @@ public struct PostgresJobStore: UploadStore {
             """)
     }
 
-    public func finish(_ lease: Lease, state: Job.State, etag: String?, error: String?) async throws {
+    public func finish(_ lease: Lease, state: Job.State, etag: String?, error: JobFailure?) async throws {
         let ending = JobLifecycle.ending(state)
         let state = JobLifecycle.target(of: ending)
         try await writeUnderLease(lease, """
-            UPDATE jobs SET state = \(state.rawValue), etag = \(etag), error = \(error)::jsonb, lease_owner = NULL,
+            UPDATE jobs SET state = \(state.rawValue), etag = \(etag), error = \(JobColumns.json(error))::jsonb, lease_owner = NULL,
                    lease_expires_at = NULL, completed_at = now(), version = version + 1, updated_at = now(),
                    bytes_total = CASE WHEN \(state.rawValue) = 'completed' THEN coalesce(bytes_total, bytes_committed)
                                       ELSE bytes_total END
@@ -215,7 +215,7 @@ public struct PostgresJobStore: UploadStore {
         try await pool.withConnection { connection in
             Set(try connection.query("""
                 SELECT upload_id AS id FROM jobs
-                WHERE object_key = \(key) AND upload_id IS NOT NULL AND state IN ('pending', 'queued', 'running', 'paused')
+                WHERE object_key = \(key) AND upload_id IS NOT NULL AND state = ANY(\(JobLifecycle.textArray(Job.State.active))::text[])
                 UNION SELECT s3_upload_id AS id FROM uploads WHERE object_key = \(key) AND state = 'open' AND s3_upload_id IS NOT NULL
                 """).map { try $0.string("id") })
         }
@@ -332,9 +332,11 @@ public struct PostgresJobStore: UploadStore {
         guard let kind = Job.Kind(rawValue: try row.string("type")), let state = Job.State(rawValue: try row.string("state")) else {
             throw PostgresRow.DecodingError(column: "type/state", expected: "a known value")
         }
-        var job = Job(id: try row.string("id"), owner: try row.string("owner"), kind: kind, state: state,
-                      objectKey: try row.optionalString("object_key"), source: try row.optionalString("source"),
-                      options: try row.string("options"), bytesTotal: try row.optionalInt("bytes_total").map(Int64.init),
+        let id = try row.string("id")
+        var job = Job(id: id, owner: try row.string("owner"), kind: kind, state: state,
+                      objectKey: try row.optionalString("object_key"),
+                      source: try JobColumns.source(try row.optionalString("source"), kind: kind, job: id),
+                      options: try JobColumns.options(try row.string("options"), job: id), bytesTotal: try row.optionalInt("bytes_total").map(Int64.init),
                       partSize: Int64(try row.int("part_size")))
         job.bytesTransferred = Int64(try row.int("bytes_transferred"))
         job.bytesCommitted = Int64(try row.int("bytes_committed"))
@@ -343,7 +345,7 @@ public struct PostgresJobStore: UploadStore {
         job.uploadID = try row.optionalString("upload_id")
         job.partChecksum = try row.optionalString("part_checksum").flatMap(PartChecksum.init(rawValue:))
         job.etag = try row.optionalString("etag")
-        job.error = try row.optionalString("error")
+        job.error = try JobColumns.failure(try row.optionalString("error"), job: id)
         job.attempts = try row.int("attempts")
         job.crashes = try row.int("crashes")
         job.completing = try row.bool("completing")
@@ -367,7 +369,12 @@ extension JobLifecycle {
     }
 
     static func textArray(from action: Action) -> String {
-        "{" + states(from: action).map(\.rawValue).sorted().joined(separator: ",") + "}"
+        textArray(states(from: action))
+    }
+
+    /// `states` as a PostgreSQL `text[]` literal (a bind value), so SQL never restates a set of states.
+    static func textArray<S: Sequence<Job.State>>(_ states: S) -> String {
+        "{" + states.map(\.rawValue).sorted().joined(separator: ",") + "}"
     }
 }
 
@@ -383,17 +390,18 @@ enum OwnerLimits {
 
     static func check(_ quota: OwnerQuota, owner: String, creating: Creation, on connection: PostgresConnection) throws {
         try connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\("gateway-owner:" + owner), 0)) AS locked")
+        let active = JobLifecycle.textArray(Job.State.active)
         let row = try connection.query("""
-            SELECT (SELECT count(*) FROM jobs WHERE owner = \(owner) AND state IN ('pending', 'queued', 'running', 'paused')) AS active,
+            SELECT (SELECT count(*) FROM jobs WHERE owner = \(owner) AND state = ANY(\(active)::text[])) AS active,
                    (SELECT count(*) FROM jobs WHERE owner = \(owner) AND type = 'upload'
-                                                AND state IN ('pending', 'queued', 'running', 'paused'))
+                                                AND state = ANY(\(active)::text[]))
                  + (SELECT count(*) FROM uploads WHERE owner = \(owner) AND state IN ('creating', 'open')) AS uploads
             """).first
-        let active = try row?.int("active") ?? 0
+        let activeJobs = try row?.int("active") ?? 0
         let uploads = try row?.int("uploads") ?? 0
         switch creating {
         case .job(let upload):
-            if active >= quota.maxActiveJobs { throw QuotaExceeded(limit: .activeJobs, maximum: quota.maxActiveJobs) }
+            if activeJobs >= quota.maxActiveJobs { throw QuotaExceeded(limit: .activeJobs, maximum: quota.maxActiveJobs) }
             if upload && uploads >= quota.maxOpenUploads { throw QuotaExceeded(limit: .openUploads, maximum: quota.maxOpenUploads) }
         case .clientUpload:
             if uploads >= quota.maxOpenUploads { throw QuotaExceeded(limit: .openUploads, maximum: quota.maxOpenUploads) }

@@ -14,7 +14,7 @@ public struct PostgresMaintenanceStore: MaintenanceStore {
     public func expireIdleUploads(before cutoff: Double, prefixes: [String]) async throws -> [ExpiredUpload] {
         let expiring = JobLifecycle.Action.expire
         let from = JobLifecycle.textArray(from: expiring)
-        let error = Job.errorJSON(code: FailureCode.uploadExpired)
+        let error = JobColumns.json(JobFailure(.uploadExpired))
         return try await pool.withConnection { connection in
             try prefixes.flatMap { prefix in
                 try connection.query("""
@@ -34,7 +34,8 @@ public struct PostgresMaintenanceStore: MaintenanceStore {
 
     public func activeJobIDs() async throws -> Set<String> {
         try await pool.withConnection { connection in
-            Set(try connection.query("SELECT id::text AS id FROM jobs WHERE state IN ('queued', 'running')").map { try $0.string("id") })
+            let working = JobLifecycle.textArray([Job.State.queued, .running])
+            return Set(try connection.query("SELECT id::text AS id FROM jobs WHERE state = ANY(\(working)::text[])").map { try $0.string("id") })
         }
     }
 

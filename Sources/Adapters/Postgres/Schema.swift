@@ -196,5 +196,54 @@ public enum Schema {
                 CHECK (state IN ('creating', 'open', 'completing', 'completed', 'aborting', 'aborted'))
             """,
         ]),
+        .init(version: 11, name: "snake_case failure codes", statements: [
+            // Failures recorded before the codes were one snake_case list: S3's and the
+            // sources' own spellings become the list's (an S3 code it does not name is
+            // `storage_rejected`; `SourceHTTP404` is `source_http_error` with its status).
+            """
+            UPDATE jobs SET error = CASE
+                WHEN error->>'code' ~ '^SourceHTTP[0-9]{3}$'
+                    THEN jsonb_build_object('code', 'source_http_error', 'status', substr(error->>'code', 11)::int)
+                WHEN error->>'code' LIKE 'KMS%' THEN jsonb_build_object('code', 'encryption_refused')
+                ELSE jsonb_build_object('code', coalesce((SELECT renamed.new FROM (VALUES
+                    ('JobTimeout', 'job_timeout'),
+                    ('SpoolFailed', 'spool_failed'),
+                    ('SizeMismatch', 'size_mismatch'),
+                    ('ETagMismatch', 'etag_mismatch'),
+                    ('InvalidJob', 'invalid_job'),
+                    ('EntityTooLarge', 'entity_too_large'),
+                    ('InvalidPartSize', 'invalid_part_size'),
+                    ('InternalError', 'storage_unavailable'),
+                    ('NoSuchKey', 'not_found'),
+                    ('NotFound', 'not_found'),
+                    ('NoSuchUpload', 'no_such_upload'),
+                    ('NoSuchBucket', 'bucket_missing'),
+                    ('AccessDenied', 'access_denied'),
+                    ('InvalidAccessKeyId', 'credentials_rejected'),
+                    ('SignatureDoesNotMatch', 'credentials_rejected'),
+                    ('ExpiredToken', 'credentials_rejected'),
+                    ('SlowDown', 'throttled'),
+                    ('ServiceUnavailable', 'storage_unavailable'),
+                    ('Timeout', 'storage_unavailable'),
+                    ('RequestTimeout', 'storage_unavailable'),
+                    ('IncompleteBody', 'storage_unavailable'),
+                    ('EntityTooSmall', 'invalid_part'),
+                    ('InvalidPart', 'invalid_part'),
+                    ('InvalidPartOrder', 'invalid_part'),
+                    ('InvalidRange', 'invalid_range'),
+                    ('BadDigest', 'checksum_mismatch'),
+                    ('BadResponse', 'bad_response'),
+                    ('ForbiddenAddress', 'forbidden_address'),
+                    ('UnresolvableHost', 'unresolvable_host'),
+                    ('InvalidURL', 'invalid_url'),
+                    ('TooManyRedirects', 'too_many_redirects'),
+                    ('SourceUnreachable', 'source_unreachable'),
+                    ('RangeIgnored', 'range_ignored'),
+                    ('ResponseTooLarge', 'response_too_large')) AS renamed (old, new)
+                    WHERE renamed.old = jobs.error->>'code'), 'storage_rejected'))
+                END
+            WHERE error IS NOT NULL AND coalesce(error->>'code', '') NOT IN ('source_changed', 'crash_loop', 'upload_expired', 'job_timeout', 'retries_exhausted', 'spool_too_small', 'spool_failed', 'size_mismatch', 'etag_mismatch', 'invalid_job', 'entity_too_large', 'invalid_part_size', 'internal_error', 'not_found', 'no_such_upload', 'precondition_failed', 'access_denied', 'credentials_rejected', 'bucket_missing', 'throttled', 'storage_unavailable', 'invalid_part', 'invalid_range', 'checksum_mismatch', 'encryption_refused', 'bad_response', 'storage_rejected', 'forbidden_address', 'unresolvable_host', 'invalid_url', 'too_many_redirects', 'source_unreachable', 'source_http_error', 'range_ignored', 'response_too_large')
+            """,
+        ]),
     ])
 }

@@ -18,7 +18,7 @@ public struct HTTPSourceFetcher: SourceFetcher {
         let response: URLFetcher.Response
         do {
             response = try await mapped { try await fetcher.send("GET", url: url, headers: [("Range", "bytes=0-0")], sink: .memory(limit: 64)) }
-        } catch let error as TransferError where error.code == "ResponseTooLarge" {
+        } catch let error as TransferError where error.code == .responseTooLarge {
             return SourceProbe(size: nil, etag: nil, acceptsRanges: false)   // the whole body came back: no ranges
         }
         let etag = response.header("etag").flatMap { $0.hasPrefix("W/") ? nil : $0 }
@@ -40,7 +40,7 @@ public struct HTTPSourceFetcher: SourceFetcher {
         if let ifMatch { headers.append(("If-Match", ifMatch)) }
         let response = try await mapped { try await fetcher.send("GET", url: url, headers: headers, sink: .file(fd: file.fd, offset: 0)) }
         if response.status == 412 { throw TransferError.sourceChanged }
-        if response.status == 200 { throw TransferError(code: "RangeIgnored", retryable: false) }
+        if response.status == 200 { throw TransferError(code: .rangeIgnored, retryable: false) }
         try Self.check(response.status, expected: 206...206)
         guard let contentRange = response.header("content-range"),
               contentRange.hasPrefix("bytes \(range.lowerBound)-\(range.upperBound)/") else {
@@ -57,7 +57,7 @@ public struct HTTPSourceFetcher: SourceFetcher {
     static func check(_ status: Int, expected: ClosedRange<Int>) throws {
         guard !expected.contains(status) else { return }
         let retryable = status == 429 || status >= 500
-        throw TransferError(code: "SourceHTTP\(status)", retryable: retryable)
+        throw TransferError(code: .sourceHTTPError, retryable: retryable, status: status)
     }
 
     private func mapped<T>(_ work: () async throws -> T) async throws -> T {
@@ -65,16 +65,16 @@ public struct HTTPSourceFetcher: SourceFetcher {
             return try await work()
         } catch let error as URLFetcher.FetchError {
             switch error {
-            case .refused(.forbidden): throw TransferError(code: "ForbiddenAddress", retryable: false)
-            case .refused(.unresolvable): throw TransferError(code: "UnresolvableHost", retryable: false)
-            case .badURL: throw TransferError(code: "InvalidURL", retryable: false)
-            case .tooManyRedirects: throw TransferError(code: "TooManyRedirects", retryable: false)
+            case .refused(.forbidden): throw TransferError(code: .forbiddenAddress, retryable: false)
+            case .refused(.unresolvable): throw TransferError(code: .unresolvableHost, retryable: false)
+            case .badURL: throw TransferError(code: .invalidURL, retryable: false)
+            case .tooManyRedirects: throw TransferError(code: .tooManyRedirects, retryable: false)
             }
         } catch let error as S3Error {
-            if error.code == "ResponseTooLarge" { throw TransferError(code: error.code, retryable: false) }
-            throw TransferError(code: "SourceUnreachable", retryable: error.retryable)
+            if error.code == "ResponseTooLarge" { throw TransferError(code: .responseTooLarge, retryable: false) }
+            throw TransferError(code: .sourceUnreachable, retryable: error.retryable)
         } catch is BodyStream.TooLarge {
-            throw TransferError(code: FailureCode.entityTooLarge, retryable: false)
+            throw TransferError(code: .entityTooLarge, retryable: false)
         }
     }
 }
@@ -93,10 +93,10 @@ final class StreamedBody: ByteSource {
         do {
             return try await body.next()
         } catch is BodyStream.TooLarge {
-            throw TransferError(code: FailureCode.entityTooLarge, retryable: false)
+            throw TransferError(code: .entityTooLarge, retryable: false)
         } catch let error as S3Error {
             if error.kind == .cancelled { throw CancellationError() }
-            throw TransferError(code: "SourceUnreachable", retryable: error.retryable)
+            throw TransferError(code: .sourceUnreachable, retryable: error.retryable)
         }
     }
 }

@@ -136,7 +136,7 @@ public struct S3ObjectStore: ObjectStore {
         case .file(let file, let offset, let length):
             guard length > 0 else { return Digest.crc32cBase64(0) }
             guard let crc = file.crc32c(offset...(offset + length - 1)) else {
-                throw TransferError(code: FailureCode.spoolFailed, retryable: true)
+                throw TransferError(code: .spoolFailed, retryable: true)
             }
             return Digest.crc32cBase64(crc)
         }
@@ -150,7 +150,7 @@ public struct S3ObjectStore: ObjectStore {
         case .file(let file, let offset, let length):
             guard length > 0 else { return S3Client.contentMD5([]) }
             guard let digest = file.md5Digest(offset...(offset + length - 1)) else {
-                throw TransferError(code: FailureCode.spoolFailed, retryable: true)
+                throw TransferError(code: .spoolFailed, retryable: true)
             }
             return Data(digest).base64EncodedString()
         }
@@ -181,9 +181,7 @@ public struct S3ObjectStore: ObjectStore {
         do {
             return try await work()
         } catch let error as S3Error {
-            // A pinned source (If-Match, x-amz-copy-source-if-match) that changed meanwhile.
-            if error.code == "PreconditionFailed" || error.status == 412 { throw TransferError.sourceChanged }
-            throw TransferError(code: error.code, retryable: error.retryable)
+            throw TransferError(error)
         }
     }
 }

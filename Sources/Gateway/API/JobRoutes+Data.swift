@@ -22,7 +22,7 @@ extension JobRoutes {
     func data(_ http: HTTPRequest, id: String) async throws -> HTTPResponse {
         let job = try await downloadJob(http, id: id)
         guard job.kind == .download else { throw APIError.notFound }
-        guard job.state == .completed, let etag = job.etag, let size = job.bytesTotal, let source = ObjectSource.decode(job.source) else {
+        guard job.state == .completed, let etag = job.etag, let size = job.bytesTotal, let source = job.source.object else {
             throw APIError(.jobNotCompleted, "The download is \(job.state.rawValue); its data is served once it is completed.")
         }
         if let completedAt = job.completedAt, Int64(downloadTTL) * 1000 < Int64(now()) * 1000 - completedAt {
@@ -88,7 +88,7 @@ extension JobRoutes {
                 done += Int64(block.bytes.count)
                 // The last block goes only if the whole object matches its MD5 ETag.
                 if done >= length, let check, let digest, digest.finish() != check {
-                    throw TransferError(code: "BadDigest", retryable: false)
+                    throw TransferError(code: .checksumMismatch, retryable: false)
                 }
                 var offset = 0
                 while offset < block.bytes.count {
@@ -117,7 +117,7 @@ extension JobRoutes {
 
     static func readFailure(_ error: any Error) -> any Error {
         guard let error = error as? TransferError else { return error }
-        if error == TransferError.sourceChanged || error.code == "NoSuchKey" || error.code == "NotFound" {
+        if [.sourceChanged, .preconditionFailed, .notFound].contains(error.code) {
             return APIError.sourceChanged
         }
         return APIError(.storageError, "S3 did not serve the object (\(error.code)).")

@@ -48,10 +48,10 @@ extension JobRoutes {
             throw APIError(.uploadInProgress, "Another request is sending this upload's bytes, or it does not wait for bytes.")
         case .tooLarge(let declared, let committed):
             return withOffset(Responses.problem(APIError(.payloadTooLarge, "The upload was declared as \(declared) bytes; the body goes past that.")), committed)
-        case .failed(let code, let committed) where code == FailureCode.timeout:
+        case .failed(let code, let committed) where code == .jobTimeout:
             return withOffset(Responses.problem(APIError(.jobNotPending, "The upload ran past its timeoutSeconds; the job failed.")), committed)
         case .failed(let code, let committed):
-            return withOffset(Responses.problem(APIError(.storageError, "S3 refused a part (\(code.filter { $0.isLetter || $0.isNumber })) past the retry limit; the job failed.")), committed)
+            return withOffset(Responses.problem(APIError(.storageError, "S3 refused a part (\(code.rawValue)); the job failed.")), committed)
         case .canceled:
             throw APIError(.jobNotPending, "The upload was canceled.")
         case .paused(let committed):
@@ -71,7 +71,7 @@ extension Job {
         var partSize = options.partSize ?? settings.partSize
         if let size, let plan = try? PartPlan(objectSize: size, requestedPartSize: partSize) { partSize = plan.partSize }
         return Job(id: UUID().uuidString.lowercased(), owner: owner, kind: .upload, state: .pending, objectKey: objectKey,
-                   source: "{}", options: options.json, bytesTotal: size, partSize: partSize)
+                   source: .uploaded(tusMetadata: nil), options: options, bytesTotal: size, partSize: partSize)
     }
 }
 

@@ -70,10 +70,10 @@ struct JobRoutes: Sendable {
         if let partSize = options.partSize, partSize > settings.spoolCapacity {
             throw APIError.validation("partSize may be at most one identity's share of the spool (GATEWAY_USER_SPOOL_SHARE of GATEWAY_SPOOL_BUDGET), \(settings.spoolCapacity) bytes.")
         }
-        let objectKey: String, source: String
+        let objectKey: String, source: JobSource
         switch kind {
         case .copy:
-            source = ObjectSource(key: try object(fields, "source", mode: .read, identity: identity)).json
+            source = .object(ObjectSource(key: try object(fields, "source", mode: .read, identity: identity)))
             objectKey = try object(fields, "destination", mode: .write, identity: identity)
         case .download:
             return try await created(try await pinnedDownload(fields, owner: owner, identity: identity), http)
@@ -86,7 +86,7 @@ struct JobRoutes: Sendable {
             }
             objectKey = try key(fields, mode: .write, identity: identity)
             if let refusal = await sourceCheck?.refusal(of: url) { throw APIError(.forbiddenAddress, refusal.detail) }
-            source = URLSource(url: url).json
+            source = .url(url)
         case .upload:
             let size = try fields.integer("size")
             if let size, !(0...settings.maxObjectSize).contains(size) {
@@ -100,7 +100,7 @@ struct JobRoutes: Sendable {
             return try await created(job, http)
         }
         return try await created(Job(id: UUID().uuidString.lowercased(), owner: owner, kind: kind, state: .queued,
-                                     objectKey: objectKey, source: source, options: options.json, bytesTotal: nil,
+                                     objectKey: objectKey, source: source, options: options, bytesTotal: nil,
                                      partSize: options.partSize ?? settings.partSize), http)
     }
 
@@ -119,7 +119,7 @@ struct JobRoutes: Sendable {
         guard found.size >= 0, found.etag.utf8.count > 2 else { throw APIError(.storageError, "S3 described the object without a size or ETag.") }
         let source = ObjectSource(key: key, contentType: found.attributes.contentType, filename: filename)
         var job = Job(id: UUID().uuidString.lowercased(), owner: owner, kind: .download, state: .completed, objectKey: key,
-                      source: source.json, bytesTotal: found.size, partSize: settings.partSize)
+                      source: .object(source), bytesTotal: found.size, partSize: settings.partSize)
         job.etag = found.etag
         job.sourceETag = found.etag
         job.bytesTransferred = found.size

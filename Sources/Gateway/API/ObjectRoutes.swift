@@ -45,7 +45,7 @@ struct ObjectRoutes: Sendable {
         do {
             page = try await objects.list(prefix: base + prefix, after: after, limit: limit)
         } catch let error as TransferError {
-            throw APIError(.storageError, "S3 did not list the objects (\(error.code.filter { $0.isLetter || $0.isNumber })).")
+            throw APIError(.storageError, "S3 did not list the objects (\(error.code.rawValue)).")
         }
         if let next = page.next, !Self.advances(next, after: after) {
             // Following this cursor would answer the same page again, forever.
@@ -144,7 +144,7 @@ struct ObjectRoutes: Sendable {
     static func found<T>(_ work: () async throws -> T) async throws -> T {
         do {
             return try await work()
-        } catch let error as TransferError where error.code == "NoSuchKey" || error.code == "NotFound" || error.code == "404" {
+        } catch let error as TransferError where error.code == .notFound {
             throw APIError(.notFound, "No such object.")
         }
     }

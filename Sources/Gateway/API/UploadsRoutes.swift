@@ -160,7 +160,7 @@ struct UploadsRoutes: Sendable {
     private func heldParts(_ upload: Upload) async throws -> [RecordedPart] {
         do {
             return try await objects.listParts(key: upload.objectKey, uploadID: upload.s3UploadID)
-        } catch let error as TransferError where error.code == "NoSuchUpload" {
+        } catch let error as TransferError where error.code == .noSuchUpload {
             throw Self.gone
         }
     }
@@ -321,7 +321,7 @@ struct UploadsRoutes: Sendable {
                     try await store.completed(id: upload.id, etag: made)
                     return made
                 }
-                if let error = error as? TransferError, error.code == "NoSuchUpload" {
+                if let error = error as? TransferError, error.code == .noSuchUpload {
                     try await store.aborted(id: upload.id)
                     throw Self.gone
                 }

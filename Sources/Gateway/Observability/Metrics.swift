@@ -47,7 +47,7 @@ public final class Metrics: Sendable {
         }
     }
 
-    /// Adds to a plain counter, e.g. `gateway_s3_errors_total{code="SlowDown"}`.
+    /// Adds to a plain counter, e.g. `gateway_job_part_failures_total{type="copy",code="throttled"}`.
     public func increment(_ series: String, by amount: Int = 1) {
         state.withLocalLock { $0.counters[series, default: 0] += amount }
     }

@@ -107,7 +107,7 @@ struct TusRoutes: Sendable {
         let options = try Self.options(metadata, nameKey: metadata["key"] != nil ? "key" : "filename")
         let store = self.store, uploads = self.uploads, quota = limits.quota
         var made = Job.upload(owner: owner, objectKey: objectKey, size: length, options: options, settings: settings)
-        if let raw = http.headers["upload-metadata"], !raw.isEmpty { made.source = TusSource(uploadMetadata: raw).json }
+        if let raw = http.headers["upload-metadata"], !raw.isEmpty { made.source = .uploaded(tusMetadata: raw) }
         let pending = made
         guard pending.partSize <= settings.spoolCapacity else {
             return refuse(.payloadTooLarge, "An upload of this length needs parts larger than the gateway's spool budget.")
@@ -214,7 +214,7 @@ struct TusRoutes: Sendable {
         var headers = [("Upload-Offset", String(job.bytesCommitted)), ("Cache-Control", "no-store"),
                        ("Upload-Expires", httpDate(secondsSince1970: expires(job)))]
         if let length = job.bytesTotal { headers.append(("Upload-Length", String(length))) }
-        if let metadata = TusSource.decode(job.source)?.uploadMetadata { headers.append(("Upload-Metadata", metadata)) }
+        if let metadata = job.source.tusMetadata { headers.append(("Upload-Metadata", metadata)) }
         return answer(200, headers)
     }
 

@@ -7,6 +7,9 @@ public struct Job: Sendable, Equatable {
 
         /// No further change is possible.
         public var isFinal: Bool { self == .completed || self == .failed || self == .canceled }
+
+        /// The states a job is still alive in (what the per-identity limit of active jobs counts).
+        public static let active: [State] = allCases.filter { !$0.isFinal }
     }
 
     public var id: String
@@ -14,10 +17,9 @@ public struct Job: Sendable, Equatable {
     public var kind: Kind
     public var state: State
     public var objectKey: String?
-    /// The type's source, as JSON (a URL, a source key…).
-    public var source: String?
-    /// The job's options, as JSON.
-    public var options: String
+    /// Where the bytes come from.
+    public var source: JobSource
+    public var options: JobOptions
     public var bytesTotal: Int64?
     public var bytesTransferred: Int64
     public var bytesCommitted: Int64
@@ -28,8 +30,8 @@ public struct Job: Sendable, Equatable {
     /// recorded (its parts carry `Content-MD5`).
     public var partChecksum: PartChecksum?
     public var etag: String?
-    /// `{"code": …}` when failed (see `errorJSON`).
-    public var error: String?
+    /// Why the job failed, when it did.
+    public var error: JobFailure?
     public var attempts: Int
     /// Times a holder lost the job without handing it back (its process died or hung past the
     /// lease): the engine refuses to run a job that has done this `EngineSettings.crashLimit` times.
@@ -62,8 +64,8 @@ public struct Job: Sendable, Equatable {
     public var bytesAt: Int64 = 0
     public var completedAt: Int64?
 
-    public init(id: String, owner: String, kind: Kind, state: State, objectKey: String?, source: String?,
-                options: String = "{}", bytesTotal: Int64?, partSize: Int64) {
+    public init(id: String, owner: String, kind: Kind, state: State, objectKey: String?, source: JobSource,
+                options: JobOptions = JobOptions(), bytesTotal: Int64?, partSize: Int64) {
         self.id = id
         self.owner = owner
         self.kind = kind
@@ -84,14 +86,6 @@ public struct Job: Sendable, Equatable {
         self.createdAt = 0
         self.updatedAt = 0
         self.completedAt = nil
-    }
-}
-
-extension Job {
-    /// A failed job's `error`: `{"code": …}`, the code cut to ASCII letters, digits and `_`, at
-    /// most 64 (codes come from S3 and from sources, so nothing else may reach the JSON).
-    public static func errorJSON(code: String) -> String {
-        "{\"code\":\"\(FailureCode.clean(code))\"}"
     }
 }
 

@@ -1,6 +1,4 @@
-import Foundation
-
-/// Options every job type takes (openapi.yaml, `JobOptions`), stored as the job's `options` JSON.
+/// Options every job type takes (openapi.yaml, `JobOptions`).
 public struct JobOptions: Codable, Sendable, Equatable {
     public var partSize: Int64?
     public var concurrency: Int?
@@ -20,16 +18,6 @@ public struct JobOptions: Codable, Sendable, Equatable {
         ObjectAttributesSpec(contentType: contentType, cacheControl: cacheControl, contentDisposition: contentDisposition,
                              serverSideEncryption: serverSideEncryption, kmsKeyId: kmsKeyId, metadata: metadata ?? [:])
     }
-
-    public static func decode(_ json: String) -> JobOptions {
-        (try? JSONDecoder().decode(JobOptions.self, from: Data(json.utf8))) ?? JobOptions()
-    }
-
-    public var json: String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-    }
 }
 
 /// The source of a copy or download job: an object key the gateway already checked access to;
@@ -43,14 +31,5 @@ public struct ObjectSource: Codable, Sendable, Equatable {
         self.key = key
         self.contentType = contentType
         self.filename = filename
-    }
-
-    public static func decode(_ json: String?) -> ObjectSource? {
-        guard let json else { return nil }
-        return try? JSONDecoder().decode(ObjectSource.self, from: Data(json.utf8))
-    }
-
-    public var json: String {
-        (try? JSONEncoder().encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
 }

@@ -1,16 +1,26 @@
-/// A failure of one of the engine's ports that move bytes (object store, source fetcher), as
-/// the engine sees it: a code for the job's `error`, and whether a retry can help.
+/// A failure of one of the engine's ports that move bytes (object store, source fetcher), in
+/// the ports' own vocabulary (their adapters translate S3's and HTTP's codes where they enter):
+/// a code, whether a retry can help, and a source's HTTP status where there is one.
 public struct TransferError: Error, Equatable, Sendable {
-    public let code: String
+    public let code: FailureCode
     public let retryable: Bool
+    /// The source's HTTP status, for `sourceHTTPError`.
+    public let status: Int?
 
-    public init(code: String, retryable: Bool) {
+    public init(code: FailureCode, retryable: Bool, status: Int? = nil) {
         self.code = code
         self.retryable = retryable
+        self.status = status
     }
 }
 
 extension TransferError {
     /// The source is not what the job pinned (size or ETag): retrying cannot help.
-    public static let sourceChanged = TransferError(code: FailureCode.sourceChanged, retryable: false)
+    public static let sourceChanged = TransferError(code: .sourceChanged, retryable: false)
+
+    /// A conditional request's `If-Match` did not hold: the object is no longer the one pinned.
+    public static let preconditionFailed = TransferError(code: .preconditionFailed, retryable: false)
+
+    /// The object (or the source object) is not there: the store's answer to a key it does not hold.
+    public var isNotFound: Bool { code == .notFound }
 }

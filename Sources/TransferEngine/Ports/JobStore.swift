@@ -40,7 +40,7 @@ public protocol JobStore: Sendable {
     func start(_ lease: Lease, uploadID: String?, partChecksum: PartChecksum?, partsTotal: Int, partSize: Int64,
                bytesTotal: Int64?, sourceETag: String?) async throws
     /// Ends the job as completed or failed.
-    func finish(_ lease: Lease, state: Job.State, etag: String?, error: String?) async throws
+    func finish(_ lease: Lease, state: Job.State, etag: String?, error: JobFailure?) async throws
 
     /// The owner's jobs (of one state and type, when given), newest first, after `cursor` (the
     /// last id of the previous page).

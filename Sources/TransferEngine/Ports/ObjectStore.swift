@@ -140,7 +140,7 @@ extension ObjectStore {
     public func abortIfOpen(key: String, uploadID: String) async throws {
         do {
             try await abortMultipartUpload(key: key, uploadID: uploadID)
-        } catch let error as TransferError where error.code == "NoSuchUpload" {
+        } catch let error as TransferError where error.code == .noSuchUpload {
             return
         }
     }

@@ -26,15 +26,3 @@ public struct SourceProbe: Sendable, Equatable {
         self.acceptsRanges = acceptsRanges
     }
 }
-
-/// The source of an `import` job.
-public struct URLSource: Codable, Sendable, Equatable {
-    public var url: String
-    public init(url: String) { self.url = url }
-
-    public var json: String {
-        (try? JSONEncoder().encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-    }
-}
-
-import Foundation

@@ -14,7 +14,7 @@ extension JobRunner {
 
     /// Finishes the object and checks it: size and, where S3's rule allows computing it, ETag.
     func complete(_ work: Work, uploadID: String?, parts: [RecordedPart]) async throws -> String {
-        guard let uploadID else { throw Failure(code: "InternalError") }
+        guard let uploadID else { throw Failure(code: .internalError) }
         return try await completeUpload(key: work.key, uploadID: uploadID, parts: parts, size: work.plan.objectSize)
     }
 
@@ -23,10 +23,10 @@ extension JobRunner {
     func completeUpload(key: String, uploadID: String, parts: [RecordedPart], size: Int64) async throws -> String {
         let etag = try await objects.completeMultipartUpload(key: key, uploadID: uploadID, parts: parts)
         if let expected = MultipartETag.expected(for: parts.map(\.etag)), !MultipartETag.same(expected, etag) {
-            throw Failure(code: FailureCode.etagMismatch)
+            throw Failure(code: .etagMismatch)
         }
         let check = try await objects.size(of: key)
-        guard check.size == size else { throw Failure(code: FailureCode.sizeMismatch) }
+        guard check.size == size else { throw Failure(code: .sizeMismatch) }
         return etag
     }
 
@@ -52,7 +52,7 @@ extension JobRunner {
 
     /// Ends the job as failed, aborting its multipart upload so nothing is left behind. A work
     /// that was stopped (cancelled) writes no ending: its lifetime decides.
-    func fail(_ lease: Lease, _ job: Job, code: String, upload: UploadHandle) async throws -> Outcome {
+    func fail(_ lease: Lease, _ job: Job, _ failure: JobFailure, upload: UploadHandle) async throws -> Outcome {
         try Task.checkCancellation()
         if let uploadID = upload.id, let key = job.objectKey {
             let objects = self.objects
@@ -60,12 +60,12 @@ extension JobRunner {
         }
         cleanUp(job, after: .failed)
         do {
-            try await store.finish(lease, state: .failed, etag: nil, error: Job.errorJSON(code: code))
+            try await store.finish(lease, state: .failed, etag: nil, error: failure)
         } catch is LeaseLost {
             return .leaseLost
         }
         observer.jobEnded(kind: job.kind, state: .failed)
-        return .failed(code: code)
+        return .failed(code: failure.code)
     }
 
     /// Spooled parts go when the job stops.

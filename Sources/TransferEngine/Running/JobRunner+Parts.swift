@@ -51,8 +51,8 @@ extension JobRunner {
             // Handed back between parts: any instance takes it again, the fairest claim first.
             try await store.release(lease)
             return .stopped(.queued)
-        case .fail(_, let code)?:
-            return try await fail(lease, job, code: code, upload: upload)
+        case .fail(_, let failure)?:
+            return try await fail(lease, job, failure, upload: upload)
         case .finish?, .start?:
             try await save(&loop, lease)
             try await control.completion.begin(store, lease)
@@ -60,9 +60,9 @@ extension JobRunner {
             do {
                 etag = try await complete(work, uploadID: uploadID, parts: loop.recorded.values.sorted { $0.number < $1.number })
             } catch let failure as Failure {
-                return try await fail(lease, job, code: failure.code, upload: upload)
+                return try await fail(lease, job, failure.failure, upload: upload)
             } catch let error as TransferError {
-                return try await fail(lease, job, code: error.code, upload: upload)
+                return try await fail(lease, job, JobFailure(error), upload: upload)
             }
             try Task.checkCancellation()
             cleanUp(job, after: .completed)
@@ -89,7 +89,7 @@ extension JobRunner {
                 }
             case .failed(let part, let error):
                 observer.partFailed(kind: job.kind, code: error.code)
-                terminal = loop.scheduler.partFailed(part, retryable: error.retryable, error: error.code, now: clock.now())
+                terminal = loop.scheduler.partFailed(part, error: error, now: clock.now())
             case .abandoned(let part):
                 loop.scheduler.partAbandoned(part)
             case .wake:
@@ -147,10 +147,10 @@ extension JobRunner {
         } catch is YieldedWhileWaiting {
             return .abandoned(part: part)
         } catch is ByteBudget.TooLarge {
-            return .failed(part: part, error: TransferError(code: FailureCode.spoolTooSmall, retryable: false))
+            return .failed(part: part, error: TransferError(code: .spoolTooSmall, retryable: false))
         } catch {
             try Task.checkCancellation()
-            return .failed(part: part, error: TransferError(code: "InternalError", retryable: true))
+            return .failed(part: part, error: TransferError(code: .internalError, retryable: true))
         }
     }
 

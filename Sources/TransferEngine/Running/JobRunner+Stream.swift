@@ -29,7 +29,7 @@ extension JobRunner {
                     for part in try await store.parts(of: job.id) where held[part.number]?.etag == part.etag && part.size <= partSize {
                         recorded[part.number] = part
                     }
-                } catch let error as TransferError where error.code == "NoSuchUpload" {
+                } catch let error as TransferError where error.code == .noSuchUpload {
                     upload.clear()
                 }
             }
@@ -47,14 +47,14 @@ extension JobRunner {
                 }
             }
         } catch let failure as Failure {
-            return try await fail(lease, job, code: failure.code, upload: upload)
+            return try await fail(lease, job, failure.failure, upload: upload)
         } catch let error as TransferError {
             observer.partFailed(kind: job.kind, code: error.code)
-            return try await fail(lease, job, code: error.code, upload: upload)
+            return try await fail(lease, job, JobFailure(error), upload: upload)
         } catch is ByteBudget.TooLarge {
-            return try await fail(lease, job, code: FailureCode.spoolTooSmall, upload: upload)
+            return try await fail(lease, job, JobFailure(.spoolTooSmall), upload: upload)
         } catch is SpoolError {
-            return try await fail(lease, job, code: FailureCode.spoolFailed, upload: upload)
+            return try await fail(lease, job, JobFailure(.spoolFailed), upload: upload)
         }
     }
 
@@ -121,9 +121,9 @@ extension JobRunner {
         }
         if upload.id == nil && pass.number == 1 { return try await putWhole(pass, job, options, lease, control) }
         for part in pass.done { recorded[part.number] = part }
-        guard let uploadID = upload.id else { throw Failure(code: "InternalError") }
+        guard let uploadID = upload.id else { throw Failure(code: .internalError) }
         let parts = (1..<pass.number).compactMap { recorded[$0] }
-        guard parts.count == pass.number - 1 else { throw Failure(code: "InternalError") }
+        guard parts.count == pass.number - 1 else { throw Failure(code: .internalError) }
         try await control.completion.begin(store, lease)
         let etag = try await completeUpload(key: source.key, uploadID: uploadID, parts: parts, size: pass.total)
         try Task.checkCancellation()

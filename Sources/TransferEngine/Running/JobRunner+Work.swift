@@ -9,7 +9,7 @@ extension JobRunner {
         case .import: return try await importWork(job, options, control)
         // A download is pinned and completed when it is made (the API streams it from S3); an
         // upload takes its bytes from requests. Neither is the worker's.
-        case .download, .upload: throw Failure(code: FailureCode.invalidJob)
+        case .download, .upload: throw Failure(code: .invalidJob)
         }
     }
 
@@ -21,9 +21,9 @@ extension JobRunner {
         do {
             return try PartPlan(objectSize: size, requestedPartSize: requested, maximumObjectSize: settings.maxObjectSize)
         } catch .objectTooLarge {
-            throw Failure(code: FailureCode.entityTooLarge)
+            throw Failure(code: .entityTooLarge)
         } catch {
-            throw Failure(code: FailureCode.invalidPartSize)
+            throw Failure(code: .invalidPartSize)
         }
     }
 
@@ -32,11 +32,11 @@ extension JobRunner {
         do {
             return try await work()
         } catch let error as TransferError {
-            throw Failure(code: error.code)
+            throw Failure(JobFailure(error))
         } catch is SpoolError {
-            throw Failure(code: FailureCode.spoolFailed)
+            throw Failure(code: .spoolFailed)
         } catch is ByteBudget.TooLarge {
-            throw Failure(code: FailureCode.spoolTooSmall)
+            throw Failure(code: .spoolTooSmall)
         }
     }
 
@@ -45,8 +45,8 @@ extension JobRunner {
     /// the job's options set none: CopyObject by S3's `COPY` directive, a multipart copy by
     /// creating its upload with the source's attributes.
     private func copyWork(_ job: Job, _ options: JobOptions) async throws -> Work {
-        guard let source = decode(ObjectSource.self, job.source), let key = job.objectKey else {
-            throw Failure(code: FailureCode.invalidJob)
+        guard let source = job.source.object, let key = job.objectKey else {
+            throw Failure(code: .invalidJob)
         }
         let info = try await sourced { try await self.objects.properties(of: source.key) }
         let objectStore = self.objects
@@ -69,12 +69,12 @@ extension JobRunner {
     /// `import`: ranged GETs into spooled parts, each sent to S3 from its file, when the source
     /// serves ranges and says its size; otherwise the body is streamed once, in order.
     private func importWork(_ job: Job, _ options: JobOptions, _ control: JobControl) async throws -> Preparation {
-        guard let source = decode(URLSource.self, job.source), let key = job.objectKey, let fetcher, let spool else {
-            throw Failure(code: FailureCode.invalidJob)
+        guard let url = job.source.url, let key = job.objectKey, let fetcher, let spool else {
+            throw Failure(code: .invalidJob)
         }
-        let probe = try await sourced { try await fetcher.probe(source.url) }
+        let probe = try await sourced { try await fetcher.probe(url) }
         guard probe.acceptsRanges, let size = probe.size else {
-            return .stream(StreamSource(url: source.url, key: key, size: probe.size, etag: probe.etag))
+            return .stream(StreamSource(url: url, key: key, size: probe.size, etag: probe.etag))
         }
         let plan = try plan(size: size, options, job)
         let objectStore = self.objects
@@ -88,19 +88,19 @@ extension JobRunner {
             do {
                 try await control.waitingForRoom { try await spool.reserve(jobID: jobID, name: name, bytes: length, owner: owner) }
             } catch is ByteBudget.TooLarge {
-                throw TransferError(code: FailureCode.spoolTooSmall, retryable: false)
+                throw TransferError(code: .spoolTooSmall, retryable: false)
             }
             defer { spool.remove(jobID: jobID, name: name) }
             let file: SpoolFile
             do {
                 guard let opened = try spool.open(jobID: jobID, name: name, create: true, truncate: true) else {
-                    throw TransferError(code: FailureCode.spoolFailed, retryable: true)
+                    throw TransferError(code: .spoolFailed, retryable: true)
                 }
                 file = opened
             } catch is SpoolError {
-                throw TransferError(code: FailureCode.spoolFailed, retryable: true)
+                throw TransferError(code: .spoolFailed, retryable: true)
             }
-            if let range { try await fetcher.fetch(source.url, range: range, ifMatch: probe.etag, into: file) }
+            if let range { try await fetcher.fetch(url, range: range, ifMatch: probe.etag, into: file) }
             guard file.size == length else { throw TransferError.sourceChanged }
             // Fetched: it shows as progress while it goes on to S3.
             control.meter.add(length)
@@ -124,10 +124,6 @@ extension JobRunner {
                            sourceETag: probe.etag, partChecksum: settings.partChecksum))
     }
 
-    func decode<T: Decodable>(_ type: T.Type, _ json: String?) -> T? {
-        guard let json else { return nil }
-        return try? JSONDecoder().decode(T.self, from: Data(json.utf8))
-    }
 }
 
 extension ClosedRange where Bound == Int64 {

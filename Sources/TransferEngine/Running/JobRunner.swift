@@ -1,6 +1,7 @@
 import Synchronization
 
-/// Runs one server-side job (`copy`, `import`, `download`) from its lease to its end.
+/// Runs one server-side job (`copy`, `import`) from its lease to its end (a `download` is pinned
+/// and completed when it is made; an `upload` takes its bytes from requests, `UploadReceiver`).
 ///
 /// One lifetime from claim to end: in every phase (sizing the source, reading a stream, moving
 /// parts, completing) the lease is renewed on a timer, and a lost lease (pause, cancel, another
@@ -14,7 +15,7 @@ import Synchronization
 public struct JobRunner: Sendable {
     public enum Outcome: Sendable, Equatable {
         case completed(etag: String)
-        case failed(code: String)
+        case failed(code: FailureCode)
         /// Paused or canceled by the owner (the lease was released, or the upload aborted), or
         /// handed back to the queue (`queued`) so that another identity's job can run.
         case stopped(Job.State)
@@ -42,18 +43,22 @@ public struct JobRunner: Sendable {
         self.observer = observer
     }
 
-    /// A job that cannot go on, with the code its `error` carries.
+    /// A job that cannot go on, with the `error` it ends with.
     struct Failure: Error {
-        let code: String
+        let failure: JobFailure
+
+        init(code: FailureCode) { failure = JobFailure(code) }
+
+        init(_ failure: JobFailure) { self.failure = failure }
     }
 
     public func run(_ job: Job, lease: Lease, control: JobControl = JobControl()) async throws -> Outcome {
         let upload = UploadHandle(job.uploadID, checksum: job.partChecksum)
         if job.crashes >= settings.crashLimit {
             // Its holder died this many times: running it again would likely kill a fourth.
-            return try await fail(lease, job, code: FailureCode.crashLoop, upload: upload)
+            return try await fail(lease, job, JobFailure(.crashLoop), upload: upload)
         }
-        let options = JobOptions.decode(job.options)
+        let options = job.options
         let deadline = clock.now() + max(1, options.timeoutSeconds ?? settings.timeoutSeconds) * 1000
         let lifetime = LeaseLifetime<Outcome>(store: store, clock: clock, tickMilliseconds: settings.tickMilliseconds,
                                               leaseMilliseconds: settings.leaseMilliseconds, progress: control.meter,
@@ -64,7 +69,7 @@ public struct JobRunner: Sendable {
         switch ending {
         case .finished(let outcome): return outcome
         case .leaseLost: return try await whyLeaseEnded(job, upload: upload)
-        case .timedOut: return try await fail(lease, job, code: FailureCode.timeout, upload: upload)
+        case .timedOut: return try await fail(lease, job, JobFailure(.jobTimeout), upload: upload)
         }
     }
 
@@ -111,7 +116,7 @@ public struct JobRunner: Sendable {
             }
             try checkPinned(job, size: work.plan.objectSize, etag: work.sourceETag)
         } catch let failure as Failure {
-            return try await fail(lease, job, code: failure.code, upload: upload)
+            return try await fail(lease, job, failure.failure, upload: upload)
         } catch is YieldedWhileWaiting {
             try await store.release(lease)
             return .stopped(.queued)
@@ -127,9 +132,9 @@ public struct JobRunner: Sendable {
             }
             return try await moveParts(job, options, lease, work, upload, recorded, control)
         } catch let error as TransferError {
-            return try await fail(lease, job, code: error.code, upload: upload)
+            return try await fail(lease, job, JobFailure(error), upload: upload)
         } catch let failure as Failure {
-            return try await fail(lease, job, code: failure.code, upload: upload)
+            return try await fail(lease, job, failure.failure, upload: upload)
         } catch is YieldedWhileWaiting {
             try await store.release(lease)
             return .stopped(.queued)
@@ -141,9 +146,9 @@ public struct JobRunner: Sendable {
     func checkPinned(_ job: Job, size: Int64?, etag: String?) throws {
         guard job.partsTotal != nil else { return }
         if let pinned = job.sourceETag, let etag, !MultipartETag.same(pinned, etag) {
-            throw Failure(code: FailureCode.sourceChanged)
+            throw Failure(code: .sourceChanged)
         }
-        if let size, let total = job.bytesTotal, total != size { throw Failure(code: FailureCode.sourceChanged) }
+        if let size, let total = job.bytesTotal, total != size { throw Failure(code: .sourceChanged) }
     }
 
     /// One CopyObject or PutObject for a one-part object.
@@ -192,7 +197,7 @@ public struct JobRunner: Sendable {
                     recorded[part.number] = part
                 }
                 return .parts(recorded)
-            } catch let error as TransferError where error.code == "NoSuchUpload" {
+            } catch let error as TransferError where error.code == .noSuchUpload {
                 // The previous owner died after completing the upload but before recording
                 // it: the object is done if it is exactly what the recorded parts make.
                 if let etag = try await completedBefore(job, key: key, plan: plan) {

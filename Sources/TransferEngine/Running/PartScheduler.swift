@@ -12,7 +12,7 @@ public struct PartScheduler: Sendable {
         /// Every part is done: complete the object.
         case finish
         /// A part failed for good: fail the job with this error.
-        case fail(part: Int, error: String)
+        case fail(part: Int, failure: JobFailure)
     }
 
     public enum Phase: Sendable, Equatable {
@@ -75,14 +75,14 @@ public struct PartScheduler: Sendable {
 
     /// A part failed. Retried after a backoff when `retryable` and attempts remain; otherwise
     /// the job fails (reported by the next `nextActions`… or here, at once).
-    public mutating func partFailed(_ part: Int, retryable: Bool, error: String, now: Int) -> Action? {
+    public mutating func partFailed(_ part: Int, error: TransferError, now: Int) -> Action? {
         guard let attempt = inFlight.removeValue(forKey: part) else { return nil }
-        if retryable && attempt <= retryLimit && phase != .canceled {
+        if error.retryable && attempt <= retryLimit && phase != .canceled {
             retryAt[part] = (attempt + 1, now + backoff.delay(retry: attempt, unit: random()))
             return nil
         }
         if phase == .running || phase == .paused { phase = .failed }
-        return .fail(part: part, error: error)
+        return .fail(part: part, failure: JobFailure(error))
     }
 
     /// No new part starts; parts in flight are the caller's to stop or let finish.

@@ -24,7 +24,7 @@ public struct UploadReceiver: Sendable {
         /// More bytes than the size declared at creation; the upload waits at `committed`.
         case tooLarge(declared: Int64, committed: Int64)
         /// S3 refused a part for good (after retries): the job failed and its upload is aborted.
-        case failed(code: String, committed: Int64)
+        case failed(code: FailureCode, committed: Int64)
         /// The job was canceled meanwhile (its upload is aborted).
         case canceled
         /// The job was paused meanwhile: the upload waits at `committed` until it is resumed.
@@ -105,7 +105,7 @@ public struct UploadReceiver: Sendable {
         let request = UploadRequest(receiver: self, claim: claim, key: key, body: body, checksum: checksum, meter: meter,
                                     completion: completion)
         // An upload job given `timeoutSeconds` must be whole that long after it was made.
-        let deadline = JobOptions.decode(job.options).timeoutSeconds.map { Int(job.createdAt) + $0 * 1000 }
+        let deadline = job.options.timeoutSeconds.map { Int(job.createdAt) + $0 * 1000 }
         let ending: LeaseLifetime<Outcome>.Ending
         do {
             if let deadline, clock.now() >= deadline { return try await timedOut(claim, key: key) }
@@ -113,9 +113,9 @@ public struct UploadReceiver: Sendable {
         } catch is ByteBudget.TooLarge {
             // A part larger than the whole spool can never be taken: the upload cannot go on.
             if let uploadID = job.uploadID { try? await objects.abortMultipartUpload(key: key, uploadID: uploadID) }
-            try await store.finish(claim.lease, state: .failed, etag: nil, error: Job.errorJSON(code: FailureCode.spoolTooSmall))
+            try await store.finish(claim.lease, state: .failed, etag: nil, error: JobFailure(.spoolTooSmall))
             spool.removeAll(jobID: jobID, keeping: [])
-            return .failed(code: FailureCode.spoolTooSmall, committed: 0)
+            return .failed(code: .spoolTooSmall, committed: 0)
         }
         switch ending {
         case .finished(let outcome):
@@ -145,11 +145,11 @@ public struct UploadReceiver: Sendable {
     private func timedOut(_ claim: UploadClaim, key: String) async throws -> Outcome {
         let now = try await store.job(id: claim.job.id) ?? claim.job
         if let uploadID = now.uploadID { try? await objects.abortMultipartUpload(key: key, uploadID: uploadID) }
-        try await store.finish(claim.lease, state: .failed, etag: nil, error: Job.errorJSON(code: FailureCode.timeout))
+        try await store.finish(claim.lease, state: .failed, etag: nil, error: JobFailure(.jobTimeout))
         spool.removeAll(jobID: claim.job.id, keeping: [])
         await deleteStaged(claim.tail)
         observer.jobEnded(kind: .upload, state: .failed)
-        return .failed(code: FailureCode.timeout, committed: now.bytesCommitted)
+        return .failed(code: .jobTimeout, committed: now.bytesCommitted)
     }
 
     /// Waits at most `roomWaitMilliseconds` for a reservation; nil when there is no room.

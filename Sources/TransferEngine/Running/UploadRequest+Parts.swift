@@ -25,7 +25,7 @@ extension UploadRequest {
 
     /// Reads the body into the tail file, sending every whole part as it forms.
     func stream(_ progress: inout Progress) async throws -> Ending {
-        let options = JobOptions.decode(job.options)
+        let options = job.options
         let streaming = Streaming(partSize: job.partSize, declared: job.bytesTotal,
                                   concurrency: min(max(options.concurrency ?? settings.concurrency, 1), settings.maxConcurrency),
                                   retryLimit: options.retryLimit ?? settings.retryLimit, deferRecording: checksum != nil,
@@ -44,7 +44,7 @@ extension UploadRequest {
                 throw error
             }
         }
-        if streaming.deferRecording && progress.failedCode == nil, let hasher {
+        if streaming.deferRecording && progress.failure == nil, let hasher {
             progress.digest = hasher.finish()
         }
         progress.parts.sort { $0.number < $1.number }
@@ -56,7 +56,7 @@ extension UploadRequest {
     private func readBody(_ group: inout Parts, _ inFlight: inout Int, _ progress: inout Progress, _ s: Streaming,
                           _ hasher: Digest.Context?) async throws -> Ending {
         let first = progress.received
-        while progress.failedCode == nil {
+        while progress.failure == nil {
             // Read no faster than the limit: the client's sending slows to it (TCP backpressure).
             if let pace = s.pace { try await receiver.clock.sleep(until: pace.time(forBytes: progress.received - first)) }
             let chunk: ArraySlice<UInt8>?
@@ -91,7 +91,7 @@ extension UploadRequest {
                     do {
                         if try await !launch(&group, &inFlight, &progress, s) { progress.tailFile = nil }
                     } catch let error as TransferError {
-                        progress.failedCode = error.code
+                        progress.failure = JobFailure(error)
                         return .clean
                     }
                 }
@@ -182,7 +182,7 @@ extension UploadRequest {
             progress.segments = []
         } else if let error = result.error {
             receiver.observer.partFailed(kind: .upload, code: error.code)
-            progress.failedCode = progress.failedCode ?? error.code
+            progress.failure = progress.failure ?? JobFailure(error)
         }
     }
 }

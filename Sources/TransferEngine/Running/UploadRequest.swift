@@ -48,7 +48,7 @@ struct UploadRequest: Sendable {
         var received: Int64
         /// Parts sent but held back until the checksum is checked.
         var unrecorded: [RecordedPart] = []
-        var failedCode: String?
+        var failure: JobFailure?
         /// The request's bytes' digest, when it carries a checksum.
         var digest: [UInt8]?
     }
@@ -75,10 +75,10 @@ struct UploadRequest: Sendable {
         }
         let ending = try await stream(&progress)
 
-        if let code = progress.failedCode {
+        if let failure = progress.failure {
             // A part S3 refused past the retry limit fails the job, as for every job type, and
             // its multipart upload is aborted so nothing is left behind.
-            return try await fail(&progress, code: code)
+            return try await fail(&progress, failure)
         }
         if let checksum {
             guard let digest = progress.digest, Digest.constantTimeEqual(digest, checksum.expected) else {
@@ -134,7 +134,7 @@ struct UploadRequest: Sendable {
                                                 at: segment.offset - partBytes)
             }
         }
-        guard file.size == progress.tailSize else { throw TransferError(code: FailureCode.spoolFailed, retryable: false) }
+        guard file.size == progress.tailSize else { throw TransferError(code: .spoolFailed, retryable: false) }
         progress.tailFile = file
         return true
     }
@@ -142,7 +142,7 @@ struct UploadRequest: Sendable {
     /// The job's multipart upload, created (and recorded) the first time a part needs it.
     func openUpload(_ progress: inout Progress) async throws -> String {
         if let id = progress.uploadID { return id }
-        let options = JobOptions.decode(job.options)
+        let options = job.options
         let checksum = settings.partChecksum
         let created = try await receiver.objects.createMultipartUpload(key: key, attributes: options.attributes, checksum: checksum)
         let parts = job.bytesTotal.map { Int(($0 + job.partSize - 1) / job.partSize) } ?? 0
@@ -196,7 +196,7 @@ struct UploadRequest: Sendable {
 
     /// The last bytes: one PutObject for a small object, else the last part and completion.
     private func finish(_ progress: inout Progress) async throws -> Outcome {
-        let options = JobOptions.decode(job.options)
+        let options = job.options
         let retryLimit = options.retryLimit ?? settings.retryLimit
         let objects = receiver.objects, key = self.key
         let tailSize = progress.tailSize
@@ -205,7 +205,7 @@ struct UploadRequest: Sendable {
             let etag: String
             if let uploadID = progress.uploadID {
                 if tailSize > 0 || progress.parts.isEmpty {
-                    guard let file = tail else { throw TransferError(code: FailureCode.spoolFailed, retryable: false) }
+                    guard let file = tail else { throw TransferError(code: .spoolFailed, retryable: false) }
                     let number = progress.nextPart
                     let checksum = progress.partChecksum ?? .md5
                     let sent = try await settings.transferring(for: job.owner) {
@@ -219,14 +219,14 @@ struct UploadRequest: Sendable {
                 try await completion.begin(receiver.store, lease)
                 etag = try await objects.completeMultipartUpload(key: key, uploadID: uploadID, parts: progress.parts)
                 if let expected = MultipartETag.expected(for: progress.parts.map(\.etag)), !MultipartETag.same(expected, etag) {
-                    return try await fail(&progress, code: FailureCode.etagMismatch)
+                    return try await fail(&progress, JobFailure(.etagMismatch))
                 }
                 guard try await objects.size(of: key).size == progress.received else {
                     progress.uploadID = nil
-                    return try await fail(&progress, code: FailureCode.sizeMismatch)
+                    return try await fail(&progress, JobFailure(.sizeMismatch))
                 }
             } else {
-                guard let file = tail else { throw TransferError(code: FailureCode.spoolFailed, retryable: false) }
+                guard let file = tail else { throw TransferError(code: .spoolFailed, retryable: false) }
                 try await completion.begin(receiver.store, lease)
                 etag = try await settings.transferring(for: job.owner) {
                     try await receiver.clock.retrying(limit: retryLimit, backoff: settings.backoff, random: settings.random) {
@@ -242,18 +242,18 @@ struct UploadRequest: Sendable {
             return .completed(etag: etag, size: progress.received)
         } catch let error as TransferError {
             receiver.observer.partFailed(kind: .upload, code: error.code)
-            return try await fail(&progress, code: error.code)
+            return try await fail(&progress, JobFailure(error))
         }
     }
 
     /// The job fails: S3 refused a part for good, or the object came out wrong.
-    private func fail(_ progress: inout Progress, code: String) async throws -> Outcome {
+    private func fail(_ progress: inout Progress, _ failure: JobFailure) async throws -> Outcome {
         if let uploadID = progress.uploadID { try? await receiver.objects.abortMultipartUpload(key: key, uploadID: uploadID) }
-        try await receiver.store.finish(lease, state: .failed, etag: nil, error: Job.errorJSON(code: code))
+        try await receiver.store.finish(lease, state: .failed, etag: nil, error: failure)
         receiver.observer.jobEnded(kind: .upload, state: .failed)
         await receiver.deleteStaged(progress.segments)
         receiver.forgetTail(job.id)
         spool.removeAll(jobID: job.id, keeping: [])
-        return .failed(code: code, committed: 0)
+        return .failed(code: failure.code, committed: 0)
     }
 }

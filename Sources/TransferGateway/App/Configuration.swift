@@ -2,7 +2,7 @@ import Gateway
 import S3
 import TransferEngine
 
-/// Every setting (README, "Settings") as one validated value, read from the environment here and
+/// Every setting (docs/configuration.md) as one validated value, read from the environment here and
 /// nowhere else. A malformed setting stops start-up with one line naming the variable.
 public struct Configuration: Sendable {
     public typealias LogLevel = Logger.Level
@@ -57,7 +57,7 @@ public struct Configuration: Sendable {
     public var corsOrigins: [String] = []
     public var corsAllowCredentials = false
     public var logLevel = LogLevel.info
-    /// Open HTTP connections at most (beyond the table of §2; see README).
+    /// Open HTTP connections at most (`GATEWAY_MAX_CONNECTIONS`; see the settings table in docs/configuration.md).
     public var maxConnections = 4096
     /// Seconds SIGTERM waits for requests in flight.
     public var shutdownGrace = 10.0

@@ -14,7 +14,7 @@ enum CommandHelp {
                transfer-gateway bench-s3 upload|download --file PATH --key KEY [--part-size BYTES] [--concurrency N]
                transfer-gateway --version
         `transfer-gateway COMMAND --help` says more of each. Settings come from GATEWAY_*
-        environment variables; see README.md.
+        environment variables; see docs/configuration.md.
         """
 
     /// The usage of `command`, or nil for one that does not exist.
