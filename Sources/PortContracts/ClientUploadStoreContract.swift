@@ -15,8 +15,9 @@ public enum ClientUploadStoreContract {
 
     /// A client upload of `owner` on `key`. Every upload of the suite is made here.
     static func upload(_ owner: String, key: String) -> ClientUpload {
-        ClientUpload(id: UUID().uuidString.lowercased(), owner: owner, objectKey: key, s3UploadID: nil, size: 12 << 20,
-                     partSize: 5 << 20, partCount: 3, state: .creating)
+        ClientUpload(
+            id: UUID().uuidString.lowercased(), owner: owner, objectKey: key, s3UploadID: nil, size: 12 << 20,
+            partSize: 5 << 20, partCount: 3, state: .creating)
     }
 
     /// A quota no case reaches unless it means to.

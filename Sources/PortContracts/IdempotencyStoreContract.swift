@@ -25,18 +25,21 @@ public enum IdempotencyStoreContract {
         let store = f.idempotency
         let alice = f.owner("alice"), bob = f.owner("bob")
         #expect(try await store.claim(owner: alice, scope: "jobs", key: "k", fingerprint: "fp-1", lifetimeSeconds: day) == .claimed)
-        #expect(try await store.claim(owner: alice, scope: "jobs", key: "k", fingerprint: "fp-2", lifetimeSeconds: day)
+        #expect(
+            try await store.claim(owner: alice, scope: "jobs", key: "k", fingerprint: "fp-2", lifetimeSeconds: day)
                 == .inProgress(fingerprint: "fp-1"))
         let made = answer(201, location: "/v1/jobs/1", body: [1, 2, 3])
         try await store.record(owner: alice, scope: "jobs", key: "k", answer: made)
-        #expect(try await store.claim(owner: alice, scope: "jobs", key: "k", fingerprint: "fp-2", lifetimeSeconds: day)
+        #expect(
+            try await store.claim(owner: alice, scope: "jobs", key: "k", fingerprint: "fp-2", lifetimeSeconds: day)
                 == .answered(made, fingerprint: "fp-1"))
         // A key is the identity's and the route's: the same name elsewhere is another key.
         #expect(try await store.claim(owner: bob, scope: "jobs", key: "k", fingerprint: "fp-1", lifetimeSeconds: day) == .claimed)
         #expect(try await store.claim(owner: alice, scope: "tus", key: "k", fingerprint: "fp-1", lifetimeSeconds: day) == .claimed)
         let bare = answer(200, location: nil)
         try await store.record(owner: alice, scope: "tus", key: "k", answer: bare)
-        #expect(try await store.claim(owner: alice, scope: "tus", key: "k", fingerprint: "fp-9", lifetimeSeconds: day)
+        #expect(
+            try await store.claim(owner: alice, scope: "tus", key: "k", fingerprint: "fp-9", lifetimeSeconds: day)
                 == .answered(bare, fingerprint: "fp-1"))
         // An answer recorded for a key nobody claimed is not kept.
         try await store.record(owner: alice, scope: "jobs", key: "never", answer: made)
@@ -54,7 +57,8 @@ public enum IdempotencyStoreContract {
         let made = answer(201, location: "/v1/jobs/2")
         try await store.record(owner: alice, scope: "jobs", key: "k", answer: made)
         try await store.release(owner: alice, scope: "jobs", key: "k")
-        #expect(try await store.claim(owner: alice, scope: "jobs", key: "k", fingerprint: "fp-3", lifetimeSeconds: day)
+        #expect(
+            try await store.claim(owner: alice, scope: "jobs", key: "k", fingerprint: "fp-3", lifetimeSeconds: day)
                 == .answered(made, fingerprint: "fp-2"))
         try await store.release(owner: alice, scope: "jobs", key: "unknown")
     }
@@ -66,11 +70,13 @@ public enum IdempotencyStoreContract {
         let made = answer(201, location: "/v1/jobs/3")
         try await store.record(owner: alice, scope: "jobs", key: "k", answer: made)
         try await f.age(milliseconds: 99_000)
-        #expect(try await store.claim(owner: alice, scope: "jobs", key: "k", fingerprint: "fp-2", lifetimeSeconds: 100)
+        #expect(
+            try await store.claim(owner: alice, scope: "jobs", key: "k", fingerprint: "fp-2", lifetimeSeconds: 100)
                 == .answered(made, fingerprint: "fp-1"))
         try await f.age(milliseconds: 2_000)
         #expect(try await store.claim(owner: alice, scope: "jobs", key: "k", fingerprint: "fp-2", lifetimeSeconds: 100) == .claimed)
-        #expect(try await store.claim(owner: alice, scope: "jobs", key: "k", fingerprint: "fp-3", lifetimeSeconds: 100)
+        #expect(
+            try await store.claim(owner: alice, scope: "jobs", key: "k", fingerprint: "fp-3", lifetimeSeconds: 100)
                 == .inProgress(fingerprint: "fp-2"))
     }
 
@@ -84,11 +90,13 @@ public enum IdempotencyStoreContract {
         let made = answer(201, location: "/v1/jobs/4")
         try await store.record(owner: alice, scope: "jobs", key: "done", answer: made)
         try await f.age(milliseconds: 59_000)
-        #expect(try await store.claim(owner: alice, scope: "jobs", key: "dead", fingerprint: "fp-2", lifetimeSeconds: day)
+        #expect(
+            try await store.claim(owner: alice, scope: "jobs", key: "dead", fingerprint: "fp-2", lifetimeSeconds: day)
                 == .inProgress(fingerprint: "fp-1"))
         try await f.age(milliseconds: 2_000)
         #expect(try await store.claim(owner: alice, scope: "jobs", key: "dead", fingerprint: "fp-2", lifetimeSeconds: day) == .claimed)
-        #expect(try await store.claim(owner: alice, scope: "jobs", key: "done", fingerprint: "fp-2", lifetimeSeconds: day)
+        #expect(
+            try await store.claim(owner: alice, scope: "jobs", key: "done", fingerprint: "fp-2", lifetimeSeconds: day)
                 == .answered(made, fingerprint: "fp-1"))
     }
 }

@@ -32,8 +32,9 @@ public enum JobStoreContract {
         }
         var options = JobOptions()
         options.contentType = "application/x-contract"
-        return Job(id: UUID().uuidString.lowercased(), owner: owner, kind: kind, state: kind == .upload ? .pending : .queued,
-                   objectKey: key, source: source, options: options, bytesTotal: bytesTotal, partSize: 5 << 20)
+        return Job(
+            id: UUID().uuidString.lowercased(), owner: owner, kind: kind, state: kind == .upload ? .pending : .queued,
+            objectKey: key, source: source, options: options, bytesTotal: bytesTotal, partSize: 5 << 20)
     }
 
     /// The error a job is failed with, carrying `code`.
@@ -47,8 +48,9 @@ public enum JobStoreContract {
 
     /// A client upload of `owner`, to count against the same quota as upload jobs.
     static func clientUpload(_ owner: String, key: String = "contracts/client-upload") -> ClientUpload {
-        ClientUpload(id: UUID().uuidString.lowercased(), owner: owner, objectKey: key, s3UploadID: nil, size: 1 << 20, partSize: 5 << 20,
-                     partCount: 1, state: .creating)
+        ClientUpload(
+            id: UUID().uuidString.lowercased(), owner: owner, objectKey: key, s3UploadID: nil, size: 1 << 20, partSize: 5 << 20,
+            partCount: 1, state: .creating)
     }
 
     static func part(_ number: Int, _ size: Int64, _ etag: String, checksum: String? = nil) -> RecordedPart {
@@ -56,8 +58,10 @@ public enum JobStoreContract {
     }
 
     /// Claims the next runnable job, which must be there.
-    static func claimNext(_ f: StoreFixture, instance: String = "instance-1", lease: Int64 = 60_000,
-                          sourceLocation: SourceLocation = #_sourceLocation) async throws -> (Job, Lease) {
+    static func claimNext(
+        _ f: StoreFixture, instance: String = "instance-1", lease: Int64 = 60_000,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> (Job, Lease) {
         try #require(try await f.jobs.claim(owner: instance, leaseMilliseconds: lease), "no job to claim", sourceLocation: sourceLocation)
     }
 
@@ -102,7 +106,9 @@ public enum JobStoreContract {
         #expect(stored.state == .completed && stored.completedAt != nil)
     }
 
-    static let anIDIsStoredOnce = ContractCase<StoreFixture>("a job id is stored once: a second insert of it fails and changes nothing") { f in
+    static let anIDIsStoredOnce = ContractCase<StoreFixture>(
+        "a job id is stored once: a second insert of it fails and changes nothing"
+    ) { f in
         let first = try await f.jobs.insert(job(f.owner("alice")), quota: nil)
         var again = job(f.owner("bob"), .import)
         again.id = first.id
@@ -174,8 +180,9 @@ public enum JobStoreContract {
         #expect(first.state == .running && first.attempts == 1 && first.version == mine[0].version + 1)
         #expect(lease.jobID == first.id && lease.owner == "instance-1")
         #expect(try await claimNext(f).0.id == theirs.id, "alice runs one job, bob none")
-        #expect(try await f.jobs.claim(owner: "instance-1", leaseMilliseconds: 60_000, excluding: [alice]) == nil,
-                "alice passed over, and bob's upload is not claimable")
+        #expect(
+            try await f.jobs.claim(owner: "instance-1", leaseMilliseconds: 60_000, excluding: [alice]) == nil,
+            "alice passed over, and bob's upload is not claimable")
         #expect(try await claimNext(f).0.id == mine[1].id)
         #expect(try await claimNext(f).0.id == mine[2].id)
         #expect(try await f.jobs.claim(owner: "instance-1", leaseMilliseconds: 60_000) == nil)
@@ -253,8 +260,9 @@ public enum JobStoreContract {
         #expect(read.bytesCommitted == 250 && read.bytesTransferred == 250 && read.partsCompleted == 3)
         #expect(try await f.jobs.list(owner: alice, state: nil, kind: nil, limit: 10, after: nil).first?.partsCompleted == 3)
         #expect(try await f.jobs.transition(id: made.id, .resume)?.partsCompleted == 3, "a refused transition answers the job too")
-        try await f.jobs.start(lease, uploadID: "upload-2", partChecksum: .crc32c, partsTotal: 4, partSize: 5 << 20, bytesTotal: nil,
-                               sourceETag: "\"source\"")
+        try await f.jobs.start(
+            lease, uploadID: "upload-2", partChecksum: .crc32c, partsTotal: 4, partSize: 5 << 20, bytesTotal: nil,
+            sourceETag: "\"source\"")
         let planned = try #require(try await f.jobs.job(id: made.id))
         #expect(try await f.jobs.parts(of: made.id).isEmpty && planned.partsCompleted == 0)
         #expect(planned.bytesCommitted == 0 && planned.bytesTransferred == 0)
@@ -320,8 +328,9 @@ public enum JobStoreContract {
                     #expect(after.version == before.version + 1 && after.updatedAt > before.updatedAt, "\(action) from \(before.state)")
                     #expect((after.completedAt != nil) == after.state.isFinal, "\(action) from \(before.state)")
                 } else {
-                    #expect(after.state == before.state && after.version == before.version && after.updatedAt == before.updatedAt,
-                            "\(action) from \(before.state)")
+                    #expect(
+                        after.state == before.state && after.version == before.version && after.updatedAt == before.updatedAt,
+                        "\(action) from \(before.state)")
                 }
                 #expect(try await f.jobs.job(id: made.id) == after, "the answer is the job as stored")
                 _ = try await f.jobs.transition(id: made.id, .cancel)
@@ -341,8 +350,10 @@ public enum JobStoreContract {
         }
         let bobs = try await f.jobs.insert(job(bob))
         let newestFirst = made.reversed().map(\.id)
-        func ids(state: Job.State? = nil, kind: Job.Kind? = nil, limit: Int = 10, after: String? = nil,
-                 owner: String? = nil) async throws -> [String] {
+        func ids(
+            state: Job.State? = nil, kind: Job.Kind? = nil, limit: Int = 10, after: String? = nil,
+            owner: String? = nil
+        ) async throws -> [String] {
             try await f.jobs.list(owner: owner ?? alice, state: state, kind: kind, limit: limit, after: after).map(\.id)
         }
         #expect(try await ids() == newestFirst)
@@ -371,8 +382,9 @@ public enum JobStoreContract {
         #expect(claimed.id == made.id)
         try await f.jobs.start(lease, uploadID: "job-upload", partsTotal: 2, partSize: 5 << 20, bytesTotal: 10 << 20, sourceETag: nil)
         let (_, elsewhere) = try await claimNext(f)
-        try await f.jobs.start(elsewhere, uploadID: "elsewhere-upload", partsTotal: 2, partSize: 5 << 20, bytesTotal: 10 << 20,
-                               sourceETag: nil)
+        try await f.jobs.start(
+            elsewhere, uploadID: "elsewhere-upload", partsTotal: 2, partSize: 5 << 20, bytesTotal: 10 << 20,
+            sourceETag: nil)
         #expect(try await f.jobs.uploadIDsInUse(key: key) == ["job-upload"], "not another key's")
         let upload = clientUpload(alice, key: key)
         try await f.clientUploads.begin(upload, quota: OwnerQuota(maxActiveJobs: 8, maxOpenUploads: 8))

@@ -1,10 +1,11 @@
 import Crypto
 import Foundation
-import Testing
 import TestSupport
+import Testing
 import TransferEngine
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The object store's contract (`ObjectStore`), as S3 (SeaweedFS in the live tests) and the
@@ -50,8 +51,10 @@ public enum ObjectStoreContract {
     }
 
     /// Reads `range` of `key` into a new file at `offset`, and gives the file's bytes back.
-    static func readIntoFile(_ store: any ObjectStore, key: String, range: ClosedRange<Int64>, ifMatch: String?,
-                             at offset: Int64) async throws -> [UInt8] {
+    static func readIntoFile(
+        _ store: any ObjectStore, key: String, range: ClosedRange<Int64>, ifMatch: String?,
+        at offset: Int64
+    ) async throws -> [UInt8] {
         let path = NSTemporaryDirectory() + "port-contract-" + UUID().uuidString
         let fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0o600)
         try #require(fd >= 0, "cannot create \(path)")
@@ -64,8 +67,9 @@ public enum ObjectStoreContract {
         return out
     }
 
-    static let attributes = ObjectAttributesSpec(contentType: "text/plain", cacheControl: "max-age=60",
-                                                 contentDisposition: "attachment; filename=\"a.txt\"", metadata: ["origin": "contract"])
+    static let attributes = ObjectAttributesSpec(
+        contentType: "text/plain", cacheControl: "max-age=60",
+        contentDisposition: "attachment; filename=\"a.txt\"", metadata: ["origin": "contract"])
 
     /// Whether `found` are the attributes `wanted` that S3 keeps for every object.
     static func same(_ found: ObjectAttributesSpec, _ wanted: ObjectAttributesSpec) -> Bool {
@@ -107,7 +111,8 @@ public enum ObjectStoreContract {
         // S3 names it NoSuchKey where it sends a body, NotFound on HEAD (a 404 has no body there).
         #expect(await failure { _ = try await f.store.properties(of: missing) } == .notFound)
         #expect(await failure { _ = try await f.store.read(key: missing, range: 0...9, ifMatch: nil) } == .notFound)
-        #expect(await failure { _ = try await f.store.copyObject(from: missing, to: f.key("copy"), attributes: nil, ifMatch: nil) }
+        #expect(
+            await failure { _ = try await f.store.copyObject(from: missing, to: f.key("copy"), attributes: nil, ifMatch: nil) }
                 == .notFound)
         try await f.store.deleteObject(key: missing)
         let key = f.key("deleted.bin")
@@ -141,7 +146,8 @@ public enum ObjectStoreContract {
         let found = try await f.store.properties(of: key)
         #expect(found.size == (5 << 20) + 1000 && found.etag == whole && same(found.attributes, made))
         let seam = Int64(5 << 20)
-        #expect(try await f.store.read(key: key, range: (seam - 5)...(seam + 4), ifMatch: whole) == Array(first.suffix(5) + second.prefix(5)))
+        #expect(
+            try await f.store.read(key: key, range: (seam - 5)...(seam + 4), ifMatch: whole) == Array(first.suffix(5) + second.prefix(5)))
         #expect(await failure { _ = try await f.store.listParts(key: key, uploadID: id) } == .noSuchUpload, "completed: gone")
         #expect(try await !f.store.openUploads(key: key, olderThan: 0).contains(id))
     }
@@ -229,7 +235,8 @@ public enum ObjectStoreContract {
         #expect(same(replacedFound.attributes, newOnes), "\(replacedFound.attributes)")
         #expect(try await f.store.read(key: replaced, range: 0...1999, ifMatch: nil) == body)
         let refused = f.key("refused.txt")
-        #expect(await failure { _ = try await f.store.copyObject(from: source, to: refused, attributes: nil, ifMatch: etag([1])) }
+        #expect(
+            await failure { _ = try await f.store.copyObject(from: source, to: refused, attributes: nil, ifMatch: etag([1])) }
                 == .preconditionFailed)
         #expect(await failure { _ = try await f.store.properties(of: refused) } == .notFound)
     }
@@ -243,12 +250,14 @@ public enum ObjectStoreContract {
         let id = try await f.store.createMultipartUpload(key: key, attributes: ObjectAttributesSpec())
         let cut = Int64(5 << 20)
         let one = try await f.store.copyPart(key: key, uploadID: id, part: 1, sourceKey: source, range: 0...(cut - 1), ifMatch: sourceETag)
-        let two = try await f.store.copyPart(key: key, uploadID: id, part: 2, sourceKey: source, range: cut...(cut + 299), ifMatch: sourceETag)
+        let two = try await f.store.copyPart(
+            key: key, uploadID: id, part: 2, sourceKey: source, range: cut...(cut + 299), ifMatch: sourceETag)
         // AWS answers the MD5 of the range; SeaweedFS answers ETags of its own: only the listing must agree.
         #expect(!one.isEmpty && !two.isEmpty && one != two)
-        #expect(await failure {
-            _ = try await f.store.copyPart(key: key, uploadID: id, part: 3, sourceKey: source, range: 0...9, ifMatch: etag([2]))
-        } == .preconditionFailed)
+        #expect(
+            await failure {
+                _ = try await f.store.copyPart(key: key, uploadID: id, part: 3, sourceKey: source, range: 0...9, ifMatch: etag([2]))
+            } == .preconditionFailed)
         let parts = [RecordedPart(number: 1, size: cut, etag: one), RecordedPart(number: 2, size: 300, etag: two)]
         #expect(try await f.store.listParts(key: key, uploadID: id).map(\.etag) == [one, two])
         _ = try await f.store.completeMultipartUpload(key: key, uploadID: id, parts: parts)
@@ -260,12 +269,14 @@ public enum ObjectStoreContract {
     ) { f in
         let folder = f.key("listed/")
         for name in ["b", "a", "c/d"] {
-            _ = try await f.store.putObject(key: folder + name, data: .bytes(bytes(name.count * 10, seed: 10)), attributes: ObjectAttributesSpec())
+            _ = try await f.store.putObject(
+                key: folder + name, data: .bytes(bytes(name.count * 10, seed: 10)), attributes: ObjectAttributesSpec())
         }
         _ = try await f.store.putObject(key: f.key("listed-not/x"), data: .bytes([1]), attributes: ObjectAttributesSpec())
         let first = try await f.store.list(prefix: folder, after: nil, limit: 2)
         #expect(first.objects.map(\.key) == [folder + "a", folder + "b"] && first.next == folder + "b")
-        #expect(first.objects.map(\.size) == [10, 10] && first.objects.map(\.etag) == [etag(bytes(10, seed: 10)), etag(bytes(10, seed: 10))])
+        #expect(
+            first.objects.map(\.size) == [10, 10] && first.objects.map(\.etag) == [etag(bytes(10, seed: 10)), etag(bytes(10, seed: 10))])
         #expect(first.objects.allSatisfy { !$0.lastModified.isEmpty })
         let second = try await f.store.list(prefix: folder, after: first.next, limit: 2)
         #expect(second.objects.map(\.key) == [folder + "c/d"] && second.next == nil)

@@ -26,7 +26,8 @@ public struct ObjectStoreFixture: ContractFixture {
 
     /// The twin, on a manual clock.
     public static func inMemory() -> ObjectStoreFixture {
-        ObjectStoreFixture(store: InMemoryObjectStore(clock: ManualClock(start: 1_800_000_000_000)),
-                           prefix: "tests/port-contracts/\(UUID().uuidString.lowercased())/")
+        ObjectStoreFixture(
+            store: InMemoryObjectStore(clock: ManualClock(start: 1_800_000_000_000)),
+            prefix: "tests/port-contracts/\(UUID().uuidString.lowercased())/")
     }
 }

@@ -26,9 +26,11 @@ public struct StoreFixture: ContractFixture {
     /// `age`: makes `milliseconds` pass for everything the fixture's owners stored (see
     /// `age(milliseconds:)`). `now`: the stores' clock, seconds since 1970. `tearDown`: removes
     /// the fixture's rows.
-    public init(jobs: any UploadStore, clientUploads: any ClientUploadStore, idempotency: any IdempotencyStore, tag: String,
-                age: @escaping @Sendable (Int) async throws -> Void, now: @escaping @Sendable () async throws -> Double,
-                tearDown: @escaping @Sendable () async -> Void = {}) {
+    public init(
+        jobs: any UploadStore, clientUploads: any ClientUploadStore, idempotency: any IdempotencyStore, tag: String,
+        age: @escaping @Sendable (Int) async throws -> Void, now: @escaping @Sendable () async throws -> Double,
+        tearDown: @escaping @Sendable () async -> Void = {}
+    ) {
         self.jobs = jobs
         self.clientUploads = clientUploads
         self.idempotency = idempotency
@@ -60,8 +62,9 @@ public struct StoreFixture: ContractFixture {
         let clock = ManualClock(start: 1_800_000_000_000)
         let seconds: @Sendable () -> Double = { Double(clock.now()) / 1000 }
         let jobs = InMemoryJobStore(clock: clock)
-        return StoreFixture(jobs: jobs, clientUploads: InMemoryClientUploadStore(now: seconds, jobs: jobs),
-                            idempotency: InMemoryIdempotencyStore(now: seconds), tag: String(UUID().uuidString.prefix(8)).lowercased(),
-                            age: { clock.advance(by: $0) }, now: { seconds() })
+        return StoreFixture(
+            jobs: jobs, clientUploads: InMemoryClientUploadStore(now: seconds, jobs: jobs),
+            idempotency: InMemoryIdempotencyStore(now: seconds), tag: String(UUID().uuidString.prefix(8)).lowercased(),
+            age: { clock.advance(by: $0) }, now: { seconds() })
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import TestSupport
 import Testing
 import TransferEngine
+
 @testable import Gateway
 
 /// `POST /v1/presign` and `POST /v1/presign/post` through the real router, signed by
@@ -45,20 +46,29 @@ import TransferEngine
     @Test func aPutSignsTheHeadersTheClientMustSend() async throws {
         let rig = try RouteRig()
         let md5 = Data(Digest.md5(Array("hello".utf8))).base64EncodedString()
-        let put = try await Self.presign(rig, [
-            "operation": "put", "accessLevel": "protected", "key": "up.txt", "contentType": "text/plain", "cacheControl": "no-cache",
-            "metadata": ["Origin": "web"], "contentLength": 5, "contentMD5": md5])
+        let put = try await Self.presign(
+            rig,
+            [
+                "operation": "put", "accessLevel": "protected", "key": "up.txt", "contentType": "text/plain", "cacheControl": "no-cache",
+                "metadata": ["Origin": "web"], "contentLength": 5, "contentMD5": md5,
+            ])
         #expect(put.status == 200, "\(put.json)")
         #expect(put.json["method"] as? String == "PUT" && put.json["objectKey"] as? String == "protected/alice/up.txt")
-        #expect(put.json["headers"] as? [String: String] == ["Content-Type": "text/plain", "Cache-Control": "no-cache",
-                                                              "x-amz-meta-origin": "web", "Content-MD5": md5, "Content-Length": "5"])
+        #expect(
+            put.json["headers"] as? [String: String] == [
+                "Content-Type": "text/plain", "Cache-Control": "no-cache",
+                "x-amz-meta-origin": "web", "Content-MD5": md5, "Content-Length": "5",
+            ])
         let url = try #require(put.json["url"] as? String)
-        for signed in ["h-content-type=text/plain", "h-cache-control=no-cache", "h-x-amz-meta-origin=web", "h-content-md5=\(md5)",
-                       "h-content-length=5"] {
+        for signed in [
+            "h-content-type=text/plain", "h-cache-control=no-cache", "h-x-amz-meta-origin=web", "h-content-md5=\(md5)",
+            "h-content-length=5",
+        ] {
             #expect(url.contains("&\(signed)"), "\(signed) in \(url)")
         }
         // What only a put signs is refused on the others.
-        let get = try await Self.presign(rig, ["operation": "get", "accessLevel": "protected", "key": "up.txt", "contentType": "text/plain"])
+        let get = try await Self.presign(
+            rig, ["operation": "get", "accessLevel": "protected", "key": "up.txt", "contentType": "text/plain"])
         #expect(get.status == 400 && get.code == "option_not_supported")
         for (field, value) in [("contentMD5", "not-a-digest"), ("contentLength", -1), ("contentLength", (5 << 30) + 1)] as [(String, Any)] {
             let refused = try await Self.presign(rig, ["operation": "put", "accessLevel": "protected", "key": "up.txt", field: value])
@@ -82,7 +92,10 @@ import TransferEngine
         }
         #expect(try await expires("60").code == "invalid_json", "a number, not a string")
         // The maximum is the setting's.
-        let short = try RouteRig { $0.presignMaxExpiry = 600; $0.presignExpiry = 300 }
+        let short = try RouteRig {
+            $0.presignMaxExpiry = 600
+            $0.presignExpiry = 300
+        }
         #expect(try await Self.presign(short, ["operation": "get", "accessLevel": "public", "key": "e", "expiresIn": 601]).status == 400)
         let fallback = try await Self.presign(short, ["operation": "get", "accessLevel": "public", "key": "e"])
         #expect((fallback.json["url"] as? String)?.hasSuffix("&expires=300") == true)
@@ -138,27 +151,35 @@ import TransferEngine
             let refused = try await Self.presign(rig, body)
             #expect(refused.status == 400 && refused.code == code, "\(body): \(refused.json)")
         }
-        let notJSON = try await rig.send("POST", "/v1/presign", as: "alice", body: Array("{".utf8), headers: [("Content-Type", "application/json")])
+        let notJSON = try await rig.send(
+            "POST", "/v1/presign", as: "alice", body: Array("{".utf8), headers: [("Content-Type", "application/json")])
         #expect(notJSON.status == 400 && notJSON.code == "invalid_json")
     }
 
     /// A browser form upload: the policy pins the key, the fields and the size.
     @Test func aPostPolicyPinsTheKeyAndTheSize() async throws {
         let rig = try RouteRig()
-        let form = try await Self.post(rig, ["accessLevel": "protected", "key": "forms/a.bin", "contentType": "image/png",
-                                             "maxSize": 1024, "expiresIn": 120])
+        let form = try await Self.post(
+            rig,
+            [
+                "accessLevel": "protected", "key": "forms/a.bin", "contentType": "image/png",
+                "maxSize": 1024, "expiresIn": 120,
+            ])
         #expect(form.status == 200, "\(form.json)")
         #expect(form.json["url"] as? String == "https://s3.test/" && form.json["objectKey"] as? String == "protected/alice/forms/a.bin")
         #expect(form.json["fields"] as? [String: String] == ["key": "protected/alice/forms/a.bin", "max": "1024"])
         #expect(abs(try Self.secondsLeft(form) - 120) < 5)
         let largest = try await Self.post(rig, ["accessLevel": "public", "key": "b.bin"])
-        #expect((largest.json["fields"] as? [String: String])?["max"] == String(min(EngineSettings().maxObjectSize, 5 << 30)),
-                "no maxSize: what one POST can carry")
-        for (body, code) in [(["accessLevel": "public", "key": "c", "maxSize": 0], "validation_failed"),
-                             (["accessLevel": "public", "key": "c", "maxSize": (5 << 30) + 1], "validation_failed"),
-                             (["accessLevel": "public", "key": "c", "expiresIn": 604_801], "validation_failed"),
-                             (["accessLevel": "public", "key": "../c"], "invalid_key"),
-                             (["accessLevel": "public", "key": "c", "operation": "put"], "unknown_field")] as [([String: Any], String)] {
+        #expect(
+            (largest.json["fields"] as? [String: String])?["max"] == String(min(EngineSettings().maxObjectSize, 5 << 30)),
+            "no maxSize: what one POST can carry")
+        for (body, code) in [
+            (["accessLevel": "public", "key": "c", "maxSize": 0], "validation_failed"),
+            (["accessLevel": "public", "key": "c", "maxSize": (5 << 30) + 1], "validation_failed"),
+            (["accessLevel": "public", "key": "c", "expiresIn": 604_801], "validation_failed"),
+            (["accessLevel": "public", "key": "../c"], "invalid_key"),
+            (["accessLevel": "public", "key": "c", "operation": "put"], "unknown_field"),
+        ] as [([String: Any], String)] {
             let refused = try await Self.post(rig, body)
             #expect(refused.status == 400 && refused.code == code, "\(body): \(refused.json)")
         }

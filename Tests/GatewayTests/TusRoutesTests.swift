@@ -3,6 +3,7 @@ import Foundation
 import TestSupport
 import Testing
 import TransferEngine
+
 @testable import Gateway
 
 /// `/v1/tus/` through the real router over in-memory ports: tus 1.0 core, creation,
@@ -17,17 +18,23 @@ struct TusRoutesTests {
 
     /// Creates an upload of `length` bytes for alice named `key`; returns its Location.
     static func create(_ rig: RouteRig, length: Int, key: String = "t.bin", as subject: String = "alice") async throws -> String {
-        let created = try await rig.send("POST", "/v1/tus/", as: subject, headers: [
-            tus, ("Upload-Length", String(length)), ("Upload-Metadata", metadata([("key", key)]))])
+        let created = try await rig.send(
+            "POST", "/v1/tus/", as: subject,
+            headers: [
+                tus, ("Upload-Length", String(length)), ("Upload-Metadata", metadata([("key", key)])),
+            ])
         #expect(created.status == 201, "\(created.json)")
         return try #require(created.headers["location"])
     }
 
     /// Sends `body` at `offset`, with `headers` besides tus's own.
-    static func patch(_ rig: RouteRig, _ location: String, offset: Int, _ body: String, as subject: String = "alice",
-                      headers: [(String, String)] = [chunk]) async throws -> RouteRig.Answer {
-        try await rig.send("PATCH", location, as: subject, body: Array(body.utf8),
-                           headers: [tus, ("Upload-Offset", String(offset))] + headers)
+    static func patch(
+        _ rig: RouteRig, _ location: String, offset: Int, _ body: String, as subject: String = "alice",
+        headers: [(String, String)] = [chunk]
+    ) async throws -> RouteRig.Answer {
+        try await rig.send(
+            "PATCH", location, as: subject, body: Array(body.utf8),
+            headers: [tus, ("Upload-Offset", String(offset))] + headers)
     }
 
     static func offset(_ rig: RouteRig, _ location: String) async throws -> String? {
@@ -38,10 +45,15 @@ struct TusRoutesTests {
     /// include the Upload-Metadata header and its value as specified by the Client during the creation."
     @Test func headReturnsUploadMetadataAsCreated() async throws {
         let rig = try RouteRig()
-        let sent = Self.metadata([("key", "notes/t.txt"), ("accessLevel", "private"), ("filetype", "text/plain"),
-                                  ("is_confidential", nil), ("origin", "Zürich")])
-        let created = try await rig.send("POST", "/v1/tus/", as: "alice", headers: [
-            ("Tus-Resumable", "1.0.0"), ("Upload-Length", "11"), ("Upload-Metadata", sent)])
+        let sent = Self.metadata([
+            ("key", "notes/t.txt"), ("accessLevel", "private"), ("filetype", "text/plain"),
+            ("is_confidential", nil), ("origin", "Zürich"),
+        ])
+        let created = try await rig.send(
+            "POST", "/v1/tus/", as: "alice",
+            headers: [
+                ("Tus-Resumable", "1.0.0"), ("Upload-Length", "11"), ("Upload-Metadata", sent),
+            ])
         #expect(created.status == 201)
         let location = try #require(created.headers["location"])
         let head = try await rig.send("HEAD", location, as: "alice", headers: [("Tus-Resumable", "1.0.0")])
@@ -50,8 +62,11 @@ struct TusRoutesTests {
 
     @Test func anUploadCreatedWithoutMetadataHasNoneInHead() async throws {
         let rig = try RouteRig()
-        let created = try await rig.send("POST", "/v1/tus/", as: "alice", headers: [
-            ("Tus-Resumable", "1.0.0"), ("Upload-Length", "3"), ("Upload-Metadata", Self.metadata([("filename", "a.txt")]))])
+        let created = try await rig.send(
+            "POST", "/v1/tus/", as: "alice",
+            headers: [
+                ("Tus-Resumable", "1.0.0"), ("Upload-Length", "3"), ("Upload-Metadata", Self.metadata([("filename", "a.txt")])),
+            ])
         let location = try #require(created.headers["location"])
         let head = try await rig.send("HEAD", location, as: "alice", headers: [("Tus-Resumable", "1.0.0")])
         #expect(head.headers["upload-metadata"] == Self.metadata([("filename", "a.txt")]))
@@ -80,10 +95,18 @@ struct TusRoutesTests {
     /// user metadata it is stored with.
     @Test func creationWithMetadataNamesTheObjectAndItsAttributes() async throws {
         let rig = try RouteRig()
-        let created = try await rig.send("POST", "/v1/tus/", as: "alice", headers: [
-            Self.tus, ("Upload-Length", "11"),
-            ("Upload-Metadata", Self.metadata([("key", "docs/report.txt"), ("accessLevel", "protected"), ("filetype", "text/plain"),
-                                               ("origin", "tus-test")]))])
+        let created = try await rig.send(
+            "POST", "/v1/tus/", as: "alice",
+            headers: [
+                Self.tus, ("Upload-Length", "11"),
+                (
+                    "Upload-Metadata",
+                    Self.metadata([
+                        ("key", "docs/report.txt"), ("accessLevel", "protected"), ("filetype", "text/plain"),
+                        ("origin", "tus-test"),
+                    ])
+                ),
+            ])
         #expect(created.status == 201 && created.headers["tus-resumable"] == "1.0.0")
         #expect(created.headers["upload-expires"]?.hasSuffix(" GMT") == true && created.headers["upload-offset"] == nil)
         let location = try #require(created.headers["location"])
@@ -102,8 +125,11 @@ struct TusRoutesTests {
     /// creation-with-upload: the first bytes ride on the creation, whose answer gives the offset.
     @Test func creationWithUploadTakesTheFirstBytes() async throws {
         let rig = try RouteRig()
-        let created = try await rig.send("POST", "/v1/tus/", as: "alice", body: Array("hello".utf8), headers: [
-            Self.tus, Self.chunk, ("Upload-Length", "11"), ("Upload-Metadata", Self.metadata([("filename", "w.txt")]))])
+        let created = try await rig.send(
+            "POST", "/v1/tus/", as: "alice", body: Array("hello".utf8),
+            headers: [
+                Self.tus, Self.chunk, ("Upload-Length", "11"), ("Upload-Metadata", Self.metadata([("filename", "w.txt")])),
+            ])
         #expect(created.status == 201 && created.headers["upload-offset"] == "5")
         let location = try #require(created.headers["location"])
         #expect(try await Self.offset(rig, location) == "5")
@@ -121,11 +147,13 @@ struct TusRoutesTests {
         #expect(try await create([Self.tus, ("Upload-Defer-Length", "1"), named]).code == "validation_failed")
         let tooLarge = try await create([Self.tus, ("Upload-Length", String(EngineSettings().maxObjectSize + 1)), named])
         #expect(tooLarge.status == 413 && tooLarge.code == "payload_too_large")
-        #expect(try await create([Self.tus, ("Upload-Length", "1"), ("Upload-Metadata", Self.metadata([("filetype", "text/plain")]))])
-                    .code == "validation_failed", "nothing names the object")
+        #expect(
+            try await create([Self.tus, ("Upload-Length", "1"), ("Upload-Metadata", Self.metadata([("filetype", "text/plain")]))])
+                .code == "validation_failed", "nothing names the object")
         #expect(try await create([Self.tus, ("Upload-Length", "1"), ("Upload-Metadata", "key not-base64!")]).code == "validation_failed")
-        #expect(try await create([Self.tus, ("Upload-Length", "1"), ("Upload-Metadata", Self.metadata([("key", "../up")]))])
-                    .code == "invalid_key")
+        #expect(
+            try await create([Self.tus, ("Upload-Length", "1"), ("Upload-Metadata", Self.metadata([("key", "../up")]))])
+                .code == "invalid_key")
         #expect(try await create([Self.tus, ("Upload-Length", "1"), named], as: nil).status == 401)
         #expect(try await rig.store.list(owner: "alice", state: nil, kind: nil, limit: 10, after: nil).isEmpty, "nothing was made")
     }
@@ -179,13 +207,16 @@ struct TusRoutesTests {
         func checksum(_ algorithm: String, _ digest: [UInt8]) -> (String, String) {
             ("Upload-Checksum", "\(algorithm) \(Data(digest).base64EncodedString())")
         }
-        let wrong = try await Self.patch(rig, location, offset: 0, "hello",
-                                         headers: [Self.chunk, checksum("sha1", Digest.sha1(Array("jello".utf8)))])
+        let wrong = try await Self.patch(
+            rig, location, offset: 0, "hello",
+            headers: [Self.chunk, checksum("sha1", Digest.sha1(Array("jello".utf8)))])
         #expect(wrong.status == 460 && wrong.code == "checksum_mismatch" && wrong.headers["upload-offset"] == "0")
         #expect(try await Self.offset(rig, location) == "0")
-        let right = try await Self.patch(rig, location, offset: 0, "hello", headers: [Self.chunk, checksum("md5", Digest.md5(Array("hello".utf8)))])
+        let right = try await Self.patch(
+            rig, location, offset: 0, "hello", headers: [Self.chunk, checksum("md5", Digest.md5(Array("hello".utf8)))])
         #expect(right.status == 204 && right.headers["upload-offset"] == "5")
-        let unknown = try await Self.patch(rig, location, offset: 5, " world", headers: [Self.chunk, ("Upload-Checksum", "crc32 AAAAAA==")])
+        let unknown = try await Self.patch(
+            rig, location, offset: 5, " world", headers: [Self.chunk, ("Upload-Checksum", "crc32 AAAAAA==")])
         #expect(unknown.status == 400 && unknown.code == "checksum_algorithm_unsupported")
         let malformed = try await Self.patch(rig, location, offset: 5, " world", headers: [Self.chunk, ("Upload-Checksum", "sha1")])
         #expect(malformed.status == 400 && malformed.code == "validation_failed")

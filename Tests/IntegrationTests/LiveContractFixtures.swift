@@ -2,6 +2,7 @@ import Foundation
 import PortContracts
 import Postgres
 import Testing
+
 @testable import Adapters
 @testable import S3
 @testable import TransferGateway
@@ -27,7 +28,8 @@ enum LiveContractFixtures {
                 // Time passes for the fixture's rows: each of their moments moves that far back.
                 try await pool.withTransaction { connection in
                     let by = Int64(milliseconds)
-                    try connection.query("""
+                    try connection.query(
+                        """
                         UPDATE jobs SET created_at = created_at - \(by) * interval '1 millisecond',
                                updated_at = updated_at - \(by) * interval '1 millisecond',
                                completed_at = completed_at - \(by) * interval '1 millisecond',
@@ -35,13 +37,15 @@ enum LiveContractFixtures {
                                bytes_at = bytes_at - \(by) * interval '1 millisecond'
                         WHERE owner LIKE \(owners)
                         """)
-                    try connection.query("""
+                    try connection.query(
+                        """
                         UPDATE uploads SET created_at = created_at - \(by) * interval '1 millisecond',
                                touched_at = touched_at - \(by) * interval '1 millisecond',
                                completed_at = completed_at - \(by) * interval '1 millisecond'
                         WHERE owner LIKE \(owners)
                         """)
-                    try connection.query("""
+                    try connection.query(
+                        """
                         UPDATE idempotency_keys SET created_at = created_at - \(by) * interval '1 millisecond' WHERE owner LIKE \(owners)
                         """)
                 }
@@ -65,11 +69,13 @@ enum LiveContractFixtures {
     static func objects() throws -> ObjectStoreFixture {
         let client = try liveClient()
         let prefix = "tests/port-contracts/\(UUID().uuidString.lowercased())/"
-        return ObjectStoreFixture(store: S3ObjectStore(client: client), prefix: prefix, tearDown: {
-            for object in (try? await client.listObjects(prefix: prefix)) ?? [] { try? await client.deleteObject(key: object.key) }
-            for upload in (try? await client.listMultipartUploads(prefix: prefix)) ?? [] {
-                try? await client.abortIfOpen(key: upload.key, uploadId: upload.uploadId)
-            }
-        })
+        return ObjectStoreFixture(
+            store: S3ObjectStore(client: client), prefix: prefix,
+            tearDown: {
+                for object in (try? await client.listObjects(prefix: prefix)) ?? [] { try? await client.deleteObject(key: object.key) }
+                for upload in (try? await client.listMultipartUploads(prefix: prefix)) ?? [] {
+                    try? await client.abortIfOpen(key: upload.key, uploadId: upload.uploadId)
+                }
+            })
     }
 }
