@@ -169,13 +169,6 @@ public struct UploadReceiver: Sendable {
         }
     }
 
-    /// Removes the job's files from this instance's spool (an upload canceled while no request
-    /// streamed it has nobody else to clean up after it).
-    public func discardSpooled(jobID: String) {
-        localTails.forget(jobID)
-        spool.removeAll(jobID: jobID, keeping: [])
-    }
-
     /// Removes staged tail pieces (best effort: the janitor sweeps what is left).
     func deleteStaged(_ segments: [TailSegment]) async {
         for segment in segments { try? await objects.deleteObject(key: segment.key) }
