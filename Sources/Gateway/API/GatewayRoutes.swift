@@ -4,6 +4,7 @@ import HTTPServer
 /// the real adapters (PostgreSQL, S3, the disk), the route tests with the in-memory twins. The
 /// routes know nothing of SQL, signing or HTTP clients.
 public struct GatewayRoutes: Sendable {
+    /// What every route shares.
     public let context: RouteContext
     /// What `/readyz` asks.
     public let checks: [any DependencyCheck]

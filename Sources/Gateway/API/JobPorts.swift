@@ -3,10 +3,15 @@ import TransferEngine
 /// The ports behind the job, upload, tus and object routes: the job database's stores, S3, the
 /// upload receiver and the change notices. Absent from a `RouteContext` without a job database.
 public struct JobPorts: Sendable {
+    /// Jobs, upload jobs' leases and tails.
     public let store: any UploadStore
+    /// The bucket.
     public let objects: any ObjectStore
+    /// Streams upload jobs' bytes (jobs data routes and tus).
     public let receiver: UploadReceiver
+    /// Client-driven multipart uploads (`/v1/uploads`).
     public let clientUploads: any ClientUploadStore
+    /// Wakes long polls and event streams when their job changes.
     public let changes: JobChanges
     /// Refuses imports of addresses the fetcher would refuse, at creation (absent: no early check).
     public let sourceCheck: (any SourceAddressCheck)?

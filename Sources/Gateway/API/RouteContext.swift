@@ -6,10 +6,13 @@ import TransferEngine
 /// metrics, the per-identity limits and, with a job database, its ports. Each route struct holds
 /// this and only what is its own.
 public struct RouteContext: Sendable {
+    /// Who the caller is (bearer tokens).
     public let authenticator: Authenticator
     /// The access levels' rules (`GATEWAY_ALLOW_GUEST_READ`).
     let policy: AccessPolicy
+    /// Signs the URLs clients take straight to S3 (presign, client-upload parts).
     public let presigner: any Presigner
+    /// Where `/metrics` reads from, and the routes' gauges are registered.
     public let metrics: Metrics
     public let settings: RouteSettings
     /// Whole seconds since 1970 (presigned URLs, tus expiry, download expiry, data links).
