@@ -3,6 +3,7 @@ import Foundation
 import TestSupport
 import Testing
 import TransferEngine
+
 @testable import Gateway
 
 /// Cancel of an upload that waits for bytes, by the jobs API and by tus termination alike: one
@@ -14,13 +15,19 @@ import TransferEngine
     /// A tus upload of `length` bytes with `sent` of them received: its tail is on the spool and
     /// staged in the bucket. Returns its id.
     static func tusUpload(_ rig: RouteRig, length: Int = 8 << 20, sent: Int = 1000) async throws -> String {
-        let created = try await rig.send("POST", "/v1/tus/", as: "alice", headers: [
-            tus, ("Upload-Length", String(length)), ("Upload-Metadata", "key \(Data("c.bin".utf8).base64EncodedString())")])
+        let created = try await rig.send(
+            "POST", "/v1/tus/", as: "alice",
+            headers: [
+                tus, ("Upload-Length", String(length)), ("Upload-Metadata", "key \(Data("c.bin".utf8).base64EncodedString())"),
+            ])
         let id = try #require(created.headers["location"]?.split(separator: "/").last.map(String.init))
         // The receiver's lease and part timers run on the rig's manual clock.
         let patch = try await driving(rig.clock) {
-            try await rig.send("PATCH", "/v1/tus/\(id)", as: "alice", body: [UInt8](repeating: 7, count: sent), headers: [
-                tus, ("Content-Type", "application/offset+octet-stream"), ("Upload-Offset", "0")])
+            try await rig.send(
+                "PATCH", "/v1/tus/\(id)", as: "alice", body: [UInt8](repeating: 7, count: sent),
+                headers: [
+                    tus, ("Content-Type", "application/offset+octet-stream"), ("Upload-Offset", "0"),
+                ])
         }
         #expect(patch.status == 204 && patch.headers["upload-offset"] == String(sent))
         return id

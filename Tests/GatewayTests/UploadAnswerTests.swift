@@ -2,6 +2,7 @@ import Foundation
 import HTTPServer
 import Testing
 import TransferEngine
+
 @testable import Gateway
 
 /// The one outcome → HTTP table, pinned as the jobs data routes and tus PATCH answered before
@@ -19,27 +20,34 @@ import TransferEngine
     }
 
     static let table: [Expected] = [
-        Expected(outcome: .offsetMismatch(committed: 7), status: 409, code: "offset_mismatch",
-                 jobs: "The upload has 7 bytes committed; send from there (Upload-Offset: 7).", tus: "The upload is at 7 bytes.",
-                 offset: "7", retry: false),
-        Expected(outcome: .busy, status: 409, code: "upload_in_progress",
-                 jobs: "Another request is sending this upload's bytes, or it does not wait for bytes.",
-                 tus: "Another request is sending this upload's bytes.", offset: nil, retry: false),
-        Expected(outcome: .tooLarge(declared: 10, committed: 4), status: 413, code: "payload_too_large",
-                 jobs: "The upload was declared as 10 bytes; the body goes past that.", tus: "The upload's length is 10 bytes.",
-                 offset: "4", retry: false),
-        Expected(outcome: .failed(code: .retriesExhausted, committed: 5), status: 502, code: "storage_error",
-                 jobs: "S3 refused a part (retries_exhausted); the job failed.",
-                 tus: "S3 refused a part past the retry limit; the upload failed.", offset: "5", retry: false),
-        Expected(outcome: .paused(committed: 6), status: 409, code: "job_paused",
-                 jobs: "The job was paused; resume it, then send the rest.",
-                 tus: "The upload is paused; resume its job, then send the rest.", offset: "6", retry: false),
-        Expected(outcome: .noRoom(committed: 8), status: 503, code: "insufficient_storage",
-                 jobs: "The gateway has no room for more bytes right now; send them again shortly.",
-                 tus: "No room for more bytes right now; send them again shortly.", offset: "8", retry: true),
-        Expected(outcome: .checksumMismatch(committed: 9), status: 460, code: "checksum_mismatch",
-                 jobs: "The body does not match its checksum; nothing of it was kept.",
-                 tus: "The chunk does not match its Upload-Checksum; nothing was kept.", offset: "9", retry: false),
+        Expected(
+            outcome: .offsetMismatch(committed: 7), status: 409, code: "offset_mismatch",
+            jobs: "The upload has 7 bytes committed; send from there (Upload-Offset: 7).", tus: "The upload is at 7 bytes.",
+            offset: "7", retry: false),
+        Expected(
+            outcome: .busy, status: 409, code: "upload_in_progress",
+            jobs: "Another request is sending this upload's bytes, or it does not wait for bytes.",
+            tus: "Another request is sending this upload's bytes.", offset: nil, retry: false),
+        Expected(
+            outcome: .tooLarge(declared: 10, committed: 4), status: 413, code: "payload_too_large",
+            jobs: "The upload was declared as 10 bytes; the body goes past that.", tus: "The upload's length is 10 bytes.",
+            offset: "4", retry: false),
+        Expected(
+            outcome: .failed(code: .retriesExhausted, committed: 5), status: 502, code: "storage_error",
+            jobs: "S3 refused a part (retries_exhausted); the job failed.",
+            tus: "S3 refused a part past the retry limit; the upload failed.", offset: "5", retry: false),
+        Expected(
+            outcome: .paused(committed: 6), status: 409, code: "job_paused",
+            jobs: "The job was paused; resume it, then send the rest.",
+            tus: "The upload is paused; resume its job, then send the rest.", offset: "6", retry: false),
+        Expected(
+            outcome: .noRoom(committed: 8), status: 503, code: "insufficient_storage",
+            jobs: "The gateway has no room for more bytes right now; send them again shortly.",
+            tus: "No room for more bytes right now; send them again shortly.", offset: "8", retry: true),
+        Expected(
+            outcome: .checksumMismatch(committed: 9), status: 460, code: "checksum_mismatch",
+            jobs: "The body does not match its checksum; nothing of it was kept.",
+            tus: "The chunk does not match its Upload-Checksum; nothing was kept.", offset: "9", retry: false),
     ]
 
     static func detail(_ response: HTTPResponse) -> [String: Any] {

@@ -2,6 +2,7 @@ import Adapters
 import Foundation
 import TestSupport
 import Testing
+
 @testable import TransferEngine
 
 /// `Cancellation` over the twins: a waiting job leaves nothing behind, a running one is left to
@@ -16,17 +17,20 @@ import Testing
     init() throws {
         store = InMemoryJobStore(clock: clock)
         spool = try DirectorySpool(directory: NSTemporaryDirectory() + "cancel-" + UUID().uuidString)
-        receiver = UploadReceiver(store: store, objects: objects, spool: spool, settings: EngineSettings(), instance: "here",
-                                  clock: clock)
+        receiver = UploadReceiver(
+            store: store, objects: objects, spool: spool, settings: EngineSettings(), instance: "here",
+            clock: clock)
     }
 
     var staging: String { EngineSettings().stagingPrefix }
 
     /// An upload job with `sent` bytes received: parts in S3, the tail on the spool and staged.
     func upload(size: Int, sent: Int) async throws -> Job {
-        let job = try await store.insert(Job(id: UUID().uuidString.lowercased(), owner: "alice", kind: .upload, state: .pending,
-                                             objectKey: "private/alice/c.bin", source: .uploaded(tusMetadata: nil), bytesTotal: Int64(size),
-                                             partSize: PartPlan.minimumPartSize))
+        let job = try await store.insert(
+            Job(
+                id: UUID().uuidString.lowercased(), owner: "alice", kind: .upload, state: .pending,
+                objectKey: "private/alice/c.bin", source: .uploaded(tusMetadata: nil), bytesTotal: Int64(size),
+                partSize: PartPlan.minimumPartSize))
         let body = ChunkedBytes(bytes: [UInt8](repeating: 3, count: sent), chunk: 64 * 1024)
         let receiver = self.receiver
         let outcome = try await driving(clock) { try await receiver.receive(jobID: job.id, offset: 0, body: body) }
@@ -63,9 +67,11 @@ import Testing
     }
 
     @Test func anEndedJobIsUnchangedAndAMissingOneNotFound() async throws {
-        let done = try await store.insert(Job(id: UUID().uuidString.lowercased(), owner: "alice", kind: .copy, state: .completed,
-                                              objectKey: "k", source: .object(ObjectSource(key: "private/alice/s")), bytesTotal: 1,
-                                              partSize: PartPlan.minimumPartSize))
+        let done = try await store.insert(
+            Job(
+                id: UUID().uuidString.lowercased(), owner: "alice", kind: .copy, state: .completed,
+                objectKey: "k", source: .object(ObjectSource(key: "private/alice/s")), bytesTotal: 1,
+                partSize: PartPlan.minimumPartSize))
         #expect(try await Cancellation(receiver: receiver).cancel(done) == .unchanged(done))
         var missing = done
         missing.id = UUID().uuidString.lowercased()

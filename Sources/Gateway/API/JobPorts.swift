@@ -20,8 +20,10 @@ public struct JobPorts: Sendable {
     /// Cancel, tus termination and client-upload abort, with their cleanup (the engine's one way).
     let cancellation: Cancellation
 
-    public init(store: any UploadStore, objects: any ObjectStore, receiver: UploadReceiver, clientUploads: any ClientUploadStore,
-                changes: JobChanges, idempotency: any IdempotencyStore, sourceCheck: (any SourceAddressCheck)? = nil) {
+    public init(
+        store: any UploadStore, objects: any ObjectStore, receiver: UploadReceiver, clientUploads: any ClientUploadStore,
+        changes: JobChanges, idempotency: any IdempotencyStore, sourceCheck: (any SourceAddressCheck)? = nil
+    ) {
         self.store = store
         self.objects = objects
         self.receiver = receiver

@@ -24,8 +24,10 @@ public struct RouteContext: Sendable {
     public let jobs: JobPorts?
 
     /// `monotonic`: seconds on a monotonic clock (creation rates).
-    public init(authenticator: Authenticator, presigner: any Presigner, metrics: Metrics, settings: RouteSettings, jobs: JobPorts?,
-                now: @escaping @Sendable () -> Int, monotonic: @escaping @Sendable () -> Double) {
+    public init(
+        authenticator: Authenticator, presigner: any Presigner, metrics: Metrics, settings: RouteSettings, jobs: JobPorts?,
+        now: @escaping @Sendable () -> Int, monotonic: @escaping @Sendable () -> Double
+    ) {
         self.authenticator = authenticator
         self.presigner = presigner
         self.metrics = metrics
@@ -33,9 +35,10 @@ public struct RouteContext: Sendable {
         self.jobs = jobs
         self.now = now
         policy = AccessPolicy(allowGuestRead: settings.allowGuestRead)
-        limits = RequestLimits(rate: CreationRate(perSecond: settings.userRate, now: monotonic), quota: settings.quota,
-                               waits: PerIdentityCount(limit: settings.userMaxWaits),
-                               streams: PerIdentityCount(limit: settings.userMaxStreams))
+        limits = RequestLimits(
+            rate: CreationRate(perSecond: settings.userRate, now: monotonic), quota: settings.quota,
+            waits: PerIdentityCount(limit: settings.userMaxWaits),
+            streams: PerIdentityCount(limit: settings.userMaxStreams))
     }
 
     /// What the engine is told by the settings (part sizes, budgets, the spool's share).

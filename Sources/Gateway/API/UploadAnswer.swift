@@ -37,8 +37,10 @@ enum UploadAnswer {
     /// The answer to `outcome` in `dialect`: for bytes taken (the object completed, or the
     /// upload waiting for more), what `taken` makes of the committed bytes; for the rest, the
     /// refusal framed for the protocol.
-    static func response(to outcome: UploadReceiver.Outcome, in dialect: Dialect,
-                         taken: (Int64) async throws -> HTTPResponse) async throws -> HTTPResponse {
+    static func response(
+        to outcome: UploadReceiver.Outcome, in dialect: Dialect,
+        taken: (Int64) async throws -> HTTPResponse
+    ) async throws -> HTTPResponse {
         let committed = committed(after: outcome)
         guard let error = refusal(for: outcome, in: dialect) else { return try await taken(committed ?? 0) }
         return dialect.frame(error, committed: committed)
@@ -50,29 +52,45 @@ enum UploadAnswer {
         case .completed, .waiting:
             return nil
         case .offsetMismatch(let committed):
-            return APIError(.offsetMismatch, dialect.says(jobs: "The upload has \(committed) bytes committed; send from there (Upload-Offset: \(committed)).",
-                                                          tus: "The upload is at \(committed) bytes."))
+            return APIError(
+                .offsetMismatch,
+                dialect.says(
+                    jobs: "The upload has \(committed) bytes committed; send from there (Upload-Offset: \(committed)).",
+                    tus: "The upload is at \(committed) bytes."))
         case .busy:
-            return APIError(.uploadInProgress, dialect.says(jobs: "Another request is sending this upload's bytes, or it does not wait for bytes.",
-                                                            tus: "Another request is sending this upload's bytes."))
+            return APIError(
+                .uploadInProgress,
+                dialect.says(
+                    jobs: "Another request is sending this upload's bytes, or it does not wait for bytes.",
+                    tus: "Another request is sending this upload's bytes."))
         case .tooLarge(let declared, _):
-            return APIError(.payloadTooLarge, dialect.says(jobs: "The upload was declared as \(declared) bytes; the body goes past that.",
-                                                           tus: "The upload's length is \(declared) bytes."))
+            return APIError(
+                .payloadTooLarge,
+                dialect.says(
+                    jobs: "The upload was declared as \(declared) bytes; the body goes past that.",
+                    tus: "The upload's length is \(declared) bytes."))
         case .failed(let code, _) where code == .jobTimeout && dialect == .jobs:
             return APIError(.jobNotPending, "The upload ran past its timeoutSeconds; the job failed.")
         case .failed(let code, _):
-            return APIError(.storageError, dialect.says(jobs: "S3 refused a part (\(code.rawValue)); the job failed.",
-                                                        tus: "S3 refused a part past the retry limit; the upload failed."))
+            return APIError(
+                .storageError,
+                dialect.says(
+                    jobs: "S3 refused a part (\(code.rawValue)); the job failed.",
+                    tus: "S3 refused a part past the retry limit; the upload failed."))
         case .canceled:
             return dialect == .tus ? APIError(.gone, "The upload was terminated.") : APIError(.jobNotPending, "The upload was canceled.")
         case .paused:
             return dialect == .tus ? APIError(.jobPaused, "The upload is paused; resume its job, then send the rest.") : .jobPaused
         case .noRoom:
-            return dialect == .tus ? APIError(.insufficientStorage, "No room for more bytes right now; send them again shortly.", retryAfter: 5)
+            return dialect == .tus
+                ? APIError(.insufficientStorage, "No room for more bytes right now; send them again shortly.", retryAfter: 5)
                 : .noRoom()
         case .checksumMismatch:
-            return APIError(.checksumMismatch, dialect.says(jobs: "The body does not match its checksum; nothing of it was kept.",
-                                                            tus: "The chunk does not match its Upload-Checksum; nothing was kept."))
+            return APIError(
+                .checksumMismatch,
+                dialect.says(
+                    jobs: "The body does not match its checksum; nothing of it was kept.",
+                    tus: "The chunk does not match its Upload-Checksum; nothing was kept."))
         }
     }
 

@@ -32,12 +32,15 @@ public struct Cancellation: Sendable {
     /// Cancels over the stores and spool `receiver` streams uploads into (the same ones the
     /// worker uses), forgetting its local tails as it removes them.
     public init(receiver: UploadReceiver) {
-        self.init(store: receiver.store, objects: receiver.objects, spool: receiver.spool,
-                  stagingPrefix: receiver.settings.stagingPrefix, receiver: receiver)
+        self.init(
+            store: receiver.store, objects: receiver.objects, spool: receiver.spool,
+            stagingPrefix: receiver.settings.stagingPrefix, receiver: receiver)
     }
 
-    public init(store: any JobStore, objects: any ObjectStore, spool: any Spool,
-                stagingPrefix: String = EngineSettings().stagingPrefix, receiver: UploadReceiver? = nil) {
+    public init(
+        store: any JobStore, objects: any ObjectStore, spool: any Spool,
+        stagingPrefix: String = EngineSettings().stagingPrefix, receiver: UploadReceiver? = nil
+    ) {
         self.store = store
         self.objects = objects
         self.spool = spool
