@@ -4,7 +4,7 @@ import TransferEngine
 /// The job store's twin: the same lease rules as the PostgreSQL store (every write under a
 /// lease checks its token and the running state), the same fair claim order, quotas, crash
 /// counts and upload tails, in memory, on the test's clock.
-public final class InMemoryJobStore: UploadStore {
+public final class InMemoryJobStore: UploadJobStore {
     private struct Tables {
         var jobs: [String: Job] = [:]
         var parts: [String: [Int: RecordedPart]] = [:]

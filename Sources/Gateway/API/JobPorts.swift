@@ -4,7 +4,7 @@ import TransferEngine
 /// upload receiver and the change notices. Absent from a `RouteContext` without a job database.
 public struct JobPorts: Sendable {
     /// Jobs, upload jobs' leases and tails.
-    public let store: any UploadStore
+    public let store: any UploadJobStore
     /// The bucket.
     public let objects: any ObjectStore
     /// Streams upload jobs' bytes (jobs data routes and tus).
@@ -21,7 +21,7 @@ public struct JobPorts: Sendable {
     let cancellation: Cancellation
 
     public init(
-        store: any UploadStore, objects: any ObjectStore, receiver: UploadReceiver, clientUploads: any ClientUploadStore,
+        store: any UploadJobStore, objects: any ObjectStore, receiver: UploadReceiver, clientUploads: any ClientUploadStore,
         changes: JobChanges, idempotency: any IdempotencyStore, sourceCheck: (any SourceAddressCheck)? = nil
     ) {
         self.store = store

@@ -48,7 +48,7 @@ public struct UploadReceiver: Sendable {
         }
     }
 
-    let store: any UploadStore
+    let store: any UploadJobStore
     let objects: any ObjectStore
     let spool: any Spool
     let settings: EngineSettings
@@ -66,7 +66,7 @@ public struct UploadReceiver: Sendable {
     /// reused only while the store still lists exactly those pieces.
     private let localTails = LocalTails()
 
-    public init(store: any UploadStore, objects: any ObjectStore, spool: any Spool, settings: EngineSettings,
+    public init(store: any UploadJobStore, objects: any ObjectStore, spool: any Spool, settings: EngineSettings,
                 instance: String, clock: any EngineClock = SystemClock(), observer: any JobObserver = NoObserver(),
                 signals: (any JobSignals)? = nil) {
         self.signals = signals

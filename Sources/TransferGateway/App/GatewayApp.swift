@@ -70,7 +70,7 @@ public struct GatewayApp: Sendable {
                                     settings: configuration.webhookURL == nil ? [] : [("gateway.webhooks", "on")])
             let store = PostgresJobStore(pool: pool)
             let clientUploads = PostgresClientUploadStore(pool: pool)
-            janitor = Janitor(jobs: PostgresMaintenanceStore(pool: pool), uploads: clientUploads, jobStore: store,
+            janitor = Janitor(jobs: PostgresMaintenanceStore(pool: pool), clientUploads: clientUploads, jobStore: store,
                               bucket: S3BucketMaintenance(client: s3), ttlSeconds: configuration.uploadTTL, spool: spool,
                               downloadTTLSeconds: configuration.downloadTTL, stagingPrefix: settings.engine.stagingPrefix)
             listener = PostgresListener(url: url, channel: "gateway_jobs", onNotify: { changes.notify($0) },
@@ -93,7 +93,7 @@ public struct GatewayApp: Sendable {
                 let poster = HTTPWebhookPoster(fetcher: s3.urlFetcher(allowedHosts: configuration.importAllowHosts, reach: .anyButLinkLocal),
                                                url: receiver)
                 webhooks = WebhookDelivery(outbox: PostgresWebhookOutbox(pool: pool), poster: poster,
-                                           render: WebhookEventData.renderer(jobs: store, uploads: clientUploads), changes: changes,
+                                           render: WebhookEventData.renderer(jobs: store, clientUploads: clientUploads), changes: changes,
                                            settings: delivery, now: { Date().timeIntervalSince1970 }, logger: logger, metrics: metrics)
             } else {
                 webhooks = nil
