@@ -3,7 +3,7 @@ import Gateway
 import Testing
 import TransferEngine
 
-/// The job store's contract (`JobStore` and `UploadStore`), as PostgreSQL keeps it:
+/// The job store's contract (`JobStore` and `UploadJobStore`), as PostgreSQL keeps it:
 /// `InMemoryJobStore` must behave the same in everything here. Run by
 /// `JobStoreContractTests` (the twin) and `JobStoreContractLiveTests` (PostgreSQL).
 ///

@@ -10,7 +10,7 @@ import TransferEngine
 /// rules cross: an identity's open uploads count upload jobs and client uploads together.
 public struct StoreFixture: ContractFixture {
     /// The job store, with its upload-job extension.
-    public let jobs: any UploadStore
+    public let jobs: any UploadJobStore
     /// The client-driven uploads, in the same database as `jobs`.
     public let clientUploads: any ClientUploadStore
     /// The idempotency keys, in the same database.
@@ -27,7 +27,7 @@ public struct StoreFixture: ContractFixture {
     /// `age(milliseconds:)`). `now`: the stores' clock, seconds since 1970. `tearDown`: removes
     /// the fixture's rows.
     public init(
-        jobs: any UploadStore, clientUploads: any ClientUploadStore, idempotency: any IdempotencyStore, tag: String,
+        jobs: any UploadJobStore, clientUploads: any ClientUploadStore, idempotency: any IdempotencyStore, tag: String,
         age: @escaping @Sendable (Int) async throws -> Void, now: @escaping @Sendable () async throws -> Double,
         tearDown: @escaping @Sendable () async -> Void = {}
     ) {

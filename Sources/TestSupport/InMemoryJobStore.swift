@@ -9,7 +9,7 @@ import TransferEngine
 /// In PostgreSQL the jobs and the client uploads share a database: an identity's open uploads
 /// count both, and upload ids in use on a key come from both. A `InMemoryClientUploadStore`
 /// made with `jobs:` this store is that other table; without one, there are no client uploads.
-public final class InMemoryJobStore: UploadStore {
+public final class InMemoryJobStore: UploadJobStore {
     private struct Tables {
         var jobs: [String: Job] = [:]
         var parts: [String: [Int: RecordedPart]] = [:]

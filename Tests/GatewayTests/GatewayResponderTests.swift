@@ -7,7 +7,8 @@ import Testing
 func makeResponder(checks: [any DependencyCheck] = [], cors: [String] = [], sink: MemorySink = MemorySink()) -> GatewayResponder {
     var router = Router<GatewayRoute>()
     let metrics = Metrics()
-    OperationsRoutes(readiness: Readiness(checks: checks, timeout: 1), metrics: metrics, openAPI: Array("openapi: 3.1.0\n".utf8))
+    OperationsRoutes(context: RouteRig.context(metrics: metrics), readiness: Readiness(checks: checks, timeout: 1),
+                     openAPI: Array("openapi: 3.1.0\n".utf8))
         .register(in: &router)
     return GatewayResponder(router: router, cors: CORS(origins: cors), logger: Logger(level: .info, sink: sink),
                             metrics: metrics, instancePrefix: "t-")

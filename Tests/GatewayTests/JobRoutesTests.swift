@@ -125,7 +125,7 @@ import TransferEngine
         #expect(error["code"] as? String == "retries_exhausted" && error["cause"] as? String == "source_http_error")
         #expect(error["status"] as? Int == 404)
         #expect((error["detail"] as? String)?.contains("no such file at the URL") == true, "\(error)")
-        let render = WebhookEventData.renderer(jobs: rig.store, uploads: rig.clientUploads)
+        let render = WebhookEventData.renderer(jobs: rig.store, clientUploads: rig.clientUploads)
         let event = WebhookEvent(id: "e", type: "job.failed", subjectID: failed.id, attempts: 1, createdAt: 0)
         let data = try #require(try await render(event))
         let webhook = try #require(try JSONSerialization.jsonObject(with: Data(data)) as? [String: Any])

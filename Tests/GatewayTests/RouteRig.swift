@@ -19,29 +19,37 @@ final class RouteRig: Sendable {
     let spool: DirectorySpool
     let responder: GatewayResponder
     let logs = MemorySink()
+    /// What every route of the rig shares, built once.
+    let context: RouteContext
 
     init(sourceCheck: (any SourceAddressCheck)? = nil, presigner: any Presigner = StaticPresigner(),
-         _ tweak: (inout GatewayRoutes.Settings) -> Void = { _ in }) throws {
+         _ tweak: (inout RouteSettings) -> Void = { _ in }) throws {
         store = InMemoryJobStore(clock: clock)
         // One database's twins: an identity's open uploads count its upload jobs and client uploads together.
         clientUploads = InMemoryClientUploadStore(jobs: store)
         objects = InMemoryObjectStore(clock: clock)
         spool = try DirectorySpool(directory: NSTemporaryDirectory() + "route-spool-" + UUID().uuidString)
-        var settings = GatewayRoutes.Settings()
+        var settings = RouteSettings()
         settings.engine.roomWaitMilliseconds = 1000
         tweak(&settings)
         let receiver = UploadReceiver(store: store, objects: objects, spool: spool, settings: settings.engine, instance: "rig",
                                       clock: clock)
+        context = Self.context(settings: settings, jobs: JobPorts(store: store, objects: objects, receiver: receiver,
+                                                                  clientUploads: clientUploads, changes: changes,
+                                                                  idempotency: InMemoryIdempotencyStore(), sourceCheck: sourceCheck),
+                               presigner: presigner)
+        responder = GatewayResponder(router: GatewayRoutes(context: context, checks: [], openAPI: nil).router(), cors: CORS(origins: []),
+                                     logger: Logger(level: .info, sink: logs), metrics: Metrics(), instancePrefix: "r-")
+    }
+
+    /// A context over the twins: tokens signed with `secret`, guests let in as the settings say
+    /// (as GatewayApp does), a static presigner unless told otherwise, the wall clock.
+    static func context(settings: RouteSettings = RouteSettings(), jobs: JobPorts? = nil, metrics: Metrics = Metrics(),
+                        presigner: any Presigner = StaticPresigner()) -> RouteContext {
         let now = { @Sendable in Int(Date().timeIntervalSince1970) }
-        let routes = GatewayRoutes(
-            authenticator: Authenticator(verifier: JWTVerifier(keys: [.hmac(Self.secret)]), allowGuestRead: settings.allowGuestRead,
-                                         now: now),
-            presigner: presigner, checks: [], metrics: Metrics(), openAPI: nil,
-            jobs: .init(store: store, objects: objects, spool: spool, receiver: receiver, clientUploads: clientUploads, changes: changes,
-                        idempotency: InMemoryIdempotencyStore(), sourceCheck: sourceCheck),
-            settings: settings, now: now, monotonic: { 0 })
-        responder = GatewayResponder(router: routes.router(), cors: CORS(origins: []), logger: Logger(level: .info, sink: logs),
-                                     metrics: Metrics(), instancePrefix: "r-")
+        return RouteContext(authenticator: Authenticator(verifier: JWTVerifier(keys: [.hmac(secret)]), allowGuestRead: settings.allowGuestRead,
+                                                         now: now),
+                            presigner: presigner, metrics: metrics, settings: settings, jobs: jobs, now: now, monotonic: { 0 })
     }
 
     func token(_ subject: String) -> String {

@@ -113,7 +113,7 @@ enum HTTP {
 extension Janitor {
     /// A janitor over the live stack's adapters.
     init(client: S3Client, pool: Postgres.PostgresPool, ttlSeconds: Int, spool: DirectorySpool? = nil, downloadTTLSeconds: Int = 3600) {
-        self.init(jobs: PostgresMaintenanceStore(pool: pool), uploads: PostgresClientUploadStore(pool: pool),
+        self.init(jobs: PostgresMaintenanceStore(pool: pool), clientUploads: PostgresClientUploadStore(pool: pool),
                   jobStore: PostgresJobStore(pool: pool), bucket: S3BucketMaintenance(client: client), ttlSeconds: ttlSeconds,
                   spool: spool, downloadTTLSeconds: downloadTTLSeconds)
     }

@@ -6,7 +6,7 @@ import TransferEngine
 /// the same job; every write under a lease names its token in the `WHERE`, so a stale worker's
 /// write touches no row and becomes `LeaseLost`. Every change bumps `version`, and a trigger
 /// turns that into a `NOTIFY` (see `Schema`), which is what wakes long polls on every instance.
-public struct PostgresJobStore: UploadStore {
+public struct PostgresJobStore: UploadJobStore {
     let pool: PostgresPool
 
     public init(pool: PostgresPool) {

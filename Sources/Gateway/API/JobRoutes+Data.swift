@@ -25,7 +25,7 @@ extension JobRoutes {
         guard job.state == .completed, let etag = job.etag, let size = job.bytesTotal, let source = job.source.object else {
             throw APIError(.jobNotCompleted, "The download is \(job.state.rawValue); its data is served once it is completed.")
         }
-        if let completedAt = job.completedAt, Int64(downloadTTL) * 1000 < Int64(now()) * 1000 - completedAt {
+        if let completedAt = job.completedAt, Int64(context.settings.downloadTTL) * 1000 < Int64(context.now()) * 1000 - completedAt {
             throw APIError(.downloadExpired, "The download job has expired; create a new one.")
         }
         var headers = HTTPHeaders([("ETag", etag), ("Accept-Ranges", "bytes"), ("Cache-Control", "private, no-cache")])
@@ -55,16 +55,16 @@ extension JobRoutes {
         let status = range == nil ? 200 : 206
         if http.method == "HEAD" || length == 0 { return HTTPResponse(status: status, headers: headers, body: .stream(length: Int(length)) { _ in }) }
         // Every stream counts against the job's owner, whoever holds the link.
-        let slot = try limits.admitStream(job.owner)
+        let slot = try context.limits.admitStream(job.owner)
         // The read-ahead's blocks come out of the memory budget, the owner's share of it, one
         // at a time; with no room soon for the first, 503.
-        let reads = ReadAhead(objects: objects, budget: settings.memory, owner: job.owner, key: source.key, etag: etag, from: start,
+        let reads = ReadAhead(objects: jobs.objects, budget: context.engine.memory, owner: job.owner, key: source.key, etag: etag, from: start,
                               length: length, block: Self.readAheadBlock, depth: Self.readAheadDepth)
         // The first block before the answer: a changed or vanished object is 412 while a status
         // can still say so.
         let first: ReadAhead.Block
         do {
-            guard try await reads.begin(waitingAtMost: settings.roomWaitMilliseconds) else { throw APIError.noRoom() }
+            guard try await reads.begin(waitingAtMost: context.engine.roomWaitMilliseconds) else { throw APIError.noRoom() }
             guard let block = try await reads.next() else { throw APIError.sourceChanged }
             first = block
         } catch {
@@ -111,7 +111,7 @@ extension JobRoutes {
         guard let links, UUID(uuidString: id) != nil, links.valid(jobID: id.lowercased(), expires: query["expires"], signature: query["signature"]) else {
             throw APIError(.forbidden, "The link is not valid or has expired; ask the job for a fresh dataUrl.")
         }
-        guard let job = try await store.job(id: id.lowercased()) else { throw APIError.notFound }
+        guard let job = try await jobs.store.job(id: id.lowercased()) else { throw APIError.notFound }
         return job
     }
 

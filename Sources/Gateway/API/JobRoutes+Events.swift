@@ -24,7 +24,7 @@ extension JobRoutes {
         if job.state.isFinal && lastSeen == Self.etag(job) {
             return HTTPResponse(status: 204, headers: HTTPHeaders([("Cache-Control", "no-store")]))
         }
-        let slot = try WaitSlot(limits: limits, owner: holder)
+        let slot = try WaitSlot(limits: context.limits, owner: holder)
         let routes = self
         let headers = HTTPHeaders([("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-store"),
                                    ("X-Accel-Buffering", "no")])
@@ -46,7 +46,7 @@ extension JobRoutes {
               links.valid(jobID: id.lowercased(), expires: query["expires"], signature: query["signature"], for: .events) else {
             throw APIError(.forbidden, "The link is not valid or has expired; ask the job for a fresh eventsUrl.")
         }
-        guard let job = try await store.job(id: id.lowercased()) else { throw APIError.notFound }
+        guard let job = try await jobs.store.job(id: id.lowercased()) else { throw APIError.notFound }
         return (job, job.owner)
     }
 

@@ -29,37 +29,15 @@ extension JobRoutes {
         guard job.state != .paused else { throw APIError.jobPaused }
         // The receiver's bookkeeping (parts recorded, the tail staged, the lease handed back) runs
         // to its end even when the client hangs up mid-body.
-        let uploads = self.uploads, body = RequestBodyBytes(body: http.body)
+        let uploads = jobs.receiver, body = RequestBodyBytes(body: http.body)
         let outcome = try await Shield.run { try await uploads.receive(jobID: job.id, offset: offset, body: body) }
-        func withOffset(_ response: HTTPResponse, _ committed: Int64) -> HTTPResponse {
-            var response = response
-            response.headers.add("Upload-Offset", String(committed))
-            return response
-        }
-        switch outcome {
-        case .completed, .waiting:
-            let current = try await store.job(id: job.id) ?? job
-            var response = withOffset(Responses.json(200, bytes: json(current, http)), current.bytesCommitted)
+        return try await UploadAnswer.response(to: outcome, in: .jobs) { _ in
+            // Bytes taken: the job as it is now, at the offset it has.
+            let current = try await jobs.store.job(id: job.id) ?? job
+            var response = Responses.json(200, bytes: json(current, http))
+            response.headers.add("Upload-Offset", String(current.bytesCommitted))
             response.headers.add("ETag", Self.etag(current))
             return response
-        case .offsetMismatch(let committed):
-            return withOffset(Responses.problem(APIError(.offsetMismatch, "The upload has \(committed) bytes committed; send from there (Upload-Offset: \(committed)).")), committed)
-        case .busy:
-            throw APIError(.uploadInProgress, "Another request is sending this upload's bytes, or it does not wait for bytes.")
-        case .tooLarge(let declared, let committed):
-            return withOffset(Responses.problem(APIError(.payloadTooLarge, "The upload was declared as \(declared) bytes; the body goes past that.")), committed)
-        case .failed(let code, let committed) where code == .jobTimeout:
-            return withOffset(Responses.problem(APIError(.jobNotPending, "The upload ran past its timeoutSeconds; the job failed.")), committed)
-        case .failed(let code, let committed):
-            return withOffset(Responses.problem(APIError(.storageError, "S3 refused a part (\(code.rawValue)); the job failed.")), committed)
-        case .canceled:
-            throw APIError(.jobNotPending, "The upload was canceled.")
-        case .paused(let committed):
-            return withOffset(Responses.problem(.jobPaused), committed)
-        case .noRoom(let committed):
-            return withOffset(Responses.problem(.noRoom()), committed)
-        case .checksumMismatch(let committed):
-            return withOffset(Responses.problem(APIError(.checksumMismatch, "The body does not match its checksum; nothing of it was kept.")), committed)
         }
     }
 }

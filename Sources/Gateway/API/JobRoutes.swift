@@ -6,25 +6,16 @@ import TransferEngine
 /// `/v1/jobs`: server-side transfers (openapi.yaml, tag `jobs`): `copy`, `import` and
 /// `download` run on the worker; `upload` jobs take their bytes at `/v1/jobs/{id}/data`.
 struct JobRoutes: Sendable {
-    let authenticator: Authenticator
-    let policy: AccessPolicy
-    let store: any JobStore
-    let objects: any ObjectStore
-    let spool: any Spool
-    let uploads: UploadReceiver
-    let settings: EngineSettings
-    let maxPartConcurrency: Int
-    let changes: JobChanges
-    let limits: RequestLimits
-    /// Signs `dataUrl`s (absent: jobs show none).
+    let context: RouteContext
+    let jobs: JobPorts
+    /// Signs `dataUrl`s and `eventsUrl`s (absent without a link secret: jobs show none).
     let links: DataLinks?
-    /// Seconds a download job's data is served after it was made (`GATEWAY_DOWNLOAD_TTL`).
-    let downloadTTL: Int
-    /// Whole seconds since 1970.
-    let now: @Sendable () -> Int
-    let idempotency: Idempotency
-    /// The address rules of imports, asked at creation (nil: only the fetcher checks).
-    let sourceCheck: (any SourceAddressCheck)?
+
+    init(context: RouteContext, jobs: JobPorts) {
+        self.context = context
+        self.jobs = jobs
+        links = context.settings.linkSecret.map { DataLinks(secret: $0, now: context.now) }
+    }
 
     func register(in router: inout Router<GatewayRoute>) {
         router.add("POST", "/v1/jobs") { try await create($0.http) }
@@ -43,13 +34,13 @@ struct JobRoutes: Sendable {
 
     private func create(_ http: HTTPRequest) async throws -> HTTPResponse {
         // The token first, then the rate: nothing of the body is read for a caller refused anyway.
-        let identity = try authenticator.identity(of: http)
+        let identity = try context.authenticator.identity(of: http)
         guard let owner = identity.id else { throw APIError.unauthorized }
-        try limits.admitCreation(owner)
+        try context.limits.admitCreation(owner)
         let fields = try await Responses.fields(from: http, known: Self.knownFields)
-        return try await idempotency.run(http, owner: owner, scope: "jobs", request: fields.canonical, replay: { first in
+        return try await jobs.idempotency.run(http, owner: owner, scope: "jobs", request: fields.canonical, replay: { first in
             // The job as it is now, with the first answer's status and the same id.
-            guard let id = first.location?.split(separator: "/").last, let job = try await store.job(id: String(id)),
+            guard let id = first.location?.split(separator: "/").last, let job = try await jobs.store.job(id: String(id)),
                   AccessPolicy.same(job.owner, owner) else { throw APIError.notFound }
             var response = Responses.json(first.status, bytes: json(job, http))
             response.headers.add("Location", "/v1/jobs/\(job.id)")
@@ -61,12 +52,13 @@ struct JobRoutes: Sendable {
     }
 
     private func create(_ fields: JSONFields, _ http: HTTPRequest, identity: Identity, owner: String) async throws -> HTTPResponse {
+        let settings = context.engine, sourceCheck = jobs.sourceCheck
         let type = try fields.requiredString("type")
         guard let kind = Job.Kind(rawValue: type) else { throw APIError.validation("type must be upload, import, copy or download.") }
         if let unused = Self.knownFields.subtracting(Self.fields(of: kind)).sorted().first(where: fields.has) {
             throw APIError.optionNotSupported(unused, type)
         }
-        let options = try Self.options(fields, maxConcurrency: maxPartConcurrency)
+        let options = try Self.options(fields, maxConcurrency: settings.maxConcurrency)
         if let partSize = options.partSize, partSize > settings.spoolCapacity {
             throw APIError.validation("partSize may be at most one identity's share of the spool (GATEWAY_USER_SPOOL_SHARE of GATEWAY_SPOOL_BUDGET), \(settings.spoolCapacity) bytes.")
         }
@@ -107,6 +99,7 @@ struct JobRoutes: Sendable {
     /// A download pins the object as it is now (size, ETag, content type) and is complete at
     /// once: any instance then streams it from S3, checked against the pinned ETag.
     private func pinnedDownload(_ fields: JSONFields, owner: String, identity: Identity) async throws -> Job {
+        let settings = context.engine
         let key = try object(fields, "source", mode: .read, identity: identity)
         let filename = try fields.string("filename")
         if let filename {
@@ -115,7 +108,7 @@ struct JobRoutes: Sendable {
                 throw APIError.validation("filename must be 1–255 bytes with no control character, / or \\.")
             }
         }
-        let found = try await ObjectRoutes.found { try await objects.properties(of: key) }
+        let found = try await ObjectRoutes.found { try await jobs.objects.properties(of: key) }
         guard found.size >= 0, found.etag.utf8.count > 2 else { throw APIError(.storageError, "S3 described the object without a size or ETag.") }
         let source = ObjectSource(key: key, contentType: found.attributes.contentType, filename: filename)
         var job = Job(id: UUID().uuidString.lowercased(), owner: owner, kind: .download, state: .completed, objectKey: key,
@@ -129,7 +122,7 @@ struct JobRoutes: Sendable {
 
     /// Stores `job` (within the owner's quota) and answers 201 with it.
     private func created(_ job: Job, _ http: HTTPRequest) async throws -> HTTPResponse {
-        let store = self.store, quota = limits.quota
+        let store = jobs.store, quota = context.limits.quota
         let created = try await Shield.run { try await store.insert(job, quota: quota) }
         var response = Responses.json(201, bytes: json(created, http))
         response.headers.add("Location", "/v1/jobs/\(job.id)")
@@ -164,7 +157,7 @@ struct JobRoutes: Sendable {
     private func key(_ inner: JSONFields, mode: AccessMode, identity: Identity) throws(APIError) -> String {
         let level = try inner.accessLevel("accessLevel")
         let target = try inner.string("targetIdentityId")
-        return try policy.granted(mode, level: level, key: try inner.requiredString("key"), identity: identity, target: target)
+        return try context.policy.granted(mode, level: level, key: try inner.requiredString("key"), identity: identity, target: target)
     }
 
     static func options(_ fields: JSONFields, maxConcurrency: Int) throws(APIError) -> JobOptions {
@@ -205,8 +198,8 @@ struct JobRoutes: Sendable {
 
     /// The job, if the caller may see it (its owner, or an admin); 404 otherwise.
     func visibleJob(_ http: HTTPRequest, id: String) async throws -> (Job, Identity) {
-        try await OwnedResource.find(http, id: id, authenticator: authenticator, adminMayRead: true,
-                                     load: { try await store.job(id: $0) }, owner: \.owner)
+        try await OwnedResource.find(http, id: id, authenticator: context.authenticator, adminMayRead: true,
+                                     load: { try await jobs.store.job(id: $0) }, owner: \.owner)
     }
 
     private func show(_ http: HTTPRequest, id: String) async throws -> HTTPResponse {
@@ -217,7 +210,7 @@ struct JobRoutes: Sendable {
             guard let seconds = DecimalNumber.parse(wait).map(Int.init), (0...60).contains(seconds) else { throw APIError.validation("wait must be from 0 to 60 seconds.") }
             let baseline = known ?? Self.etag(job)
             if seconds > 0 && Self.etag(job) == baseline && !job.state.isFinal {
-                job = try await limits.holdingWait(identity.id ?? "") {
+                job = try await context.limits.holdingWait(identity.id ?? "") {
                     try await waitForChange(of: job, from: baseline, until: ContinuousClock.now + .seconds(seconds), http: http)
                 }
             }
@@ -237,6 +230,7 @@ struct JobRoutes: Sendable {
     func waitForChange(of job: Job, from baseline: String, until deadline: ContinuousClock.Instant,
                        http: HTTPRequest) async throws -> Job {
         var job = job
+        let store = jobs.store, changes = jobs.changes
         while Self.etag(job) == baseline && !job.state.isFinal && !http.serverIsShuttingDown {
             let left = deadline - ContinuousClock.now
             guard left > .zero else { break }
@@ -253,7 +247,7 @@ struct JobRoutes: Sendable {
     }
 
     private func list(_ http: HTTPRequest) async throws -> HTTPResponse {
-        let identity = try authenticator.identity(of: http)
+        let identity = try context.authenticator.identity(of: http)
         guard let owner = identity.id else { throw APIError.unauthorized }
         let query = try QueryParameters.read(http)
         var state: Job.State?
@@ -270,17 +264,17 @@ struct JobRoutes: Sendable {
         var cursor: String?
         if let raw = query["cursor"] {
             // A cursor is the last job of a page this identity was given: another's job is not one.
-            guard UUID(uuidString: raw) != nil, let mark = try await store.job(id: raw.lowercased()),
+            guard UUID(uuidString: raw) != nil, let mark = try await jobs.store.job(id: raw.lowercased()),
                   AccessPolicy.same(mark.owner, owner) else {
                 throw APIError.validation("cursor is not one this API gave.")
             }
             cursor = mark.id
         }
-        let jobs = try await store.list(owner: owner, state: state, kind: kind, limit: limit, after: cursor)
+        let listed = try await jobs.store.list(owner: owner, state: state, kind: kind, limit: limit, after: cursor)
         var text = JSONText()
         text.begin()
-        text.rawField("jobs", Array("[".utf8) + Array(jobs.map { json($0, http) }.joined(separator: Array(",".utf8))) + Array("]".utf8))
-        if jobs.count == limit, let last = jobs.last { text.field("nextCursor", .string(last.id)) } else { text.rawField("nextCursor", Array("null".utf8)) }
+        text.rawField("jobs", Array("[".utf8) + Array(listed.map { json($0, http) }.joined(separator: Array(",".utf8))) + Array("]".utf8))
+        if listed.count == limit, let last = listed.last { text.field("nextCursor", .string(last.id)) } else { text.rawField("nextCursor", Array("null".utf8)) }
         text.end()
         return Responses.json(200, bytes: text.bytes)
     }
@@ -290,25 +284,26 @@ struct JobRoutes: Sendable {
     private func change(_ http: HTTPRequest, id: String, action: JobLifecycle.Action) async throws -> HTTPResponse {
         let (visible, identity) = try await visibleJob(http, id: id)
         guard let id = identity.id, AccessPolicy.same(visible.owner, id) else { throw APIError.forbidden }
-        let updated: Job?
+        let job: Job
         switch action {
         case .cancel:
-            let store = self.store, objects = self.objects, spool = self.spool
-            updated = try await Shield.run {
-                let after = try await store.cancel(visible, objects: objects)
-                // A running job's worker cleans up after itself; a waiting one has nobody else to.
-                if visible.state != .running, after?.state == .canceled { spool.removeAll(jobID: visible.id, keeping: []) }
-                return after
+            // The engine's one cancel (tus termination's too); its cleanup runs to its end even if
+            // the client hangs up.
+            let cancellation = jobs.cancellation
+            switch try await Shield.run({ try await cancellation.cancel(visible) }) {
+            case .canceled(let after), .unchanged(let after): job = after
+            case .completing: throw APIError.jobCompleting
+            case .notFound: throw APIError.notFound
             }
-        case .resume:
-            // An upload waits for its bytes again (`pending`); the worker claims only the others.
-            updated = try await store.transition(id: visible.id, JobLifecycle.resume(visible.kind))
         default:
-            updated = try await store.transition(id: visible.id, action)
-        }
-        guard let job = updated else { throw APIError.notFound }
-        if job.completing, JobLifecycle.refusedWhileCompleting(action), job.state != JobLifecycle.target(of: action), !job.state.isFinal {
-            throw APIError.jobCompleting
+            // An upload resumed waits for its bytes again (`pending`); the worker claims only the others.
+            let transition = action == .resume ? JobLifecycle.resume(visible.kind) : action
+            guard let after = try await jobs.store.transition(id: visible.id, transition) else { throw APIError.notFound }
+            if after.completing, JobLifecycle.refusedWhileCompleting(action), after.state != JobLifecycle.target(of: action),
+               !after.state.isFinal {
+                throw APIError.jobCompleting
+            }
+            job = after
         }
         var response = Responses.json(200, bytes: json(job, http))
         response.headers.add("ETag", Self.etag(job))

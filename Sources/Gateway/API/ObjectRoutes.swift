@@ -6,9 +6,8 @@ import TransferEngine
 /// the objects under a level (and a prefix), one object's properties, and deleting one, each
 /// under the access rules of the level (reads as `get`, deletes as `put`).
 struct ObjectRoutes: Sendable {
-    let authenticator: Authenticator
-    let policy: AccessPolicy
-    let objects: any ObjectStore
+    let context: RouteContext
+    let jobs: JobPorts
 
     func register(in router: inout Router<GatewayRoute>) {
         router.add("GET", "/v1/objects") { try await list($0.http) }
@@ -23,9 +22,9 @@ struct ObjectRoutes: Sendable {
     }
 
     private func list(_ http: HTTPRequest) async throws -> HTTPResponse {
-        let identity = try authenticator.identity(of: http, guestAllowed: true)
+        let identity = try context.authenticator.identity(of: http, guestAllowed: true)
         let query = try QueryParameters.read(http, known: ["accessLevel", "prefix", "targetIdentityId", "limit", "cursor"])
-        let base = try policy.grantedPrefix(.read, level: try Self.level(query), identity: identity, target: query["targetIdentityId"])
+        let base = try context.policy.grantedPrefix(.read, level: try Self.level(query), identity: identity, target: query["targetIdentityId"])
         let prefix = query["prefix"] ?? ""
         guard prefix.utf8.count <= 1024, prefix.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x7F }),
               !UnicodeNoncharacters.occur(in: prefix) else {
@@ -41,6 +40,7 @@ struct ObjectRoutes: Sendable {
             }
             after = base + cursor
         }
+        let objects = jobs.objects
         let page: (objects: [ObjectSummary], next: String?)
         do {
             page = try await objects.list(prefix: base + prefix, after: after, limit: limit)
@@ -83,12 +83,12 @@ struct ObjectRoutes: Sendable {
     }
 
     private func properties(_ http: HTTPRequest) async throws -> HTTPResponse {
-        let identity = try authenticator.identity(of: http, guestAllowed: true)
+        let identity = try context.authenticator.identity(of: http, guestAllowed: true)
         let query = try QueryParameters.read(http, known: ["accessLevel", "key", "targetIdentityId"])
         guard let key = query["key"] else { throw APIError.validation("key is required.") }
-        let objectKey = try policy.granted(.read, level: try Self.level(query), key: key, identity: identity,
+        let objectKey = try context.policy.granted(.read, level: try Self.level(query), key: key, identity: identity,
                                            target: query["targetIdentityId"])
-        let found = try await Self.found { try await objects.properties(of: objectKey) }
+        let found = try await Self.found { try await jobs.objects.properties(of: objectKey) }
         let attributes = found.attributes
         var text = JSONText()
         text.begin()
@@ -112,12 +112,12 @@ struct ObjectRoutes: Sendable {
     }
 
     private func delete(_ http: HTTPRequest) async throws -> HTTPResponse {
-        let identity = try authenticator.identity(of: http)
+        let identity = try context.authenticator.identity(of: http)
         let query = try QueryParameters.read(http, known: ["accessLevel", "key", "targetIdentityId"])
         guard let key = query["key"] else { throw APIError.validation("key is required.") }
-        let objectKey = try policy.granted(.write, level: try Self.level(query), key: key, identity: identity,
+        let objectKey = try context.policy.granted(.write, level: try Self.level(query), key: key, identity: identity,
                                            target: query["targetIdentityId"])
-        let objects = self.objects
+        let objects = jobs.objects
         // S3 answers a delete of a missing key as done; the API says 404, so it looks first.
         try await Shield.run {
             _ = try await Self.found { try await objects.size(of: objectKey) }

@@ -2,8 +2,9 @@ import HTTPServer
 
 /// `/healthz`, `/readyz`, `/metrics`, `/openapi.yaml`.
 struct OperationsRoutes: Sendable {
+    let context: RouteContext
     let readiness: Readiness
-    let metrics: Metrics
+    /// The OpenAPI document (absent: 404).
     let openAPI: [UInt8]?
 
     private static let healthy = Array("{\"status\":\"ok\"}".utf8)
@@ -11,7 +12,7 @@ struct OperationsRoutes: Sendable {
     func register(in router: inout Router<GatewayRoute>) {
         router.addAtOnce("GET", "/healthz") { _ in Responses.json(200, bytes: Self.healthy) }
         router.add("GET", "/readyz") { _ in await ready() }
-        router.add("GET", "/metrics") { [metrics] _ in
+        router.add("GET", "/metrics") { [metrics = context.metrics] _ in
             HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "text/plain; version=0.0.4; charset=utf-8")]),
                          body: .bytes(Array(metrics.render().utf8)))
         }

@@ -6,13 +6,7 @@ import TransferEngine
 /// `POST /v1/presign` and `POST /v1/presign/post`: URLs a frontend uses to talk to S3 directly,
 /// only for keys its identity may touch (the access levels of `AccessPolicy`).
 struct PresignRoutes: Sendable {
-    let authenticator: Authenticator
-    let policy: AccessPolicy
-    let presigner: any Presigner
-    let defaultExpiry: Int
-    let maxExpiry: Int
-    let maxObjectSize: Int64
-    let now: @Sendable () -> Int
+    let context: RouteContext
 
     struct PresignRequest {
         static let known = AttributeFields.names.union(["operation", "accessLevel", "key", "targetIdentityId", "contentLength",
@@ -68,13 +62,13 @@ struct PresignRoutes: Sendable {
         // The token before the body: without one the caller is answered 401 at once, unless
         // guests may read (what the body asks for decides then). The body is the only wait; the
         // rest runs in a plain call, so its locals stay out of the task's async frame.
-        let identity = try authenticator.identity(of: http, guestAllowed: true)
+        let identity = try context.authenticator.identity(of: http, guestAllowed: true)
         return try presign(PresignRequest(try await Responses.fields(from: http, known: PresignRequest.known)), identity)
     }
 
     /// The same, for a body that came with its head: no task, no wait.
     private func presignAtOnce(_ http: HTTPRequest) throws -> HTTPResponse {
-        let identity = try authenticator.identity(of: http, guestAllowed: true)
+        let identity = try context.authenticator.identity(of: http, guestAllowed: true)
         return try presign(PresignRequest(try Responses.fieldsAtOnce(from: http, known: PresignRequest.known)), identity)
     }
 
@@ -88,7 +82,7 @@ struct PresignRoutes: Sendable {
         case "delete": (method, mode) = ("DELETE", .write)
         default: throw APIError.validation("operation must be get, put, head or delete.")
         }
-        let objectKey = try policy.granted(mode, level: body.accessLevel, key: body.key, identity: identity,
+        let objectKey = try context.policy.granted(mode, level: body.accessLevel, key: body.key, identity: identity,
                                            target: body.targetIdentityId)
         let expires = try lifetime(body.expiresIn)
         var signed: [(String, String)] = []
@@ -102,21 +96,21 @@ struct PresignRoutes: Sendable {
                 signed.append(("Content-MD5", md5))
             }
             if let length = body.contentLength {
-                guard (0...min(maxObjectSize, 5 << 30)).contains(length) else {
-                    throw APIError.validation("contentLength must be from 0 to \(min(maxObjectSize, 5 << 30)) (a single PUT's limit).")
+                guard (0...min(context.engine.maxObjectSize, 5 << 30)).contains(length) else {
+                    throw APIError.validation("contentLength must be from 0 to \(min(context.engine.maxObjectSize, 5 << 30)) (a single PUT's limit).")
                 }
                 signed.append(("Content-Length", String(length)))
             }
         } else if let field = body.putOnly {
             throw APIError(.optionNotSupported, "'\(field)' applies to put only.")
         }
-        let issued = now()
+        let issued = context.now()
         // Written by hand: this is the hottest answer a frontend asks for. The URL is signed
         // straight into the answer.
         var json = JSONText()
         json.begin(capacity: objectKey.utf8.count * 4 + 1024)
         json.plainStringField("url") { out in
-            presigner.appendURL(to: &out, method: method, key: objectKey, expires: expires, headers: signed, query: [], at: issued)
+            context.presigner.appendURL(to: &out, method: method, key: objectKey, expires: expires, headers: signed, query: [], at: issued)
         }
         json.field("method", .string(method))
         json.stringsField("headers", signed)
@@ -127,15 +121,15 @@ struct PresignRoutes: Sendable {
     }
 
     private func presignPost(_ http: HTTPRequest) async throws -> HTTPResponse {
-        let identity = try authenticator.identity(of: http)
+        let identity = try context.authenticator.identity(of: http)
         let body = try PostRequest(try await Responses.fields(from: http, known: PostRequest.known))
-        let objectKey = try policy.granted(.write, level: body.accessLevel, key: body.key, identity: identity)
+        let objectKey = try context.policy.granted(.write, level: body.accessLevel, key: body.key, identity: identity)
         let expires = try lifetime(body.expiresIn)
-        let ceiling = min(maxObjectSize, 5 << 30)  // S3 takes at most 5 GiB in one POST
+        let ceiling = min(context.engine.maxObjectSize, 5 << 30)  // S3 takes at most 5 GiB in one POST
         let maxSize = body.maxSize ?? ceiling
         guard (1...ceiling).contains(maxSize) else { throw APIError.validation("maxSize must be from 1 to \(ceiling).") }
-        let issued = now()
-        let form = presigner.postForm(key: objectKey, fields: AttributeFields.headers(body.attributes), maxSize: maxSize,
+        let issued = context.now()
+        let form = context.presigner.postForm(key: objectKey, fields: AttributeFields.headers(body.attributes), maxSize: maxSize,
                                       expires: expires, at: issued)
         var json = JSONText()
         json.begin()
@@ -150,10 +144,10 @@ struct PresignRoutes: Sendable {
     /// The URL's lifetime: the default, or what the client asks up to the maximum, and never
     /// past the moment temporary credentials stop working.
     private func lifetime(_ asked: Int?) throws(APIError) -> Int {
-        let expires = asked ?? defaultExpiry
-        guard (1...maxExpiry).contains(expires) else {
-            throw APIError.validation("expiresIn must be from 1 to \(maxExpiry) seconds.")
+        let expires = asked ?? context.settings.presignExpiry
+        guard (1...context.settings.presignMaxExpiry).contains(expires) else {
+            throw APIError.validation("expiresIn must be from 1 to \(context.settings.presignMaxExpiry) seconds.")
         }
-        return try presigner.lifetime(atMost: expires, now: now())
+        return try context.presigner.lifetime(atMost: expires, now: context.now())
     }
 }

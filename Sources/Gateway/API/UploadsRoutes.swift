@@ -9,17 +9,8 @@ import TransferEngine
 /// whenever asked, lists the parts itself at completion (browsers often cannot read ETags), and
 /// records each upload with its owner (`ClientUploadStore`).
 struct UploadsRoutes: Sendable {
-    let authenticator: Authenticator
-    let policy: AccessPolicy
-    let store: any ClientUploadStore
-    let objects: any ObjectStore
-    let presigner: any Presigner
-    let partSize: Int64
-    let maxObjectSize: Int64
-    let expiry: Int
-    let now: @Sendable () -> Int
-    let limits: RequestLimits
-    let idempotency: Idempotency
+    let context: RouteContext
+    let jobs: JobPorts
 
     static let createFields = AttributeFields.names.union(["accessLevel", "key", "targetIdentityId", "size", "partSize"])
 
@@ -49,14 +40,14 @@ struct UploadsRoutes: Sendable {
     // MARK: create
 
     private func create(_ http: HTTPRequest) async throws -> HTTPResponse {
-        let identity = try authenticator.identity(of: http)
+        let identity = try context.authenticator.identity(of: http)
         guard let owner = identity.id else { throw APIError.unauthorized }
-        try limits.admitCreation(owner)
+        try context.limits.admitCreation(owner)
         let fields = try await Responses.fields(from: http, known: Self.createFields)
         // A repeat is answered afresh (its part URLs signed now), not from a stored copy: an
         // answer of up to 1,000 URLs is not kept, and old URLs may have expired.
-        return try await idempotency.run(http, owner: owner, scope: "uploads", request: fields.canonical, replay: { first in
-            guard let id = first.location?.split(separator: "/").last, let record = try await store.upload(id: String(id)),
+        return try await jobs.idempotency.run(http, owner: owner, scope: "uploads", request: fields.canonical, replay: { first in
+            guard let id = first.location?.split(separator: "/").last, let record = try await jobs.clientUploads.upload(id: String(id)),
                   AccessPolicy.same(record.owner, owner), record.state == .open || record.state == .completed,
                   let s3UploadID = record.s3UploadID,
                   let plan = try? PartPlan(objectSize: record.size, requestedPartSize: record.partSize) else { throw APIError.notFound }
@@ -70,20 +61,21 @@ struct UploadsRoutes: Sendable {
         let level = try fields.accessLevel("accessLevel")
         let key = try fields.requiredString("key")
         guard let size = try fields.integer("size") else { throw APIError.validation("size is required (bytes).") }
+        let maxObjectSize = context.engine.maxObjectSize
         guard (0...maxObjectSize).contains(size) else { throw APIError.validation("size must be from 0 to \(maxObjectSize).") }
-        let requested = try fields.integer("partSize") ?? partSize
+        let requested = try fields.integer("partSize") ?? context.engine.partSize
         let plan: PartPlan
         do {
             plan = try PartPlan(objectSize: size, requestedPartSize: requested)
         } catch {
             throw APIError.validation("partSize must be from 5 MiB to 5 GiB.")
         }
-        let objectKey = try policy.granted(.write, level: level, key: key, identity: identity,
+        let objectKey = try context.policy.granted(.write, level: level, key: key, identity: identity,
                                            target: try fields.string("targetIdentityId"))
         let attributes = try AttributeFields.read(fields)
         let record = ClientUpload(id: UUID().uuidString.lowercased(), owner: owner, objectKey: objectKey, s3UploadID: nil,
                                   size: size, partSize: plan.partSize, partCount: plan.partCount, state: .creating)
-        let store = self.store, objects = self.objects, quota = limits.quota, chosen = attributes
+        let store = jobs.clientUploads, objects = jobs.objects, quota = context.limits.quota, chosen = attributes
         // Recorded before S3 is asked (`creating`), within the owner's quota: a crash between the
         // two leaves a record the janitor can act on, never an upload nobody knows.
         let s3UploadID = try await Shield.run {
@@ -123,8 +115,8 @@ struct UploadsRoutes: Sendable {
     /// `parts: [{partNumber, url}]` and `expiresAt`. Each URL signs the part's exact length,
     /// and lives no longer than temporary S3 credentials do.
     private func appendParts(_ text: inout JSONText, _ upload: Upload, _ numbers: [Int]) throws(APIError) {
-        let issued = now()
-        let expiry = try presigner.lifetime(atMost: self.expiry, now: issued)
+        let issued = context.now(), presigner = context.presigner
+        let expiry = try presigner.lifetime(atMost: context.settings.presignExpiry, now: issued)
         var parts: [UInt8] = [UInt8(ascii: "[")]
         for (index, number) in numbers.enumerated() {
             if index > 0 { parts.append(UInt8(ascii: ",")) }
@@ -145,8 +137,8 @@ struct UploadsRoutes: Sendable {
 
     /// The caller's own upload (404 for anyone else's, once aborted, and while still created).
     private func upload(_ http: HTTPRequest, id: String) async throws -> Upload {
-        let (record, _) = try await OwnedResource.find(http, id: id, authenticator: authenticator,
-                                                       load: { try await store.upload(id: $0) }, owner: \.owner)
+        let (record, _) = try await OwnedResource.find(http, id: id, authenticator: context.authenticator,
+                                                       load: { try await jobs.clientUploads.upload(id: $0) }, owner: \.owner)
         guard record.state != .creating, record.state != .aborted, let s3UploadID = record.s3UploadID else {
             throw APIError.notFound
         }
@@ -158,6 +150,7 @@ struct UploadsRoutes: Sendable {
     /// `GATEWAY_UPLOAD_TTL` between our read of the record and this call, or someone aborted it
     /// outside the gateway) is the answer for a gone upload, not a server error.
     private func heldParts(_ upload: Upload) async throws -> [RecordedPart] {
+        let objects = jobs.objects
         do {
             return try await objects.listParts(key: upload.objectKey, uploadID: upload.s3UploadID)
         } catch let error as TransferError where error.code == .noSuchUpload {
@@ -199,7 +192,7 @@ struct UploadsRoutes: Sendable {
             numbers.append(n)
         }
         // Asking for part URLs is activity: the upload is not idle while its client works on it.
-        try await store.touch(id: upload.id)
+        try await jobs.clientUploads.touch(id: upload.id)
         var text = JSONText()
         text.begin(capacity: 512 * numbers.count + 128)
         try appendParts(&text, upload, numbers)
@@ -214,20 +207,20 @@ struct UploadsRoutes: Sendable {
     /// `GET /v1/uploads`: the caller's open uploads, newest first, each as `show` answers (an app
     /// that restarts finds what it was sending).
     private func list(_ http: HTTPRequest) async throws -> HTTPResponse {
-        let identity = try authenticator.identity(of: http)
+        let identity = try context.authenticator.identity(of: http)
         guard let owner = identity.id else { throw APIError.unauthorized }
         let query = try QueryParameters.read(http)
         let limit = try PageLimit.read(query, fallback: 20, maximum: 100)
         var cursor: String?
         if let raw = query["cursor"] {
             // A cursor is the last upload of a page this identity was given.
-            guard UUID(uuidString: raw) != nil, let mark = try await store.upload(id: raw.lowercased()),
+            guard UUID(uuidString: raw) != nil, let mark = try await jobs.clientUploads.upload(id: raw.lowercased()),
                   AccessPolicy.same(mark.owner, owner) else {
                 throw APIError.validation("cursor is not one this API gave.")
             }
             cursor = mark.id
         }
-        let records = try await store.open(owner: owner, limit: limit, after: cursor)
+        let records = try await jobs.clientUploads.open(owner: owner, limit: limit, after: cursor)
         var items: [UInt8] = [UInt8(ascii: "[")]
         for (index, record) in records.enumerated() {
             guard let s3UploadID = record.s3UploadID,
@@ -297,18 +290,18 @@ struct UploadsRoutes: Sendable {
         let fields = try await Responses.fields(from: http, known: ["parts"])
         // The record is claimed first, before S3 is asked anything: an abort racing this
         // completion loses (409), or wins and this one answers 409 `upload_not_open`.
-        guard try await store.claim(id: upload.id, for: .completing) else { throw try await notOpen(upload.id) }
+        guard try await jobs.clientUploads.claim(id: upload.id, for: .completing) else { throw try await notOpen(upload.id) }
         // From the claim on, the request's work runs to its end even if the client hangs up.
         let routes = self
         let parts: [RecordedPart] = try await Shield.run {
             do {
                 return try await routes.chosenParts(upload, fields)
             } catch {
-                try? await routes.store.unclaim(id: upload.id)
+                try? await routes.jobs.clientUploads.unclaim(id: upload.id)
                 throw error
             }
         }
-        let store = self.store, objects = self.objects, chosen = parts
+        let store = jobs.clientUploads, objects = jobs.objects, chosen = parts
         // Completion and its record run to their end even if the client hangs up meanwhile.
         let etag: String = try await Shield.run {
             let etag: String
@@ -350,7 +343,7 @@ struct UploadsRoutes: Sendable {
         guard upload.record.state != .completed else {
             throw APIError(.uploadNotOpen, "The upload is completed; delete the object instead.")
         }
-        let store = self.store, objects = self.objects
+        let store = jobs.clientUploads, cancellation = jobs.cancellation
         guard try await store.claim(id: upload.id, for: .aborting) else {
             // Aborted already (by an earlier request or the janitor): as asked, nothing to do.
             if try await store.upload(id: upload.id)?.state == .aborted { return HTTPResponse(status: 204) }
@@ -358,7 +351,7 @@ struct UploadsRoutes: Sendable {
         }
         try await Shield.run {
             do {
-                try await objects.abortIfOpen(key: upload.objectKey, uploadID: upload.s3UploadID)
+                try await cancellation.abortUpload(key: upload.objectKey, uploadID: upload.s3UploadID)
             } catch {
                 try? await store.unclaim(id: upload.id)
                 throw error
@@ -404,7 +397,7 @@ struct UploadsRoutes: Sendable {
 
     /// The answer to a complete or abort that lost the record to another request.
     private func notOpen(_ id: String) async throws -> APIError {
-        let state = try await store.upload(id: id)?.state.rawValue ?? "gone"
+        let state = try await jobs.clientUploads.upload(id: id)?.state.rawValue ?? "gone"
         return APIError(.uploadNotOpen, "The upload is \(state): another request completed or aborted it.")
     }
 }

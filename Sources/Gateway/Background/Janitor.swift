@@ -14,7 +14,7 @@ import TransferEngine
 /// - spool files untouched for `GATEWAY_DOWNLOAD_TTL` whose job is not running.
 public struct Janitor: Sendable {
     let jobs: any MaintenanceStore
-    let uploads: any ClientUploadStore
+    let clientUploads: any ClientUploadStore
     /// For the uploads a half-created record may own: those in use by a job or record are not.
     let jobStore: any JobStore
     let bucket: any BucketMaintenance
@@ -23,11 +23,11 @@ public struct Janitor: Sendable {
     let downloadTTLSeconds: Int
     let stagingPrefix: String
 
-    public init(jobs: any MaintenanceStore, uploads: any ClientUploadStore, jobStore: any JobStore, bucket: any BucketMaintenance,
+    public init(jobs: any MaintenanceStore, clientUploads: any ClientUploadStore, jobStore: any JobStore, bucket: any BucketMaintenance,
                 ttlSeconds: Int, spool: (any SpoolMaintenance)? = nil, downloadTTLSeconds: Int = 3600,
                 stagingPrefix: String = EngineSettings().stagingPrefix) {
         self.jobs = jobs
-        self.uploads = uploads
+        self.clientUploads = clientUploads
         self.jobStore = jobStore
         self.bucket = bucket
         self.ttlSeconds = ttlSeconds
@@ -63,7 +63,7 @@ public struct Janitor: Sendable {
             }
             for segment in expired.tail { try? await bucket.delete(key: segment.key) }
         }
-        for upload in try await uploads.idle(since: cutoff, prefixes: prefixes) {
+        for upload in try await clientUploads.idle(since: cutoff, prefixes: prefixes) {
             if upload.state == .creating {
                 aborted += try await resolveHalfCreated(upload)
                 continue
@@ -71,14 +71,14 @@ public struct Janitor: Sendable {
             // A completion claimed by a request that died: the upload is open again (and idle
             // from now, so a later sweep aborts it if nobody completes it).
             if upload.state == .completing {
-                try await uploads.unclaim(id: upload.id)
+                try await clientUploads.unclaim(id: upload.id)
                 continue
             }
             guard let uploadID = upload.s3UploadID else { continue }
             // The bytes go straight to S3: its record of the newest part counts as activity too.
             if let newest = try? await bucket.newestPart(key: upload.objectKey, uploadID: uploadID),
                newest.timeIntervalSince1970 > cutoff { continue }
-            guard try await uploads.aborted(id: upload.id) else { continue }
+            guard try await clientUploads.aborted(id: upload.id) else { continue }
             try await bucket.abortIfOpen(key: upload.objectKey, uploadID: uploadID)
             aborted.append(uploadID)
         }
@@ -96,7 +96,7 @@ public struct Janitor: Sendable {
             try await bucket.abortIfOpen(key: upload.objectKey, uploadID: candidate.id)
             aborted.append(candidate.id)
         }
-        try await uploads.aborted(id: upload.id)
+        try await clientUploads.aborted(id: upload.id)
         return aborted
     }
 

@@ -13,16 +13,8 @@ import TransferEngine
 /// `Upload-Metadata` names the object: `key` (or else `filename`), `accessLevel` (default
 /// `private`), `filetype` or `contentType` for its content type.
 struct TusRoutes: Sendable {
-    let authenticator: Authenticator
-    let policy: AccessPolicy
-    let store: any UploadStore
-    let objects: any ObjectStore
-    let uploads: UploadReceiver
-    let settings: EngineSettings
-    let uploadTTLSeconds: Int
-    let now: @Sendable () -> Int
-    let limits: RequestLimits
-    let idempotency: Idempotency
+    let context: RouteContext
+    let jobs: JobPorts
 
     static let version = "1.0.0"
     static let extensions = "creation,creation-with-upload,termination,expiration,checksum"
@@ -45,15 +37,20 @@ struct TusRoutes: Sendable {
     }
 
     private func refuse(_ code: APIError.Code, _ detail: String, _ headers: [(String, String)] = []) -> HTTPResponse {
-        var response = Responses.problem(APIError(code, detail))
-        response.headers.add("Tus-Resumable", Self.version)
+        Self.refusal(APIError(code, detail), headers)
+    }
+
+    /// A refusal as tus answers it: problem+json naming the protocol version, then `headers`.
+    static func refusal(_ error: APIError, _ headers: [(String, String)] = []) -> HTTPResponse {
+        var response = Responses.problem(error)
+        response.headers.add("Tus-Resumable", version)
         for (name, value) in headers { response.headers.add(name, value) }
         return response
     }
 
     private func options() -> HTTPResponse {
         answer(200, [("Tus-Version", Self.version), ("Tus-Extension", Self.extensions),
-                     ("Tus-Max-Size", String(settings.maxObjectSize)), ("Tus-Checksum-Algorithm", "sha1,md5")])
+                     ("Tus-Max-Size", String(context.engine.maxObjectSize)), ("Tus-Checksum-Algorithm", "sha1,md5")])
     }
 
     /// Every request but OPTIONS names the protocol version it speaks (412 otherwise).
@@ -63,20 +60,20 @@ struct TusRoutes: Sendable {
     }
 
     /// An upload expires `GATEWAY_UPLOAD_TTL` after its last byte (its creation before any).
-    private func expires(_ job: Job) -> Int { Int(max(job.bytesAt, job.createdAt) / 1000) + uploadTTLSeconds }
+    private func expires(_ job: Job) -> Int { Int(max(job.bytesAt, job.createdAt) / 1000) + context.settings.uploadTTL }
 
     // MARK: creation
 
     private func create(_ http: HTTPRequest) async throws -> HTTPResponse {
         if let refusal = versionRefusal(http) { return refusal }
-        let identity = try authenticator.identity(of: http)
+        let identity = try context.authenticator.identity(of: http)
         guard let owner = identity.id else { throw APIError.unauthorized }
-        try limits.admitCreation(owner)
+        try context.limits.admitCreation(owner)
         // A retried creation is the same upload: the answer gives its offset now.
         let fingerprint = Array("\(http.headers["upload-length"] ?? "")\n\(http.headers["upload-metadata"] ?? "")".utf8)
-        return try await idempotency.run(http, owner: owner, scope: "tus", request: fingerprint, replay: { first in
+        return try await jobs.idempotency.run(http, owner: owner, scope: "tus", request: fingerprint, replay: { first in
             guard let location = first.location, let id = location.split(separator: "/").last,
-                  let job = try await store.job(id: String(id)) else { throw APIError.notFound }
+                  let job = try await jobs.store.job(id: String(id)) else { throw APIError.notFound }
             return answer(201, [("Location", location), ("Upload-Offset", String(job.bytesCommitted)),
                                 ("Upload-Expires", httpDate(secondsSince1970: expires(job)))])
         }) {
@@ -85,6 +82,7 @@ struct TusRoutes: Sendable {
     }
 
     private func create(_ http: HTTPRequest, identity: Identity, owner: String) async throws -> HTTPResponse {
+        let settings = context.engine
         if http.headers["upload-defer-length"] != nil {
             return refuse(.validationFailed, "Upload-Defer-Length is not supported; send Upload-Length.")
         }
@@ -103,9 +101,9 @@ struct TusRoutes: Sendable {
         guard let level = AccessLevel(rawValue: metadata["accessLevel"] ?? "private") else {
             return refuse(.validationFailed, "accessLevel must be public, protected or private.")
         }
-        let objectKey = try policy.granted(.write, level: level, key: name, identity: identity)
+        let objectKey = try context.policy.granted(.write, level: level, key: name, identity: identity)
         let options = try Self.options(metadata, nameKey: metadata["key"] != nil ? "key" : "filename")
-        let store = self.store, uploads = self.uploads, quota = limits.quota
+        let store = jobs.store, uploads = jobs.receiver, quota = context.limits.quota
         var made = Job.upload(owner: owner, objectKey: objectKey, size: length, options: options, settings: settings)
         if let raw = http.headers["upload-metadata"], !raw.isEmpty { made.source = .uploaded(tusMetadata: raw) }
         let pending = made
@@ -118,7 +116,7 @@ struct TusRoutes: Sendable {
         if let type = http.headers["content-type"], type.lowercased().hasPrefix("application/offset+octet-stream") {
             let body = RequestBodyBytes(body: http.body)
             let outcome = try await Shield.run { try await uploads.receive(jobID: job.id, offset: 0, body: body) }
-            if let offset = Self.offset(after: outcome) { headers.append(("Upload-Offset", String(offset))) }
+            if let offset = UploadAnswer.committed(after: outcome) { headers.append(("Upload-Offset", String(offset))) }
             // The upload exists (its Location is valid), but the bytes went past Upload-Length.
             if case .tooLarge = outcome {
                 return refuse(.payloadTooLarge, "The body goes past Upload-Length (\(length) bytes).", headers)
@@ -192,13 +190,13 @@ struct TusRoutes: Sendable {
     private func upload(_ http: HTTPRequest, id: String) async throws -> Lookup {
         let job: Job
         do {
-            (job, _) = try await OwnedResource.find(http, id: id, authenticator: authenticator,
-                                                    load: { try await store.job(id: $0) }, owner: \.owner)
+            (job, _) = try await OwnedResource.find(http, id: id, authenticator: context.authenticator,
+                                                    load: { try await jobs.store.job(id: $0) }, owner: \.owner)
         } catch let error as APIError where error.code == .notFound {
             return .failure(refuse(.notFound, "No such upload."))
         }
         guard job.kind == .upload else { return .failure(refuse(.notFound, "No such upload.")) }
-        if job.state == .canceled || (job.state != .completed && now() > expires(job)) {
+        if job.state == .canceled || (job.state != .completed && context.now() > expires(job)) {
             return .failure(refuse(.gone, "The upload was terminated or has expired."))
         }
         return .success(job)
@@ -251,41 +249,10 @@ struct TusRoutes: Sendable {
             default: return refuse(.checksumAlgorithmUnsupported, "Tus-Checksum-Algorithm: sha1, md5.")
             }
         }
-        let uploads = self.uploads, body = RequestBodyBytes(body: http.body), chosen = checksum
+        let uploads = jobs.receiver, body = RequestBodyBytes(body: http.body), chosen = checksum
         let outcome = try await Shield.run { try await uploads.receive(jobID: job.id, offset: offset, body: body, checksum: chosen) }
-        switch outcome {
-        case .completed, .waiting:
-            return answer(204, [("Upload-Offset", String(Self.offset(after: outcome) ?? offset)),
-                                ("Upload-Expires", httpDate(secondsSince1970: expires(job)))])
-        case .offsetMismatch(let committed):
-            return refuse(.offsetMismatch, "The upload is at \(committed) bytes.", [("Upload-Offset", String(committed))])
-        case .busy:
-            return refuse(.uploadInProgress, "Another request is sending this upload's bytes.")
-        case .tooLarge(let declared, let committed):
-            return refuse(.payloadTooLarge, "The upload's length is \(declared) bytes.", [("Upload-Offset", String(committed))])
-        case .failed(_, let committed):
-            return refuse(.storageError, "S3 refused a part past the retry limit; the upload failed.", [("Upload-Offset", String(committed))])
-        case .canceled:
-            return refuse(.gone, "The upload was terminated.")
-        case .paused(let committed):
-            return refuse(.jobPaused, "The upload is paused; resume its job, then send the rest.",
-                          [("Upload-Offset", String(committed))])
-        case .noRoom(let committed):
-            return refuse(.insufficientStorage, "No room for more bytes right now; send them again shortly.",
-                          [("Upload-Offset", String(committed)), ("Retry-After", "5")])
-        case .checksumMismatch(let committed):
-            return refuse(.checksumMismatch, "The chunk does not match its Upload-Checksum; nothing was kept.",
-                          [("Upload-Offset", String(committed))])
-        }
-    }
-
-    static func offset(after outcome: UploadReceiver.Outcome) -> Int64? {
-        switch outcome {
-        case .completed(_, let size): return size
-        case .waiting(let committed), .offsetMismatch(let committed): return committed
-        case .tooLarge(_, let committed), .failed(_, let committed): return committed
-        case .paused(let committed), .noRoom(let committed), .checksumMismatch(let committed): return committed
-        case .busy, .canceled: return nil
+        return try await UploadAnswer.response(to: outcome, in: .tus) { committed in
+            answer(204, [("Upload-Offset", String(committed)), ("Upload-Expires", httpDate(secondsSince1970: expires(job)))])
         }
     }
 
@@ -302,17 +269,14 @@ struct TusRoutes: Sendable {
             return refuse(.jobNotPending, "The upload is complete; delete the object instead.")
         }
         // As the jobs API cancels: a paused upload too; refused once its object is being written.
-        let store = self.store, objects = self.objects, uploads = self.uploads
-        let after: Job? = try await Shield.run {
-            let after = try await store.cancel(job, objects: objects)
-            if job.state != Job.State.running, after?.state == Job.State.canceled { uploads.discardSpooled(jobID: job.id) }
-            return after
-        }
-        if let after, after.completing, !after.state.isFinal {
+        let cancellation = jobs.cancellation
+        switch try await Shield.run({ try await cancellation.cancel(job) }) {
+        case .completing:
             return refuse(.jobCompleting, APIError.jobCompleting.detail)
-        }
-        if after?.state == .completed {
+        case .unchanged(let after) where after.state == .completed:
             return refuse(.jobNotPending, "The upload is complete; delete the object instead.")
+        case .canceled, .unchanged, .notFound:
+            break
         }
         return answer(204)
     }

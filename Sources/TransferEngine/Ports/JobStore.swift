@@ -73,18 +73,6 @@ extension JobStore {
         try await start(lease, uploadID: uploadID, partChecksum: nil, partsTotal: partsTotal, partSize: partSize,
                         bytesTotal: bytesTotal, sourceETag: sourceETag)
     }
-
-    /// Cancels `job` (as it was read), for the jobs API and tus alike. A running job aborts its
-    /// own multipart upload when its worker or streaming request sees the cancel; one that was
-    /// waiting has nobody else to do it, so it is aborted here. Returns the job afterwards, as
-    /// `transition` does.
-    public func cancel(_ job: Job, objects: any ObjectStore) async throws -> Job? {
-        let after = try await transition(id: job.id, .cancel)
-        if job.state != .running, after?.state == .canceled, let uploadID = job.uploadID, let key = job.objectKey {
-            try? await objects.abortMultipartUpload(key: key, uploadID: uploadID)
-        }
-        return after
-    }
 }
 
 /// A write under a lease that is no longer the job's.

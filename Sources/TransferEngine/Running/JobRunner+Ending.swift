@@ -32,7 +32,7 @@ extension JobRunner {
 
     /// Paused, canceled, or taken over: the stored state says which. A canceled job's upload is
     /// aborted and its spool removed here, since this runner is the one that knows them.
-    func whyLeaseEnded(_ job: Job, upload: UploadHandle) async throws -> Outcome {
+    func whyLeaseEnded(_ job: Job, upload: MultipartUploadHandle) async throws -> Outcome {
         switch try await store.job(id: job.id)?.state {
         case .canceled?:
             let objects = self.objects
@@ -52,7 +52,7 @@ extension JobRunner {
 
     /// Ends the job as failed, aborting its multipart upload so nothing is left behind. A work
     /// that was stopped (cancelled) writes no ending: its lifetime decides.
-    func fail(_ lease: Lease, _ job: Job, _ failure: JobFailure, upload: UploadHandle) async throws -> Outcome {
+    func fail(_ lease: Lease, _ job: Job, _ failure: JobFailure, upload: MultipartUploadHandle) async throws -> Outcome {
         try Task.checkCancellation()
         if let uploadID = upload.id, let key = job.objectKey {
             let objects = self.objects

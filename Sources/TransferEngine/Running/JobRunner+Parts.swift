@@ -34,7 +34,7 @@ extension JobRunner {
     }
 
 
-    func moveParts(_ job: Job, _ options: JobOptions, _ lease: Lease, _ work: Work, _ upload: UploadHandle,
+    func moveParts(_ job: Job, _ options: JobOptions, _ lease: Lease, _ work: Work, _ upload: MultipartUploadHandle,
                    _ done: [Int: RecordedPart], _ control: JobControl) async throws -> Outcome {
         let concurrency = min(max(options.concurrency ?? settings.concurrency, 1), settings.maxConcurrency)
         var loop = PartLoop(scheduler: PartScheduler(partCount: work.plan.partCount, concurrency: concurrency,

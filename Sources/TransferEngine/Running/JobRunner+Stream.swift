@@ -16,7 +16,7 @@ struct StreamSource: Sendable {
 /// stream, or a run that resumes after a crash, reads the source again from its first byte and
 /// sends only the parts whose bytes S3 does not already hold (same size and MD5).
 extension JobRunner {
-    func stream(_ job: Job, _ options: JobOptions, _ lease: Lease, _ source: StreamSource, _ upload: UploadHandle,
+    func stream(_ job: Job, _ options: JobOptions, _ lease: Lease, _ source: StreamSource, _ upload: MultipartUploadHandle,
                 _ control: JobControl) async throws -> Outcome {
         do {
             try checkPinned(job, size: source.size, etag: source.etag)
@@ -82,7 +82,7 @@ extension JobRunner {
     /// job forward), the parts in flight are recorded and the job goes back to the queue; the
     /// next run reads the source again and skips what S3 holds.
     private func streamOnce(_ job: Job, _ options: JobOptions, _ lease: Lease, _ source: StreamSource, partSize: Int64,
-                            upload: UploadHandle, recorded: inout [Int: RecordedPart], control: JobControl) async throws -> Outcome {
+                            upload: MultipartUploadHandle, recorded: inout [Int: RecordedPart], control: JobControl) async throws -> Outcome {
         guard let fetcher else { throw Failure(code: FailureCode.invalidJob) }
         let streamBuffer = try await settings.memory.reserve(settings.transferBufferBytes, owner: job.owner)
         defer { streamBuffer.release() }
@@ -136,7 +136,7 @@ extension JobRunner {
     /// A chunk of the body into the part being filled; every full part is sealed. With a
     /// `control`, a wait for room for the next part gives up when a yield is requested.
     private func write(_ chunk: ArraySlice<UInt8>, _ pass: inout StreamPass, _ group: inout StreamTasks, _ job: Job,
-                       _ options: JobOptions, _ lease: Lease, _ upload: UploadHandle, _ control: JobControl?) async throws {
+                       _ options: JobOptions, _ lease: Lease, _ upload: MultipartUploadHandle, _ control: JobControl?) async throws {
         var rest = chunk
         while !rest.isEmpty {
             var part: (file: SpoolFile, filled: Int64, md5: Digest.Context)
@@ -173,7 +173,7 @@ extension JobRunner {
     /// Sends the part being filled (unless S3 holds its bytes already), at most `concurrency`
     /// in flight: the stream waits for a slot.
     private func seal(_ pass: inout StreamPass, _ group: inout StreamTasks, _ job: Job, _ options: JobOptions, _ lease: Lease,
-                      _ upload: UploadHandle) async throws {
+                      _ upload: MultipartUploadHandle) async throws {
         guard let part = pass.current else { return }
         pass.current = nil
         let number = pass.number, size = part.filled, file = part.file, jobID = job.id
@@ -243,7 +243,7 @@ extension JobRunner {
     /// The job's multipart upload, created (and recorded with a fresh plan) the first time a
     /// part needs it.
     private func openUpload(_ job: Job, _ options: JobOptions, _ lease: Lease, key: String, partSize: Int64,
-                            size: Int64?, etag: String?, upload: UploadHandle) async throws -> String {
+                            size: Int64?, etag: String?, upload: MultipartUploadHandle) async throws -> String {
         if let id = upload.id { return id }
         let checksum = settings.partChecksum
         let created = try await objects.createMultipartUpload(key: key, attributes: options.attributes, checksum: checksum)

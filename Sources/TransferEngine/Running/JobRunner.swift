@@ -53,7 +53,7 @@ public struct JobRunner: Sendable {
     }
 
     public func run(_ job: Job, lease: Lease, control: JobControl = JobControl()) async throws -> Outcome {
-        let upload = UploadHandle(job.uploadID, checksum: job.partChecksum)
+        let upload = MultipartUploadHandle(job.uploadID, checksum: job.partChecksum)
         if job.crashes >= settings.crashLimit {
             // Its holder died this many times: running it again would likely kill a fourth.
             return try await fail(lease, job, JobFailure(.crashLoop), upload: upload)
@@ -104,7 +104,7 @@ public struct JobRunner: Sendable {
         case stream(StreamSource)
     }
 
-    private func work(_ job: Job, _ options: JobOptions, _ lease: Lease, _ upload: UploadHandle,
+    private func work(_ job: Job, _ options: JobOptions, _ lease: Lease, _ upload: MultipartUploadHandle,
                       _ control: JobControl) async throws -> Outcome {
         let work: Work
         do {
@@ -184,7 +184,7 @@ public struct JobRunner: Sendable {
 
     /// Parts already done by a previous owner, trusted only where the destination holds them
     /// too; a fresh multipart upload (and plan) otherwise.
-    private func resume(_ job: Job, _ options: JobOptions, _ lease: Lease, _ work: Work, _ upload: UploadHandle) async throws -> Resumed {
+    private func resume(_ job: Job, _ options: JobOptions, _ lease: Lease, _ work: Work, _ upload: MultipartUploadHandle) async throws -> Resumed {
         let plan = work.plan
         var recorded: [Int: RecordedPart] = [:]
         let key = work.key
@@ -232,7 +232,7 @@ public struct JobRunner: Sendable {
 
 /// The multipart upload a job writes, once it is known: its ending (failure, cancel) aborts it
 /// even when the work that created it was stopped midway.
-final class UploadHandle: Sendable {
+final class MultipartUploadHandle: Sendable {
     private let value: Mutex<(id: String?, checksum: PartChecksum?)>
 
     init(_ id: String?, checksum: PartChecksum?) { value = Mutex((id, checksum)) }

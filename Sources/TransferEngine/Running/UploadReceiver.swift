@@ -48,7 +48,7 @@ public struct UploadReceiver: Sendable {
         }
     }
 
-    let store: any UploadStore
+    let store: any UploadJobStore
     let objects: any ObjectStore
     let spool: any Spool
     let settings: EngineSettings
@@ -66,7 +66,7 @@ public struct UploadReceiver: Sendable {
     /// reused only while the store still lists exactly those pieces.
     private let localTails = LocalTails()
 
-    public init(store: any UploadStore, objects: any ObjectStore, spool: any Spool, settings: EngineSettings,
+    public init(store: any UploadJobStore, objects: any ObjectStore, spool: any Spool, settings: EngineSettings,
                 instance: String, clock: any EngineClock = SystemClock(), observer: any JobObserver = NoObserver(),
                 signals: (any JobSignals)? = nil) {
         self.signals = signals
@@ -167,13 +167,6 @@ public struct UploadReceiver: Sendable {
             }
             return nil
         }
-    }
-
-    /// Removes the job's files from this instance's spool (an upload canceled while no request
-    /// streamed it has nobody else to clean up after it).
-    public func discardSpooled(jobID: String) {
-        localTails.forget(jobID)
-        spool.removeAll(jobID: jobID, keeping: [])
     }
 
     /// Removes staged tail pieces (best effort: the janitor sweeps what is left).

@@ -62,7 +62,7 @@ public struct GatewayApp: Sendable {
         let changes = JobChanges()
         self.changes = changes
         var checks: [any DependencyCheck] = []
-        var jobs: GatewayRoutes.Jobs?
+        var jobs: JobPorts?
         if let url = configuration.databaseURL {
             checks.append(PostgresCheck(probe: PostgresProbe(url: url)))
             // Sessions of an instance with a receiver record events (the trigger of migration 7).
@@ -70,7 +70,7 @@ public struct GatewayApp: Sendable {
                                     settings: configuration.webhookURL == nil ? [] : [("gateway.webhooks", "on")])
             let store = PostgresJobStore(pool: pool)
             let clientUploads = PostgresClientUploadStore(pool: pool)
-            janitor = Janitor(jobs: PostgresMaintenanceStore(pool: pool), uploads: clientUploads, jobStore: store,
+            janitor = Janitor(jobs: PostgresMaintenanceStore(pool: pool), clientUploads: clientUploads, jobStore: store,
                               bucket: S3BucketMaintenance(client: s3), ttlSeconds: configuration.uploadTTL, spool: spool,
                               downloadTTLSeconds: configuration.downloadTTL, stagingPrefix: settings.engine.stagingPrefix)
             listener = PostgresListener(url: url, channel: "gateway_jobs", onNotify: { changes.notify($0) },
@@ -78,9 +78,9 @@ public struct GatewayApp: Sendable {
             let instance = "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)-\(Digest.hex(Digest.randomBytes(3)))"
             let receiver = UploadReceiver(store: store, objects: objects, spool: spool, settings: settings.engine, instance: instance,
                                           observer: JobMetrics(metrics: metrics), signals: changes)
-            jobs = GatewayRoutes.Jobs(store: store, objects: objects, spool: spool, receiver: receiver, clientUploads: clientUploads,
-                                      changes: changes, idempotency: PostgresIdempotencyStore(pool: pool),
-                                      sourceCheck: URLSourceAddressCheck(fetcher: s3.urlFetcher(allowedHosts: configuration.importAllowHosts)))
+            jobs = JobPorts(store: store, objects: objects, receiver: receiver, clientUploads: clientUploads, changes: changes,
+                            idempotency: PostgresIdempotencyStore(pool: pool),
+                            sourceCheck: URLSourceAddressCheck(fetcher: s3.urlFetcher(allowedHosts: configuration.importAllowHosts)))
             let fetcher = HTTPSourceFetcher(fetcher: s3.urlFetcher(allowedHosts: configuration.importAllowHosts))
             let jobWorker = JobWorker(store: store, objects: objects, fetcher: fetcher, spool: spool,
                                       observer: JobMetrics(metrics: metrics), settings: settings.engine, instance: instance,
@@ -93,7 +93,7 @@ public struct GatewayApp: Sendable {
                 let poster = HTTPWebhookPoster(fetcher: s3.urlFetcher(allowedHosts: configuration.importAllowHosts, reach: .anyButLinkLocal),
                                                url: receiver)
                 webhooks = WebhookDelivery(outbox: PostgresWebhookOutbox(pool: pool), poster: poster,
-                                           render: WebhookEventData.renderer(jobs: store, uploads: clientUploads), changes: changes,
+                                           render: WebhookEventData.renderer(jobs: store, clientUploads: clientUploads), changes: changes,
                                            settings: delivery, now: { Date().timeIntervalSince1970 }, logger: logger, metrics: metrics)
             } else {
                 webhooks = nil
@@ -106,10 +106,11 @@ public struct GatewayApp: Sendable {
         }
         checks.append(S3Check(client: s3))
         if let keySet { checks.append(KeySetCheck(keySet: keySet)) }
-        let routes = GatewayRoutes(authenticator: authenticator,
+        // What every route shares, built once.
+        let context = RouteContext(authenticator: authenticator,
                                    presigner: S3Presigner(client: s3, publicEndpoint: try configuration.s3PublicEndpointValue()),
-                                   checks: checks, metrics: metrics, openAPI: Self.loadOpenAPI(configuration.openAPIPath),
-                                   jobs: jobs, settings: settings, now: Self.wallClock, monotonic: Self.monotonicSeconds)
+                                   metrics: metrics, settings: settings, jobs: jobs, now: Self.wallClock, monotonic: Self.monotonicSeconds)
+        let routes = GatewayRoutes(context: context, checks: checks, openAPI: Self.loadOpenAPI(configuration.openAPIPath))
         var beforeRoute: (@Sendable (HTTPRequest) async -> Void)?
         if keySet != nil { beforeRoute = { request in await authenticator.prepare(request) } }
         let responder = GatewayResponder(router: routes.router(), cors: CORS(origins: configuration.corsOrigins, allowCredentials: configuration.corsAllowCredentials), logger: logger,
@@ -127,7 +128,7 @@ public struct GatewayApp: Sendable {
     }
 
     /// What the engine and the routes are told by the settings.
-    static func settings(_ configuration: Configuration) throws(Configuration.Invalid) -> GatewayRoutes.Settings {
+    static func settings(_ configuration: Configuration) throws(Configuration.Invalid) -> RouteSettings {
         var engine = EngineSettings()
         engine.partSize = Int64(configuration.partSize)
         engine.concurrency = configuration.partConcurrency
@@ -141,7 +142,7 @@ public struct GatewayApp: Sendable {
         // No part may be larger than what one identity may hold of the spool.
         engine.spoolCapacity = configuration.userSpoolShare
         engine.partChecksum = configuration.s3Checksum
-        var settings = GatewayRoutes.Settings()
+        var settings = RouteSettings()
         settings.engine = engine
         settings.allowGuestRead = configuration.allowGuestRead
         settings.presignExpiry = configuration.presignExpiry

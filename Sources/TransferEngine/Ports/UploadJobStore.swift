@@ -2,7 +2,7 @@
 /// holds the job's lease (so two requests, on any instances, never write one upload at once),
 /// and the bytes past the last full part (the tail) are kept as staged objects the store lists,
 /// so the next request, on any instance, continues exactly where the last one stopped.
-public protocol UploadStore: JobStore {
+public protocol UploadJobStore: JobStore {
     /// Takes the lease of upload job `id` if it waits for bytes (`pending`), or if the request
     /// that held it died with its instance (lease lapsed), or if `owner` holds it already: the
     /// caller must know that no request of its own streams it (an instance's own stale lease,
@@ -55,7 +55,7 @@ public protocol ByteSource: Sendable {
     func next() async throws -> ArraySlice<UInt8>?
 }
 
-extension UploadStore {
+extension UploadJobStore {
     /// One at a time, for stores with no cheaper way.
     public func recordUploadParts(_ parts: [RecordedPart], under lease: Lease) async throws -> [TailSegment] {
         var forgotten: [TailSegment] = []
