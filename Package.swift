@@ -9,16 +9,19 @@ let package = Package(
     name: "TransferGateway",
     platforms: [.macOS(.v15)],
     products: [
-        .executable(name: "transfer-gateway", targets: ["TransferGateway"]),
+        .executable(name: "transfer-gateway", targets: ["TransferGateway"])
     ],
     targets: [
         // C system libraries, found through pkg-config. Each has one shim header.
-        .systemLibrary(name: "CCurl", pkgConfig: "libcurl",
-                       providers: [.apt(["libcurl4-openssl-dev"])]),
-        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto",
-                       providers: [.apt(["libssl-dev"])]),
-        .systemLibrary(name: "CPostgres", pkgConfig: "libpq",
-                       providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(
+            name: "CCurl", pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(
+            name: "CCrypto", pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(
+            name: "CPostgres", pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]),
 
         // Linux epoll and eventfd, for the HTTP server's event loops (headers only).
         .systemLibrary(name: "CSystem"),
@@ -45,8 +48,12 @@ let package = Package(
         // presigner and bucket sweeps, the URL fetcher, the dependency checks.
         .target(name: "Adapters", dependencies: ["Gateway", "TransferEngine", "Postgres", "S3", "SigV4", "Crypto", "Auth"]),
         // The composition root (configuration, wiring) and the commands: `transfer-gateway serve|migrate|token`.
-        .executableTarget(name: "TransferGateway", dependencies: ["Gateway", "Adapters", "HTTPServer", "TransferEngine", "Postgres",
-                                                                "S3", "SigV4", "Auth", "Crypto"]),
+        .executableTarget(
+            name: "TransferGateway",
+            dependencies: [
+                "Gateway", "Adapters", "HTTPServer", "TransferEngine", "Postgres",
+                "S3", "SigV4", "Auth", "Crypto",
+            ]),
         // In-memory twins of every port (the engine's and the routes'), a manual clock and one
         // loopback HTTP client, for tests of every target.
         .target(name: "TestSupport", dependencies: ["TransferEngine", "Gateway", "Crypto"]),
@@ -59,17 +66,25 @@ let package = Package(
         .testTarget(name: "StripedTests", dependencies: ["Striped"]),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto"]),
         .testTarget(name: "SigV4Tests", dependencies: ["SigV4", "Crypto"], exclude: ["Fixtures"]),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "HTTPServer", "Auth", "Crypto",
-                                                   "TransferEngine", "TestSupport", "Adapters", "PortContracts"]),
+        .testTarget(
+            name: "GatewayTests",
+            dependencies: [
+                "Gateway", "HTTPServer", "Auth", "Crypto",
+                "TransferEngine", "TestSupport", "Adapters", "PortContracts",
+            ]),
         .testTarget(name: "AuthTests", dependencies: ["Auth", "Crypto"], exclude: ["Fixtures"]),
         .testTarget(name: "TransferEngineTests", dependencies: ["TransferEngine", "Crypto", "TestSupport", "Adapters", "PortContracts"]),
         .testTarget(name: "S3Tests", dependencies: ["S3", "SigV4", "Crypto"], exclude: ["Fixtures"]),
         .testTarget(name: "AdaptersTests", dependencies: ["Adapters", "S3", "TransferEngine"]),
         .testTarget(name: "TransferGatewayTests", dependencies: ["TransferGateway", "Gateway"]),
         // Every live suite: against the real PostgreSQL and S3 server (GATEWAY_LIVE_TESTS=1, scripts/test.sh).
-        .testTarget(name: "IntegrationTests", dependencies: ["Gateway", "Adapters", "TransferGateway", "HTTPServer", "S3", "Postgres",
-                                                       "Auth", "SigV4", "Crypto", "TransferEngine", "TestSupport", "PortContracts"],
-                    exclude: ["Scripts"]),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: [
+                "Gateway", "Adapters", "TransferGateway", "HTTPServer", "S3", "Postgres",
+                "Auth", "SigV4", "Crypto", "TransferEngine", "TestSupport", "PortContracts",
+            ],
+            exclude: ["Scripts"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -31,17 +31,22 @@ public struct AccessPolicy: Sendable {
     }
 
     /// Checks the access and returns the full object key.
-    public func objectKey(for mode: AccessMode, level: AccessLevel, key: String, identity: Identity,
-                          targetIdentityID: String? = nil) throws(AccessDenial) -> String {
-        try ObjectKey.make(prefix: try prefix(for: mode, level: level, identity: identity, targetIdentityID: targetIdentityID),
-                           key: key)
+    public func objectKey(
+        for mode: AccessMode, level: AccessLevel, key: String, identity: Identity,
+        targetIdentityID: String? = nil
+    ) throws(AccessDenial) -> String {
+        try ObjectKey.make(
+            prefix: try prefix(for: mode, level: level, identity: identity, targetIdentityID: targetIdentityID),
+            key: key)
     }
 
     /// Checks the access and returns the level's key prefix (`public/`,
     /// `protected/{identityId}/`, `private/{identityId}/`): where an object key begins, and
     /// what a listing of the level lists under.
-    public func prefix(for mode: AccessMode, level: AccessLevel, identity: Identity,
-                       targetIdentityID: String? = nil) throws(AccessDenial) -> String {
+    public func prefix(
+        for mode: AccessMode, level: AccessLevel, identity: Identity,
+        targetIdentityID: String? = nil
+    ) throws(AccessDenial) -> String {
         // A malformed id (a noncharacter, a `/`) is a bad request whoever it names, on every level.
         if let target = targetIdentityID, !Identity.isValidID(target) {
             throw .invalidKey("targetIdentityId is not a valid identity id")

@@ -34,8 +34,10 @@ public struct JWTVerifier: Sendable {
         public init() {}
     }
 
-    public init(keys: [Key], keySet: KeySet? = nil, issuer: String? = nil, audience: String? = nil, leeway: Int = 60,
-                claims: ClaimNames = ClaimNames(), cache: VerifiedTokenCache? = nil) {
+    public init(
+        keys: [Key], keySet: KeySet? = nil, issuer: String? = nil, audience: String? = nil, leeway: Int = 60,
+        claims: ClaimNames = ClaimNames(), cache: VerifiedTokenCache? = nil
+    ) {
         self.keys = keys
         self.keySet = keySet
         self.issuer = issuer
@@ -121,9 +123,10 @@ public struct JWTVerifier: Sendable {
     /// already verified, or one whose key is known. Cheap: only the header is read.
     public func unknownKid(of token: Substring) -> String? {
         guard let keySet, cache?.lookup(token) == nil, let dot = token.firstIndex(of: "."),
-              let bytes = Base64URL.decode(token[..<dot]),
-              let header = try? JSONDecoder().decode(Header.self, from: Data(bytes)),
-              let kid = header.kid, keySet.key(kid) == nil else { return nil }
+            let bytes = Base64URL.decode(token[..<dot]),
+            let header = try? JSONDecoder().decode(Header.self, from: Data(bytes)),
+            let kid = header.kid, keySet.key(kid) == nil
+        else { return nil }
         return kid
     }
 
@@ -136,9 +139,10 @@ public struct JWTVerifier: Sendable {
     private func verifyUncached(_ token: String, now: Int) throws(Failure) -> Identity {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, token.utf8.count <= 16 * 1024,
-              let headerBytes = Base64URL.decode(parts[0]), let payloadBytes = Base64URL.decode(parts[1]),
-              let signature = Base64URL.decode(parts[2]),
-              let header = try? JSONDecoder().decode(Header.self, from: Data(headerBytes)) else {
+            let headerBytes = Base64URL.decode(parts[0]), let payloadBytes = Base64URL.decode(parts[1]),
+            let signature = Base64URL.decode(parts[2]),
+            let header = try? JSONDecoder().decode(Header.self, from: Data(headerBytes))
+        else {
             throw .malformed
         }
         // A critical extension we do not understand must be refused (RFC 7515 §4.1.11).
@@ -164,8 +168,11 @@ public struct JWTVerifier: Sendable {
         try check(read, now: now)
         guard let id = read.identity, Identity.isValidID(id) else { throw .badSubject }
         let identity = Identity(id: id, isAdmin: read.roles.contains(claims.adminRole))
-        cache?.store(token, .init(identity: identity, expiry: read.expiry ?? 0, notBefore: read.notBefore,
-                                  keySetGeneration: keySetGeneration))
+        cache?.store(
+            token,
+            .init(
+                identity: identity, expiry: read.expiry ?? 0, notBefore: read.notBefore,
+                keySetGeneration: keySetGeneration))
         return identity
     }
 
@@ -202,12 +209,19 @@ enum ClaimValue: Decodable {
 
     init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
-        if container.decodeNil() { self = .null }
-        else if let value = try? container.decode(String.self) { self = .string(value) }
-        else if let value = try? container.decode(Bool.self) { self = .bool(value) }
-        else if let value = try? container.decode(Double.self) { self = .number(value) }
-        else if let value = try? container.decode([ClaimValue].self) { self = .array(value) }
-        else { self = .object(try container.decode([String: ClaimValue].self)) }
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Double.self) {
+            self = .number(value)
+        } else if let value = try? container.decode([ClaimValue].self) {
+            self = .array(value)
+        } else {
+            self = .object(try container.decode([String: ClaimValue].self))
+        }
     }
 
     var string: String? { if case .string(let value) = self { return value } else { return nil } }

@@ -37,14 +37,16 @@ public final class KeySet: Sendable {
     /// another use, or of a type or curve the gateway does not verify are left out).
     public static func parse(_ bytes: [UInt8]) throws -> [String: PublicKey] {
         guard let object = try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any],
-              let list = object["keys"] as? [[String: Any]] else {
+            let list = object["keys"] as? [[String: Any]]
+        else {
             throw PublicKey.LoadError(description: "not a JSON Web Key Set")
         }
         var keys: [String: PublicKey] = [:]
         for jwk in list {
             guard let kid = jwk["kid"] as? String, !kid.isEmpty, kid.utf8.count <= 256,
-                  (jwk["use"] as? String).map({ $0 == "sig" }) ?? true,
-                  let key = try? PublicKey(jwk: jwk) else { continue }
+                (jwk["use"] as? String).map({ $0 == "sig" }) ?? true,
+                let key = try? PublicKey(jwk: jwk)
+            else { continue }
             keys[kid] = key
         }
         return keys

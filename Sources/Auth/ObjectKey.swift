@@ -24,7 +24,9 @@ public enum ObjectKey {
                 if byte == UInt8(ascii: "/") {
                     let length = i - segmentStart
                     if length == 0 { return "the key must not have an empty segment" }
-                    if length <= 2 && utf8[segmentStart] == UInt8(ascii: ".") && (length == 1 || utf8[segmentStart + 1] == UInt8(ascii: ".")) {
+                    if length <= 2 && utf8[segmentStart] == UInt8(ascii: ".")
+                        && (length == 1 || utf8[segmentStart + 1] == UInt8(ascii: "."))
+                    {
                         return "the key must not have a . or .. segment"
                     }
                     segmentStart = i + 1

@@ -3,8 +3,10 @@ import Foundation
 
 /// Mints HS256 development tokens (`transfer-gateway token`).
 public enum TokenMinter {
-    public static func hs256(secret: [UInt8], subject: String, issuedAt: Int, ttl: Int, roles: [String] = [],
-                             issuer: String? = nil, audience: String? = nil) -> String {
+    public static func hs256(
+        secret: [UInt8], subject: String, issuedAt: Int, ttl: Int, roles: [String] = [],
+        issuer: String? = nil, audience: String? = nil
+    ) -> String {
         let header = #"{"alg":"HS256","typ":"JWT"}"#
         var claims: [String: Any] = ["sub": subject, "iat": issuedAt, "exp": issuedAt + ttl]
         if !roles.isEmpty { claims["roles"] = roles }

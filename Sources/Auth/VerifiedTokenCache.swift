@@ -49,7 +49,7 @@ public final class VerifiedTokenCache: Sendable {
             let index = slotIndex(bytes)
             return stripes.withLocalLock { slots -> Entry? in
                 guard let slot = slots[index], slot.token.count == bytes.count,
-                      slot.token.withUnsafeBufferPointer({ memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 })
+                    slot.token.withUnsafeBufferPointer({ memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 })
                 else { return nil }
                 return slot.entry
             }

@@ -15,7 +15,8 @@ public enum Digest {
 
     static let algorithms: Algorithms = {
         guard let sha256 = EVP_MD_fetch(nil, "SHA256", nil), let md5 = EVP_MD_fetch(nil, "MD5", nil),
-              let sha1 = EVP_MD_fetch(nil, "SHA1", nil) else {
+            let sha1 = EVP_MD_fetch(nil, "SHA1", nil)
+        else {
             preconditionFailure("libcrypto has no SHA-256, SHA-1 or MD5")
         }
         return Algorithms(sha256: sha256, md5: md5, sha1: sha1)
@@ -82,8 +83,10 @@ public enum Digest {
     }
 
     /// HMAC-SHA256 of `message` under `key` as lower-case hexadecimal, appended to `out`.
-    public static func appendHMACSHA256Hex(key: some ContiguousBytesLike, _ message: some ContiguousBytesLike,
-                                           to out: inout [UInt8]) {
+    public static func appendHMACSHA256Hex(
+        key: some ContiguousBytesLike, _ message: some ContiguousBytesLike,
+        to out: inout [UInt8]
+    ) {
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { mac in
             key.withBytes { k in
                 message.withBytes { m in tg_hmac_sha256(k.baseAddress, k.count, m.baseAddress, m.count, mac.baseAddress) }

@@ -24,8 +24,10 @@ extension PublicKey {
             let x = try field("x"), y = try field("y")
             guard x.count == 32, y.count == 32 else { throw LoadError(description: "a P-256 point has 32-byte coordinates") }
             // id-ecPublicKey (1.2.840.10045.2.1) on prime256v1 (1.2.840.10045.3.1.7).
-            let algorithm = DER.sequence([0x06, 0x07, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x02, 0x01,
-                                          0x06, 0x08, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01, 0x07])
+            let algorithm = DER.sequence([
+                0x06, 0x07, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x02, 0x01,
+                0x06, 0x08, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01, 0x07,
+            ])
             info = DER.sequence(algorithm + DER.bitString([0x04] + x + y))
         default:
             throw LoadError(description: "only RSA and EC keys are supported")

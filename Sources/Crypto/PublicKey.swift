@@ -64,8 +64,9 @@ public final class PublicKey: @unchecked Sendable {
         guard EVP_DigestVerifyInit_ex(context, nil, "SHA256", nil, nil, key, nil) == 1 else { return false }
         let result = der.withUnsafeBytes { sig in
             message.withUnsafeBytes { msg in
-                EVP_DigestVerify(context, sig.baseAddress?.assumingMemoryBound(to: UInt8.self), sig.count,
-                                 msg.baseAddress?.assumingMemoryBound(to: UInt8.self), msg.count)
+                EVP_DigestVerify(
+                    context, sig.baseAddress?.assumingMemoryBound(to: UInt8.self), sig.count,
+                    msg.baseAddress?.assumingMemoryBound(to: UInt8.self), msg.count)
             }
         }
         ERR_clear_error()

@@ -1,7 +1,8 @@
 import Dispatch
 import Synchronization
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// An HTTP/1.1 server on POSIX sockets and Dispatch (RFC 9112).
@@ -46,8 +47,9 @@ public final class HTTPServer: Sendable {
     /// Binds, listens and starts accepting. Returns the port bound (useful with port 0).
     @discardableResult
     public func start() throws -> Int {
-        let (fd, port) = try Listener.bind(host: context.configuration.host, port: context.configuration.port,
-                                           backlog: context.configuration.listenBacklog)
+        let (fd, port) = try Listener.bind(
+            host: context.configuration.host, port: context.configuration.port,
+            backlog: context.configuration.listenBacklog)
         for loop in loops { loop.start() }
         let acceptSource = DispatchSource.makeReadSource(fileDescriptor: fd, queue: acceptQueue)
         acceptSource.setEventHandler { [self] in acceptAll(fd) }
@@ -93,8 +95,9 @@ public final class HTTPServer: Sendable {
                 return
             }
             let loop = loops[nextLoop.add(1, ordering: .relaxed).oldValue % loops.count]
-            let connection = HTTPConnection(fd: fd, remoteAddress: Listener.describe(&address), peerAddress: Listener.host(&address),
-                                            loop: loop, context: context)
+            let connection = HTTPConnection(
+                fd: fd, remoteAddress: Listener.describe(&address), peerAddress: Listener.host(&address),
+                loop: loop, context: context)
             let refusal: HTTPParseError
             switch context.admit(connection) {
             case .admitted:
@@ -103,8 +106,9 @@ public final class HTTPServer: Sendable {
             case .serverFull:
                 refusal = HTTPParseError(status: 503, code: "too_many_connections", detail: "The server has too many open connections.")
             case .clientFull:
-                refusal = HTTPParseError(status: 429, code: "client_connection_limit",
-                                         detail: "This address has too many open connections.")
+                refusal = HTTPParseError(
+                    status: 429, code: "client_connection_limit",
+                    detail: "This address has too many open connections.")
             }
             let extra = context.responder.refused(refusal, origin: nil, remoteAddress: Listener.describe(&address))
             _ = ResponseHead.refusal(refusal, date: HTTPDate.format(time(nil)), extra: extra).withUnsafeBytes { SystemCall.write(fd, $0) }

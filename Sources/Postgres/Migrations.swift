@@ -29,7 +29,8 @@ public struct Migrations: Sendable {
         try await pool.withConnection { connection in
             try connection.query("SELECT pg_advisory_lock(\(Self.lockKey))")
             defer { _ = try? connection.query("SELECT pg_advisory_unlock(\(Self.lockKey))") }
-            try connection.execute("""
+            try connection.execute(
+                """
                 CREATE TABLE IF NOT EXISTS schema_migrations (
                     version integer PRIMARY KEY,
                     name text NOT NULL,

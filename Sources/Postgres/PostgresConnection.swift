@@ -1,6 +1,7 @@
 import CPostgres
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One libpq connection. Every call blocks: use it only from a thread or queue the caller

@@ -1,8 +1,10 @@
 import CPostgres
 import Dispatch
+import Foundation
 import Synchronization
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One connection that `LISTEN`s on a channel and hands every notification's payload to
@@ -18,8 +20,10 @@ public final class PostgresListener: Sendable {
     private let connected = Atomic<Bool>(false)
 
     /// `channel` must be a plain identifier (letters, digits, `_`): it is written into `LISTEN`.
-    public init(url: String, channel: StaticString, onNotify: @escaping @Sendable (String) -> Void,
-                onReconnect: @escaping @Sendable () -> Void) {
+    public init(
+        url: String, channel: StaticString, onNotify: @escaping @Sendable (String) -> Void,
+        onReconnect: @escaping @Sendable () -> Void
+    ) {
         self.url = url
         self.channel = channel.description
         self.onNotify = onNotify
@@ -55,7 +59,8 @@ public final class PostgresListener: Sendable {
 
     private func connect() -> PostgresConnection? {
         guard let connection = try? PostgresConnection(url: url, connectTimeout: 5),
-              let result = PQexec(connection.handle, "LISTEN \(channel)") else { return nil }
+            let result = PQexec(connection.handle, "LISTEN \(channel)")
+        else { return nil }
         defer { PQclear(result) }
         return PQresultStatus(result) == PGRES_COMMAND_OK ? connection : nil
     }
@@ -81,5 +86,3 @@ public final class PostgresListener: Sendable {
         }
     }
 }
-
-import Foundation

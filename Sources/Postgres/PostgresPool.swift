@@ -44,7 +44,9 @@ public final class PostgresPool: Sendable {
                         slot.connection = nil
                         slot.connection = try PostgresConnection(url: url, connectTimeout: connectTimeout, settings: settings)
                     }
-                    guard let connection = slot.connection else { throw PostgresError(kind: .connection, sqlState: nil, message: "no connection") }
+                    guard let connection = slot.connection else {
+                        throw PostgresError(kind: .connection, sqlState: nil, message: "no connection")
+                    }
                     let value = try work(connection)
                     continuation.resume(returning: value)
                 } catch {

@@ -9,8 +9,10 @@ public struct CanonicalRequest: Sendable {
     public let headers: [(String, String)]
     public let payloadHash: String
 
-    public init(method: String, encodedPath: String, query: [(String, String)],
-                headers: [(String, String)], payloadHash: String) {
+    public init(
+        method: String, encodedPath: String, query: [(String, String)],
+        headers: [(String, String)], payloadHash: String
+    ) {
         self.method = method
         self.encodedPath = encodedPath
         self.query = query

@@ -10,8 +10,10 @@ public struct PostPolicy: Sendable {
     public let fields: [(String, String)]
     public let policyDocument: String
 
-    public init(signer: Signer, bucket: String, key: String, fields extra: [(String, String)], maxSize: Int64,
-                expires: Int, time: SigningTime) {
+    public init(
+        signer: Signer, bucket: String, key: String, fields extra: [(String, String)], maxSize: Int64,
+        expires: Int, time: SigningTime
+    ) {
         let credential = "\(signer.credentials.accessKeyID)/\(signer.scope(time))"
         let expiration = Self.iso8601(time.secondsSince1970 + expires)
         var conditions = [

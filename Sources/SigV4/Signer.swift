@@ -67,8 +67,9 @@ public struct Signer: Sendable {
     /// Calls `body` with the signing key, from the cache when there is one (no copy made).
     func withSigningKey<R>(_ time: SigningTime, _ body: (UnsafeRawBufferPointer) -> R) -> R {
         if let keyCache {
-            return keyCache.withKey(time, region: region, service: service, secret: credentials.secretAccessKey,
-                                    derive: { deriveKey(time) }, body)
+            return keyCache.withKey(
+                time, region: region, service: service, secret: credentials.secretAccessKey,
+                derive: { deriveKey(time) }, body)
         }
         return deriveKey(time).withUnsafeBytes(body)
     }
@@ -88,55 +89,71 @@ public struct Signer: Sendable {
     /// Header signing: returns the fields to add to the request (`X-Amz-Date`,
     /// `X-Amz-Content-Sha256`, `X-Amz-Security-Token` when present, `Authorization`).
     /// `headers` must include `host` and any other header to be signed.
-    public func signedHeaders(method: String, encodedPath: String, query: [(String, String)],
-                              headers: [(String, String)], payloadHash: String,
-                              time: SigningTime) -> [(String, String)] {
+    public func signedHeaders(
+        method: String, encodedPath: String, query: [(String, String)],
+        headers: [(String, String)], payloadHash: String,
+        time: SigningTime
+    ) -> [(String, String)] {
         var added: [(String, String)] = [("x-amz-date", time.dateTime), ("x-amz-content-sha256", payloadHash)]
         if let token = credentials.sessionToken { added.append(("x-amz-security-token", token)) }
-        let request = CanonicalRequest(method: method, encodedPath: encodedPath, query: query,
-                                       headers: headers + added, payloadHash: payloadHash)
+        let request = CanonicalRequest(
+            method: method, encodedPath: encodedPath, query: query,
+            headers: headers + added, payloadHash: payloadHash)
         let signature = signature(stringToSign(request, time: time), time: time)
-        let authorization = "\(Self.algorithm) Credential=\(credentials.accessKeyID)/\(scope(time)), "
+        let authorization =
+            "\(Self.algorithm) Credential=\(credentials.accessKeyID)/\(scope(time)), "
             + "SignedHeaders=\(request.signedHeaders), Signature=\(signature)"
         return added + [("Authorization", authorization)]
     }
 
     /// Query presigning: returns the full query (the caller's pairs plus the `X-Amz-*` ones,
     /// signature last) for a URL valid `expires` seconds from `time`. The payload is unsigned.
-    public func presignedQuery(method: String, encodedPath: String, query: [(String, String)],
-                               headers: [(String, String)], expires: Int,
-                               time: SigningTime) -> [(String, String)] {
-        let (items, signature) = presign(method: method, encodedPath: encodedPath, query: query, headers: headers,
-                                         expires: expires, time: time)
+    public func presignedQuery(
+        method: String, encodedPath: String, query: [(String, String)],
+        headers: [(String, String)], expires: Int,
+        time: SigningTime
+    ) -> [(String, String)] {
+        let (items, signature) = presign(
+            method: method, encodedPath: encodedPath, query: query, headers: headers,
+            expires: expires, time: time)
         return items + [("X-Amz-Signature", signature)]
     }
 
     /// The same, as the encoded query string of the URL: the canonical query (sorted, as AWS's
     /// SDKs send it) followed by `X-Amz-Signature`.
-    public func presignedQueryString(method: String, encodedPath: String, query: [(String, String)],
-                                     headers: [(String, String)], expires: Int, time: SigningTime) -> String {
+    public func presignedQueryString(
+        method: String, encodedPath: String, query: [(String, String)],
+        headers: [(String, String)], expires: Int, time: SigningTime
+    ) -> String {
         var out: [UInt8] = []
-        appendPresignedQuery(to: &out, method: method, encodedPath: encodedPath, query: query, headers: headers,
-                             expires: expires, time: time)
+        appendPresignedQuery(
+            to: &out, method: method, encodedPath: encodedPath, query: query, headers: headers,
+            expires: expires, time: time)
         return String(decoding: out, as: UTF8.self)
     }
 
     /// Appends the presigned query string to `out` (a URL being built): written once, in
     /// place, since this runs for every presigned URL the gateway hands out.
-    public func appendPresignedQuery(to out: inout [UInt8], method: String, encodedPath: String,
-                                     query: [(String, String)], headers: [(String, String)], expires: Int,
-                                     time: SigningTime) {
-        appendPresignedQuery(to: &out, method: method, path: .text(encodedPath), query: query, headers: headers,
-                             expires: expires, time: time)
+    public func appendPresignedQuery(
+        to out: inout [UInt8], method: String, encodedPath: String,
+        query: [(String, String)], headers: [(String, String)], expires: Int,
+        time: SigningTime
+    ) {
+        appendPresignedQuery(
+            to: &out, method: method, path: .text(encodedPath), query: query, headers: headers,
+            expires: expires, time: time)
     }
 
     /// The same, for a URL whose encoded path is already in `out`, at `encodedPathIn`: the
     /// path is then written once, not built apart and copied.
-    public func appendPresignedQuery(to out: inout [UInt8], method: String, encodedPathIn: Range<Int>,
-                                     query: [(String, String)], headers: [(String, String)], expires: Int,
-                                     time: SigningTime) {
-        appendPresignedQuery(to: &out, method: method, path: .inBuffer(encodedPathIn), query: query, headers: headers,
-                             expires: expires, time: time)
+    public func appendPresignedQuery(
+        to out: inout [UInt8], method: String, encodedPathIn: Range<Int>,
+        query: [(String, String)], headers: [(String, String)], expires: Int,
+        time: SigningTime
+    ) {
+        appendPresignedQuery(
+            to: &out, method: method, path: .inBuffer(encodedPathIn), query: query, headers: headers,
+            expires: expires, time: time)
     }
 
     /// Where the encoded path of the request being signed is.
@@ -152,9 +169,11 @@ public struct Signer: Sendable {
         }
     }
 
-    private func appendPresignedQuery(to out: inout [UInt8], method: String, path: PathText,
-                                      query: [(String, String)], headers: [(String, String)], expires: Int,
-                                      time: SigningTime) {
+    private func appendPresignedQuery(
+        to out: inout [UInt8], method: String, path: PathText,
+        query: [(String, String)], headers: [(String, String)], expires: Int,
+        time: SigningTime
+    ) {
         let queryStart = out.count
         let canonicalHeaders: [(String, String)]
         if query.isEmpty {
@@ -177,8 +196,9 @@ public struct Signer: Sendable {
                 URIEncoding.append(header.0, to: &out)
             }
         } else {
-            let request = presignRequest(method: method, encodedPath: path.string(out), query: query, headers: headers,
-                                         expires: expires, time: time)
+            let request = presignRequest(
+                method: method, encodedPath: path.string(out), query: query, headers: headers,
+                expires: expires, time: time)
             canonicalHeaders = request.canonicalHeaders
             // Each side encoded, sorted by encoded name then value.
             var pairs: [(name: [UInt8], value: [UInt8])] = []
@@ -199,8 +219,9 @@ public struct Signer: Sendable {
                 out.append(contentsOf: pair.value)
             }
         }
-        appendSignature(to: &out, queryStart: queryStart, method: method, path: path,
-                        canonicalHeaders: canonicalHeaders, time: time)
+        appendSignature(
+            to: &out, queryStart: queryStart, method: method, path: path,
+            canonicalHeaders: canonicalHeaders, time: time)
     }
 
     /// `n` (not negative) in decimal digits.
@@ -218,8 +239,10 @@ public struct Signer: Sendable {
 
     /// Stages 1 (the rest of the canonical request, around the canonical query already in
     /// `out` from `queryStart`) to 4; appends `&X-Amz-Signature=…` to `out`.
-    private func appendSignature(to out: inout [UInt8], queryStart: Int, method: String, path: PathText,
-                                 canonicalHeaders: [(String, String)], time: SigningTime) {
+    private func appendSignature(
+        to out: inout [UInt8], queryStart: Int, method: String, path: PathText,
+        canonicalHeaders: [(String, String)], time: SigningTime
+    ) {
         // One scratch buffer: the canonical request, then (once hashed) the string to sign.
         var scratch: [UInt8] = []
         scratch.reserveCapacity(out.count - queryStart + 320)
@@ -261,15 +284,20 @@ public struct Signer: Sendable {
         withSigningKey(time) { key in Digest.appendHMACSHA256Hex(key: key, scratch[canonicalEnd...], to: &out) }
     }
 
-    private func presign(method: String, encodedPath: String, query: [(String, String)], headers: [(String, String)],
-                         expires: Int, time: SigningTime) -> ([(String, String)], String) {
-        let request = presignRequest(method: method, encodedPath: encodedPath, query: query, headers: headers,
-                                     expires: expires, time: time)
+    private func presign(
+        method: String, encodedPath: String, query: [(String, String)], headers: [(String, String)],
+        expires: Int, time: SigningTime
+    ) -> ([(String, String)], String) {
+        let request = presignRequest(
+            method: method, encodedPath: encodedPath, query: query, headers: headers,
+            expires: expires, time: time)
         return (request.query, signature(stringToSign(request, time: time), time: time))
     }
 
-    private func presignRequest(method: String, encodedPath: String, query: [(String, String)],
-                                headers: [(String, String)], expires: Int, time: SigningTime) -> CanonicalRequest {
+    private func presignRequest(
+        method: String, encodedPath: String, query: [(String, String)],
+        headers: [(String, String)], expires: Int, time: SigningTime
+    ) -> CanonicalRequest {
         var items = query
         items.append(("X-Amz-Algorithm", Self.algorithm))
         items.append(("X-Amz-Credential", "\(credentials.accessKeyID)/\(scope(time))"))
@@ -277,7 +305,8 @@ public struct Signer: Sendable {
         items.append(("X-Amz-Expires", String(expires)))
         if let token = credentials.sessionToken { items.append(("X-Amz-Security-Token", token)) }
         items.append(("X-Amz-SignedHeaders", CanonicalRequest.canonicalHeaders(headers).map(\.0).joined(separator: ";")))
-        return CanonicalRequest(method: method, encodedPath: encodedPath, query: items,
-                                headers: headers, payloadHash: Self.unsignedPayload)
+        return CanonicalRequest(
+            method: method, encodedPath: encodedPath, query: items,
+            headers: headers, payloadHash: Self.unsignedPayload)
     }
 }

@@ -27,8 +27,10 @@ public final class SigningKeyCache: Sendable {
     public init() {}
 
     /// Calls `body` with the key for `time`'s day, derived with `derive` (32 bytes) on a miss.
-    func withKey<R>(_ time: SigningTime, region: String, service: String, secret: String, derive: () -> [UInt8],
-                    _ body: (UnsafeRawBufferPointer) -> R) -> R {
+    func withKey<R>(
+        _ time: SigningTime, region: String, service: String, secret: String, derive: () -> [UInt8],
+        _ body: (UnsafeRawBufferPointer) -> R
+    ) -> R {
         let day = time.day
         var key = slots.withLocalLock { slot -> (UInt64, UInt64, UInt64, UInt64)? in
             slot.matches(day: day, region: region, service: service, secret: secret) ? slot.key : nil

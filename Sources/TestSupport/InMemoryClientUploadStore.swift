@@ -76,9 +76,11 @@ public final class InMemoryClientUploadStore: ClientUploadStore {
             // A cursor naming no upload lists nothing (PostgreSQL compares with a NULL row).
             let mark = cursor.map { u[$0].map { ($0.upload.createdAt, $0.upload.id) } }
             if case .some(.none) = mark { return [] }
-            return Array(u.values.map(\.upload).filter { upload in
-                upload.owner == owner && upload.state == .open && (mark.flatMap { $0 }.map { (upload.createdAt, upload.id) < $0 } ?? true)
-            }.sorted { ($0.createdAt, $0.id) > ($1.createdAt, $1.id) }.prefix(limit))
+            return Array(
+                u.values.map(\.upload).filter { upload in
+                    upload.owner == owner && upload.state == .open
+                        && (mark.flatMap { $0 }.map { (upload.createdAt, upload.id) < $0 } ?? true)
+                }.sorted { ($0.createdAt, $0.id) > ($1.createdAt, $1.id) }.prefix(limit))
         }
     }
 

@@ -28,7 +28,8 @@ public final class InMemoryIdempotencyStore: IdempotencyStore {
     /// How long a claim may stay unanswered before another request may take its key.
     static let abandonedAfter = 60.0
 
-    public func claim(owner: String, scope: String, key: String, fingerprint: String, lifetimeSeconds: Int) async throws -> IdempotencyClaim {
+    public func claim(owner: String, scope: String, key: String, fingerprint: String, lifetimeSeconds: Int) async throws -> IdempotencyClaim
+    {
         let time = now()
         let id = ID(owner: owner, scope: scope, key: key)
         return entries.withLock { e in

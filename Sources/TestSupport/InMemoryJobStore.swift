@@ -74,8 +74,9 @@ public final class InMemoryJobStore: UploadJobStore {
         try state.withLock { s in
             try check(s)
             guard s.jobs[job.id] == nil else { throw DuplicateID(id: job.id) }
-            var stored = Job(id: job.id, owner: job.owner, kind: job.kind, state: job.state, objectKey: job.objectKey,
-                             source: job.source, options: job.options, bytesTotal: job.bytesTotal, partSize: job.partSize)
+            var stored = Job(
+                id: job.id, owner: job.owner, kind: job.kind, state: job.state, objectKey: job.objectKey,
+                source: job.source, options: job.options, bytesTotal: job.bytesTotal, partSize: job.partSize)
             stored.etag = job.etag
             stored.sourceETag = job.sourceETag
             stored.bytesTransferred = job.bytesTransferred
@@ -102,8 +103,9 @@ public final class InMemoryJobStore: UploadJobStore {
     }
 
     private static func runnable(_ s: Tables, _ job: Job, now: Int64) -> Bool {
-        job.kind != .upload && (JobLifecycle.allows(.claim, from: job.state)
-                                || (job.state == .running && (s.leases[job.id]?.expiresAt ?? 0) < now))
+        job.kind != .upload
+            && (JobLifecycle.allows(.claim, from: job.state)
+                || (job.state == .running && (s.leases[job.id]?.expiresAt ?? 0) < now))
     }
 
     public func claim(owner: String, leaseMilliseconds: Int64, excluding: Set<String>) async throws -> (Job, Lease)? {
@@ -205,8 +207,10 @@ public final class InMemoryJobStore: UploadJobStore {
         state.withLock { s in (s.parts[jobID] ?? [:]).values.sorted { $0.number < $1.number } }
     }
 
-    public func start(_ lease: Lease, uploadID: String?, partChecksum: PartChecksum?, partsTotal: Int, partSize: Int64,
-                      bytesTotal: Int64?, sourceETag: String?) async throws {
+    public func start(
+        _ lease: Lease, uploadID: String?, partChecksum: PartChecksum?, partsTotal: Int, partSize: Int64,
+        bytesTotal: Int64?, sourceETag: String?
+    ) async throws {
         let now = Int64(clock.now())
         try state.withLock { s in
             try guardWrite(s, lease, "start")
@@ -248,10 +252,11 @@ public final class InMemoryJobStore: UploadJobStore {
             // A cursor naming no job lists nothing (PostgreSQL compares with a NULL row).
             let mark = cursor.map { s.jobs[$0].map { ($0.createdAt, $0.id) } }
             if case .some(.none) = mark { return [] }
-            return Array(s.jobs.values.filter { job in
-                (owner == nil || job.owner == owner) && (wanted == nil || job.state == wanted) && (kind == nil || job.kind == kind)
-                    && (mark.flatMap { $0 }.map { (job.createdAt, job.id) < $0 } ?? true)
-            }.sorted { ($0.createdAt, $0.id) > ($1.createdAt, $1.id) }.prefix(limit).map { Self.shown(s, $0) })
+            return Array(
+                s.jobs.values.filter { job in
+                    (owner == nil || job.owner == owner) && (wanted == nil || job.state == wanted) && (kind == nil || job.kind == kind)
+                        && (mark.flatMap { $0 }.map { (job.createdAt, job.id) < $0 } ?? true)
+                }.sorted { ($0.createdAt, $0.id) > ($1.createdAt, $1.id) }.prefix(limit).map { Self.shown(s, $0) })
         }
     }
 
@@ -284,7 +289,8 @@ public final class InMemoryJobStore: UploadJobStore {
         return state.withLock { s in
             guard var job = s.jobs[id], job.kind == .upload else { return nil }
             let lease = s.leases[id]
-            let takeable = JobLifecycle.allows(.claimUpload, from: job.state)
+            let takeable =
+                JobLifecycle.allows(.claimUpload, from: job.state)
                 || (job.state == .running && ((lease?.expiresAt ?? 0) < now || lease?.owner == owner))
             guard takeable else { return nil }
             if job.state == .running, let lease, lease.owner != owner { job.crashes += 1 }
@@ -295,8 +301,9 @@ public final class InMemoryJobStore: UploadJobStore {
             job.version += 1
             job.updatedAt = now
             s.jobs[id] = job
-            return UploadClaim(job: Self.shown(s, job), lease: Lease(jobID: id, owner: owner, token: token, expiresAt: now + leaseMilliseconds),
-                               tail: s.tails[id] ?? [])
+            return UploadClaim(
+                job: Self.shown(s, job), lease: Lease(jobID: id, owner: owner, token: token, expiresAt: now + leaseMilliseconds),
+                tail: s.tails[id] ?? [])
         }
     }
 

@@ -1,8 +1,9 @@
 import Crypto
 import Synchronization
 import TransferEngine
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The object store's twin: objects and multipart uploads in memory, part ETags the MD5 of
@@ -38,8 +39,10 @@ public final class InMemoryObjectStore: ObjectStore {
     public let clock: ManualClock?
 
     /// `fault(call, n)`: n counts earlier calls equal to this one.
-    public init(fault: @escaping @Sendable (Call, Int) -> TransferError? = { _, _ in nil },
-         beforePart: (@Sendable (Int) async throws -> Void)? = nil, clock: ManualClock? = nil) {
+    public init(
+        fault: @escaping @Sendable (Call, Int) -> TransferError? = { _, _ in nil },
+        beforePart: (@Sendable (Int) async throws -> Void)? = nil, clock: ManualClock? = nil
+    ) {
         self.fault = fault
         self.beforePart = beforePart
         self.clock = clock
@@ -73,10 +76,15 @@ public final class InMemoryObjectStore: ObjectStore {
 
     public func properties(of key: String) async throws -> ObjectProperties {
         try enter(.size(key))
-        guard let found = state.withLock({ s in
-            s.objects[key].map { ObjectProperties(size: Int64($0.count), etag: s.etags[key] ?? Self.etag($0), lastModified: Self.headLastModified,
-                                                  attributes: s.attributes[key] ?? ObjectAttributesSpec().withDefaultType) }
-        }) else {
+        guard
+            let found = state.withLock({ s in
+                s.objects[key].map {
+                    ObjectProperties(
+                        size: Int64($0.count), etag: s.etags[key] ?? Self.etag($0), lastModified: Self.headLastModified,
+                        attributes: s.attributes[key] ?? ObjectAttributesSpec().withDefaultType)
+                }
+            })
+        else {
             throw TransferError(code: .notFound, retryable: false)
         }
         return found
@@ -92,8 +100,11 @@ public final class InMemoryObjectStore: ObjectStore {
         let page = keys.prefix(limit)
         let objects = state.withLock { s in
             // Whole seconds, as SeaweedFS lists them (AWS adds ".000").
-            page.map { ObjectSummary(key: $0, size: Int64(s.objects[$0]?.count ?? 0), etag: s.etags[$0] ?? "",
-                                     lastModified: Self.listedLastModified) }
+            page.map {
+                ObjectSummary(
+                    key: $0, size: Int64(s.objects[$0]?.count ?? 0), etag: s.etags[$0] ?? "",
+                    lastModified: Self.listedLastModified)
+            }
         }
         return (objects, keys.count > limit ? page.last : nil)
     }
@@ -103,8 +114,9 @@ public final class InMemoryObjectStore: ObjectStore {
         return state.withLock { s in
             s.nextUpload += 1
             let id = "upload-\(s.nextUpload)"
-            s.uploads[id] = Upload(key: key, attributes: attributes.withDefaultType, startedAt: now,
-                                   checksum: checksum == .crc32c ? .crc32c : nil)
+            s.uploads[id] = Upload(
+                key: key, attributes: attributes.withDefaultType, startedAt: now,
+                checksum: checksum == .crc32c ? .crc32c : nil)
             return id
         }
     }
@@ -117,8 +129,10 @@ public final class InMemoryObjectStore: ObjectStore {
         return Self.etag(bytes)
     }
 
-    public func copyPart(key: String, uploadID: String, part: Int, sourceKey: String, range: ClosedRange<Int64>?,
-                         ifMatch: String?) async throws -> String {
+    public func copyPart(
+        key: String, uploadID: String, part: Int, sourceKey: String, range: ClosedRange<Int64>?,
+        ifMatch: String?
+    ) async throws -> String {
         try await beforePart?(part)
         try enter(.copyPart(part))
         guard let source = object(sourceKey) else { throw TransferError(code: .notFound, retryable: false) }
@@ -149,10 +163,11 @@ public final class InMemoryObjectStore: ObjectStore {
         try state.withLock { s in
             guard let upload = s.uploads[uploadID] else { throw TransferError(code: .noSuchUpload, retryable: false) }
             return upload.parts.map { number, bytes in
-                RecordedPart(number: number, size: Int64(bytes.count), etag: Self.etag(bytes),
-                             checksum: upload.checksum == nil ? nil : Self.crc32c(bytes))
+                RecordedPart(
+                    number: number, size: Int64(bytes.count), etag: Self.etag(bytes),
+                    checksum: upload.checksum == nil ? nil : Self.crc32c(bytes))
             }
-                .sorted { $0.number < $1.number }
+            .sorted { $0.number < $1.number }
         }
     }
 
@@ -204,7 +219,9 @@ public final class InMemoryObjectStore: ObjectStore {
         }
     }
 
-    public func copyObject(from sourceKey: String, to key: String, attributes: ObjectAttributesSpec?, ifMatch: String?) async throws -> String {
+    public func copyObject(
+        from sourceKey: String, to key: String, attributes: ObjectAttributesSpec?, ifMatch: String?
+    ) async throws -> String {
         try enter(.copyObject)
         guard let bytes = object(sourceKey) else { throw TransferError(code: .notFound, retryable: false) }
         if let ifMatch, ifMatch != etag(of: sourceKey) { throw TransferError.preconditionFailed }
@@ -274,8 +291,10 @@ public struct InMemoryFetcher: SourceFetcher {
     /// Bytes handed out per `next()` of a stream.
     public var chunk: Int
 
-    public init(body: [UInt8], ranges: Bool, chunk: Int = 64 * 1024,
-                fault: @escaping @Sendable (ClosedRange<Int64>?) -> TransferError? = { _ in nil }) {
+    public init(
+        body: [UInt8], ranges: Bool, chunk: Int = 64 * 1024,
+        fault: @escaping @Sendable (ClosedRange<Int64>?) -> TransferError? = { _ in nil }
+    ) {
         self.body = body
         self.ranges = ranges
         self.chunk = chunk

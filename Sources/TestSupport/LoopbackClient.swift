@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The tests' one raw HTTP/1.1 client on one TCP connection to 127.0.0.1: it sends bytes as

@@ -62,8 +62,10 @@ public final class ManualClock: EngineClock {
 
 /// Runs `body` while advancing `clock` in `step`s until it returns (at most `limit` steps of
 /// simulated time). Real time only lets the tasks run between steps.
-public func driving<T: Sendable>(_ clock: ManualClock, step: Int = 50, limit: Int = 20_000,
-                          _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+public func driving<T: Sendable>(
+    _ clock: ManualClock, step: Int = 50, limit: Int = 20_000,
+    _ body: @escaping @Sendable () async throws -> T
+) async throws -> T {
     let finished = Atomic<Bool>(false)
     let task = Task {
         defer { finished.store(true, ordering: .releasing) }

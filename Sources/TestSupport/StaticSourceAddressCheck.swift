@@ -13,8 +13,10 @@ public struct StaticSourceAddressCheck: SourceAddressCheck {
 
     public func refusal(of sourceURL: String) async -> SourceAddressRefusal? {
         guard let components = URLComponents(string: sourceURL), let host = components.host,
-              let rule = refused[host] else { return nil }
-        return SourceAddressRefusal(host: host, port: components.port ?? (components.scheme == "https" ? 443 : 80),
-                                    address: host, rule: rule)
+            let rule = refused[host]
+        else { return nil }
+        return SourceAddressRefusal(
+            host: host, port: components.port ?? (components.scheme == "https" ? 443 : 80),
+            address: host, rule: rule)
     }
 }

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Auth
 
 private let alice = Identity(id: "alice")
@@ -37,19 +38,33 @@ let accessMatrix: [AccessCase] = [
     .init(who: "guest", identity: .guest, mode: .write, level: .public, target: nil, guestRead: true, expected: signIn),
     .init(who: "admin", identity: admin, mode: .write, level: .public, target: nil, guestRead: false, expected: grant("public/f.txt")),
     // protected
-    .init(who: "owner", identity: alice, mode: .read, level: .protected, target: nil, guestRead: false, expected: grant("protected/alice/f.txt")),
-    .init(who: "owner", identity: alice, mode: .write, level: .protected, target: nil, guestRead: false, expected: grant("protected/alice/f.txt")),
-    .init(who: "owner naming self", identity: alice, mode: .write, level: .protected, target: "alice", guestRead: false, expected: grant("protected/alice/f.txt")),
-    .init(who: "other", identity: bob, mode: .read, level: .protected, target: "alice", guestRead: false, expected: grant("protected/alice/f.txt")),
+    .init(
+        who: "owner", identity: alice, mode: .read, level: .protected, target: nil, guestRead: false,
+        expected: grant("protected/alice/f.txt")),
+    .init(
+        who: "owner", identity: alice, mode: .write, level: .protected, target: nil, guestRead: false,
+        expected: grant("protected/alice/f.txt")),
+    .init(
+        who: "owner naming self", identity: alice, mode: .write, level: .protected, target: "alice", guestRead: false,
+        expected: grant("protected/alice/f.txt")),
+    .init(
+        who: "other", identity: bob, mode: .read, level: .protected, target: "alice", guestRead: false,
+        expected: grant("protected/alice/f.txt")),
     .init(who: "other", identity: bob, mode: .write, level: .protected, target: "alice", guestRead: false, expected: ownerWrite),
-    .init(who: "other without target", identity: bob, mode: .read, level: .protected, target: nil, guestRead: false, expected: grant("protected/bob/f.txt")),
+    .init(
+        who: "other without target", identity: bob, mode: .read, level: .protected, target: nil, guestRead: false,
+        expected: grant("protected/bob/f.txt")),
     .init(who: "guest", identity: .guest, mode: .read, level: .protected, target: "alice", guestRead: true, expected: signIn),
     .init(who: "guest", identity: .guest, mode: .write, level: .protected, target: "alice", guestRead: false, expected: signIn),
-    .init(who: "admin", identity: admin, mode: .read, level: .protected, target: "alice", guestRead: false, expected: grant("protected/alice/f.txt")),
+    .init(
+        who: "admin", identity: admin, mode: .read, level: .protected, target: "alice", guestRead: false,
+        expected: grant("protected/alice/f.txt")),
     .init(who: "admin", identity: admin, mode: .write, level: .protected, target: "alice", guestRead: false, expected: ownerWrite),
     // private
-    .init(who: "owner", identity: alice, mode: .read, level: .private, target: nil, guestRead: false, expected: grant("private/alice/f.txt")),
-    .init(who: "owner", identity: alice, mode: .write, level: .private, target: nil, guestRead: false, expected: grant("private/alice/f.txt")),
+    .init(
+        who: "owner", identity: alice, mode: .read, level: .private, target: nil, guestRead: false, expected: grant("private/alice/f.txt")),
+    .init(
+        who: "owner", identity: alice, mode: .write, level: .private, target: nil, guestRead: false, expected: grant("private/alice/f.txt")),
     .init(who: "other", identity: bob, mode: .read, level: .private, target: "alice", guestRead: false, expected: ownerOnly),
     .init(who: "other", identity: bob, mode: .write, level: .private, target: "alice", guestRead: false, expected: ownerOnly),
     .init(who: "guest", identity: .guest, mode: .read, level: .private, target: "alice", guestRead: true, expected: signIn),
@@ -67,9 +82,15 @@ func accessMatrixHolds(_ c: AccessCase) {
 
 @Test func targetIdentityIsOnlyForOtherLevelsAndMustBeValid() {
     let policy = AccessPolicy(allowGuestRead: false)
-    #expect(throws: AccessDenial.self) { _ = try policy.objectKey(for: .read, level: .public, key: "f", identity: alice, targetIdentityID: "bob") }
-    #expect(throws: AccessDenial.self) { _ = try policy.objectKey(for: .read, level: .protected, key: "f", identity: alice, targetIdentityID: "..") }
-    #expect(throws: AccessDenial.self) { _ = try policy.objectKey(for: .read, level: .protected, key: "f", identity: alice, targetIdentityID: "a/b") }
+    #expect(throws: AccessDenial.self) {
+        _ = try policy.objectKey(for: .read, level: .public, key: "f", identity: alice, targetIdentityID: "bob")
+    }
+    #expect(throws: AccessDenial.self) {
+        _ = try policy.objectKey(for: .read, level: .protected, key: "f", identity: alice, targetIdentityID: "..")
+    }
+    #expect(throws: AccessDenial.self) {
+        _ = try policy.objectKey(for: .read, level: .protected, key: "f", identity: alice, targetIdentityID: "a/b")
+    }
 }
 
 struct KeyCase: Sendable, CustomTestStringConvertible {
@@ -121,8 +142,10 @@ func objectKeyRules(_ c: KeyCase) {
 @Test(arguments: ["alice", "user-1@example.com", "Ünïcode", "nbsp\u{A0}", "\u{100}", String(repeating: "x", count: 128)])
 func validIdentityIDs(_ id: String) { #expect(Identity.isValidID(id)) }
 
-@Test(arguments: ["", ".", "..", "a/b", "a\\b", "tab\t", "nl\n", "del\u{7F}", "c1\u{80}", "c1\u{85}", "c1\u{9F}",
-                  String(repeating: "x", count: 129)])
+@Test(arguments: [
+    "", ".", "..", "a/b", "a\\b", "tab\t", "nl\n", "del\u{7F}", "c1\u{80}", "c1\u{85}", "c1\u{9F}",
+    String(repeating: "x", count: 129),
+])
 func invalidIdentityIDs(_ id: String) { #expect(!Identity.isValidID(id)) }
 
 @Test func canonicallyEquivalentIdsAreDifferentOwners() {

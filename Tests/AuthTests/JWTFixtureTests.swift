@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Testing
+
 @testable import Auth
 
 /// RFC 7515 Appendix A examples and generated RS256/ES256 tokens (Fixtures/jwt-fixtures.json;
@@ -90,8 +91,10 @@ private func flipLastSignatureCharacter(_ jws: String) -> String {
         _ = try rsaOnly.verify(fixtures.generated.hsWithRSAPublicKey, now: 1_800_000_000)
     }
     // With both an HMAC secret and the RSA key configured, HS256 is checked with the secret only.
-    let both = JWTVerifier(keys: [.hmac(Array("a-different-secret-of-32-bytes!!".utf8)),
-                                  .publicKey(try PublicKey(pem: Array(fixtures.generated.rsaPublicKeyPEM.utf8)))])
+    let both = JWTVerifier(keys: [
+        .hmac(Array("a-different-secret-of-32-bytes!!".utf8)),
+        .publicKey(try PublicKey(pem: Array(fixtures.generated.rsaPublicKeyPEM.utf8))),
+    ])
     #expect(throws: JWTVerifier.Failure.badSignature) {
         _ = try both.verify(fixtures.generated.hsWithRSAPublicKey, now: 1_800_000_000)
     }

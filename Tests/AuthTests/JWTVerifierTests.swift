@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Testing
+
 @testable import Auth
 
 private let secret = Array("test-secret-0123456789abcdef0123456789".utf8)
@@ -27,27 +28,46 @@ let badTokens: [BadToken] = [
     .init(name: "two parts", token: "a.b", failure: .malformed),
     .init(name: "not base64url", token: "a*b.c.d", failure: .malformed),
     .init(name: "header not JSON", token: Base64URL.encode(Array("nope".utf8)) + ".e30.sig", failure: .malformed),
-    .init(name: "alg none", token: Base64URL.encode(Array(#"{"alg":"none"}"#.utf8)) + "." + Base64URL.encode(Array(#"{"sub":"alice","exp":\#(now + 600)}"#.utf8)) + ".", failure: .unsupportedAlgorithm),
-    .init(name: "alg None with signature", token: token(header: #"{"alg":"None"}"#, payload: #"{"sub":"alice","exp":\#(now + 600)}"#), failure: .unsupportedAlgorithm),
-    .init(name: "alg HS512", token: token(header: #"{"alg":"HS512"}"#, payload: #"{"sub":"alice","exp":\#(now + 600)}"#), failure: .unsupportedAlgorithm),
-    .init(name: "alg RS256 against an HMAC key", token: token(header: #"{"alg":"RS256"}"#, payload: #"{"sub":"alice","exp":\#(now + 600)}"#), failure: .unsupportedAlgorithm),
-    .init(name: "unknown crit", token: token(header: #"{"alg":"HS256","crit":["exp"]}"#, payload: #"{"sub":"alice","exp":\#(now + 600)}"#), failure: .unsupportedAlgorithm),
-    .init(name: "wrong key", token: token(payload: #"{"sub":"alice","exp":\#(now + 600)}"#, key: Array("another-secret".utf8)), failure: .badSignature),
-    .init(name: "tampered payload", token: {
-        let parts = good.split(separator: ".")
-        return parts[0] + "." + Base64URL.encode(Array(#"{"sub":"admin","exp":\#(now + 600)}"#.utf8)) + "." + parts[2]
-    }(), failure: .badSignature),
-    .init(name: "truncated signature", token: {
-        let parts = good.split(separator: ".")
-        let signature = Base64URL.decode(parts[2]) ?? []
-        return parts[0] + "." + parts[1] + "." + Base64URL.encode(Array(signature.dropLast()))
-    }(), failure: .badSignature),
+    .init(
+        name: "alg none",
+        token: Base64URL.encode(Array(#"{"alg":"none"}"#.utf8)) + "."
+            + Base64URL.encode(Array(#"{"sub":"alice","exp":\#(now + 600)}"#.utf8)) + ".", failure: .unsupportedAlgorithm),
+    .init(
+        name: "alg None with signature", token: token(header: #"{"alg":"None"}"#, payload: #"{"sub":"alice","exp":\#(now + 600)}"#),
+        failure: .unsupportedAlgorithm),
+    .init(
+        name: "alg HS512", token: token(header: #"{"alg":"HS512"}"#, payload: #"{"sub":"alice","exp":\#(now + 600)}"#),
+        failure: .unsupportedAlgorithm),
+    .init(
+        name: "alg RS256 against an HMAC key", token: token(header: #"{"alg":"RS256"}"#, payload: #"{"sub":"alice","exp":\#(now + 600)}"#),
+        failure: .unsupportedAlgorithm),
+    .init(
+        name: "unknown crit", token: token(header: #"{"alg":"HS256","crit":["exp"]}"#, payload: #"{"sub":"alice","exp":\#(now + 600)}"#),
+        failure: .unsupportedAlgorithm),
+    .init(
+        name: "wrong key", token: token(payload: #"{"sub":"alice","exp":\#(now + 600)}"#, key: Array("another-secret".utf8)),
+        failure: .badSignature),
+    .init(
+        name: "tampered payload",
+        token: {
+            let parts = good.split(separator: ".")
+            return parts[0] + "." + Base64URL.encode(Array(#"{"sub":"admin","exp":\#(now + 600)}"#.utf8)) + "." + parts[2]
+        }(), failure: .badSignature),
+    .init(
+        name: "truncated signature",
+        token: {
+            let parts = good.split(separator: ".")
+            let signature = Base64URL.decode(parts[2]) ?? []
+            return parts[0] + "." + parts[1] + "." + Base64URL.encode(Array(signature.dropLast()))
+        }(), failure: .badSignature),
     .init(name: "impossible base64url length", token: String(good.dropLast(2)), failure: .malformed),
     .init(name: "missing exp", token: token(payload: #"{"sub":"alice"}"#), failure: .missingExpiry),
     .init(name: "exp as string", token: token(payload: #"{"sub":"alice","exp":"\#(now + 600)"}"#), failure: .malformed),
     .init(name: "exp as boolean", token: token(payload: #"{"sub":"alice","exp":true}"#), failure: .malformed),
     .init(name: "expired beyond leeway", token: token(payload: #"{"sub":"alice","exp":\#(now - 61)}"#), failure: .expired),
-    .init(name: "not yet valid beyond leeway", token: token(payload: #"{"sub":"alice","exp":\#(now + 600),"nbf":\#(now + 61)}"#), failure: .notYetValid),
+    .init(
+        name: "not yet valid beyond leeway", token: token(payload: #"{"sub":"alice","exp":\#(now + 600),"nbf":\#(now + 61)}"#),
+        failure: .notYetValid),
     .init(name: "no sub", token: token(payload: #"{"exp":\#(now + 600)}"#), failure: .badSubject),
     .init(name: "sub with a slash", token: token(payload: #"{"sub":"../alice","exp":\#(now + 600)}"#), failure: .badSubject),
     .init(name: "sub dot-dot", token: token(payload: #"{"sub":"..","exp":\#(now + 600)}"#), failure: .badSubject),
@@ -122,8 +142,8 @@ func badTokensAreRefused(_ bad: BadToken) {
     let cached = JWTVerifier(keys: [.hmac(secret)], cache: VerifiedTokenCache())
     let header = "Bearer " + good + "  "
     let token = header.dropFirst(7).dropLast(2)
-    #expect(try cached.verify(token, now: now).id == "alice")   // a miss: verified, then cached
-    #expect(try cached.verify(token, now: now).id == "alice")   // a hit
+    #expect(try cached.verify(token, now: now).id == "alice")  // a miss: verified, then cached
+    #expect(try cached.verify(token, now: now).id == "alice")  // a hit
     #expect(throws: JWTVerifier.Failure.expired) { _ = try cached.verify(token, now: now + 600 + 61) }
     #expect(throws: JWTVerifier.Failure.malformed) { _ = try cached.verify(header.dropFirst(6), now: now) }
 }

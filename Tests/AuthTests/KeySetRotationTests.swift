@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Testing
+
 @testable import Auth
 
 /// A token verified with a provider's key (`GATEWAY_JWT_JWKS_URL`) is remembered by the
@@ -16,9 +17,14 @@ import Testing
         init() throws {
             directory = FileManager.default.temporaryDirectory.appendingPathComponent("keyset-rotation-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            try Self.openssl(["genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", directory.appendingPathComponent("key.pem").path])
-            try Self.openssl(["pkey", "-in", directory.appendingPathComponent("key.pem").path, "-pubout", "-out",
-                              directory.appendingPathComponent("public.pem").path])
+            try Self.openssl([
+                "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out",
+                directory.appendingPathComponent("key.pem").path,
+            ])
+            try Self.openssl([
+                "pkey", "-in", directory.appendingPathComponent("key.pem").path, "-pubout", "-out",
+                directory.appendingPathComponent("public.pem").path,
+            ])
             publicKey = try PublicKey(pem: Array(try Data(contentsOf: directory.appendingPathComponent("public.pem"))))
         }
 

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Auth
 
 /// One code point beside each boundary of the noncharacter rule, and what the key rule, the
@@ -46,8 +47,11 @@ func theKeyRuleRefusesNoncharacters(_ c: NoncharacterCase) {
     let target = Result { () throws(AccessDenial) -> String in
         try policy.objectKey(for: .read, level: .protected, key: "f", identity: Identity(id: "alice"), targetIdentityID: c.text)
     }
-    #expect(target == (c.refused ? .failure(.invalidKey("targetIdentityId is not a valid identity id"))
-                                 : .success("protected/\(c.text)/f")))
+    #expect(
+        target
+            == (c.refused
+                ? .failure(.invalidKey("targetIdentityId is not a valid identity id"))
+                : .success("protected/\(c.text)/f")))
 }
 
 /// The byte-level scan agrees with the rule on every code point, at the start, middle and end
@@ -73,8 +77,9 @@ func theKeyRuleRefusesNoncharacters(_ c: NoncharacterCase) {
     for level in AccessLevel.allCases {
         for mode in [AccessMode.read, .write] {
             #expect(throws: AccessDenial.invalidKey("targetIdentityId is not a valid identity id")) {
-                _ = try policy.objectKey(for: mode, level: level, key: "f", identity: Identity(id: "alice"),
-                                         targetIdentityID: "bob\u{FFFE}")
+                _ = try policy.objectKey(
+                    for: mode, level: level, key: "f", identity: Identity(id: "alice"),
+                    targetIdentityID: "bob\u{FFFE}")
             }
         }
     }

@@ -3,6 +3,7 @@ import HTTPServer
 import Synchronization
 import Testing
 import TransferEngine
+
 @testable import Gateway
 
 /// The gateway's own bounds, without a stack: labels from fixed sets, one token, exact media

@@ -1,17 +1,21 @@
 import Foundation
 import HTTPServer
 import Testing
+
 @testable import Gateway
 
 /// Builds a responder with the operations routes and the given checks, logging into memory.
 func makeResponder(checks: [any DependencyCheck] = [], cors: [String] = [], sink: MemorySink = MemorySink()) -> GatewayResponder {
     var router = Router<GatewayRoute>()
     let metrics = Metrics()
-    OperationsRoutes(context: RouteRig.context(metrics: metrics), readiness: Readiness(checks: checks, timeout: 1),
-                     openAPI: Array("openapi: 3.1.0\n".utf8))
-        .register(in: &router)
-    return GatewayResponder(router: router, cors: CORS(origins: cors), logger: Logger(level: .info, sink: sink),
-                            metrics: metrics, instancePrefix: "t-")
+    OperationsRoutes(
+        context: RouteRig.context(metrics: metrics), readiness: Readiness(checks: checks, timeout: 1),
+        openAPI: Array("openapi: 3.1.0\n".utf8)
+    )
+    .register(in: &router)
+    return GatewayResponder(
+        router: router, cors: CORS(origins: cors), logger: Logger(level: .info, sink: sink),
+        metrics: metrics, instancePrefix: "t-")
 }
 
 func request(_ method: String, _ target: String, headers: [(String, String)] = []) -> HTTPRequest {
@@ -76,14 +80,22 @@ struct FixedCheck: DependencyCheck {
 
 @Test func corsPreflightAndResponseHeaders() async {
     let responder = makeResponder(cors: ["https://app.example.com"])
-    let preflight = await responder.respond(to: request("OPTIONS", "/v1/presign", headers: [
-        ("Origin", "https://app.example.com"), ("Access-Control-Request-Method", "POST"),
-        ("Access-Control-Request-Headers", "authorization, content-type")]))
+    let preflight = await responder.respond(
+        to: request(
+            "OPTIONS", "/v1/presign",
+            headers: [
+                ("Origin", "https://app.example.com"), ("Access-Control-Request-Method", "POST"),
+                ("Access-Control-Request-Headers", "authorization, content-type"),
+            ]))
     #expect(preflight.status == 200)
     #expect(preflight.headers["access-control-allow-origin"] == "https://app.example.com")
     #expect(preflight.headers["access-control-allow-headers"]?.lowercased().contains("authorization") == true)
-    let denied = await responder.respond(to: request("OPTIONS", "/v1/presign", headers: [
-        ("Origin", "https://evil.example"), ("Access-Control-Request-Method", "POST")]))
+    let denied = await responder.respond(
+        to: request(
+            "OPTIONS", "/v1/presign",
+            headers: [
+                ("Origin", "https://evil.example"), ("Access-Control-Request-Method", "POST"),
+            ]))
     #expect(denied.status == 403 && denied.headers["access-control-allow-origin"] == nil)
     let simple = await responder.respond(to: request("GET", "/healthz", headers: [("Origin", "https://app.example.com")]))
     #expect(simple.headers["access-control-allow-origin"] == "https://app.example.com")
@@ -227,7 +239,8 @@ struct FixedCheck: DependencyCheck {
     let sink = MemorySink()
     let logger = Logger(level: .info, sink: sink)
     let long = "/v1/" + String(repeating: "a", count: 251) + "é" + String(repeating: "b", count: 100)
-    logger.request(id: "x-1", method: "GET", route: "/v1/{rest}", path: long[...], status: 404, microseconds: 1_234_567, remote: "127.0.0.1:9")
+    logger.request(
+        id: "x-1", method: "GET", route: "/v1/{rest}", path: long[...], status: 404, microseconds: 1_234_567, remote: "127.0.0.1:9")
     logger.request(id: "x-2", method: "GET", route: "/q", path: "/q\"\\\u{1}"[...], status: 200, microseconds: 0, remote: "[::1]:9")
     #expect(sink.all.count == 2)
     let first = try #require(try JSONSerialization.jsonObject(with: Data(sink.all[0].utf8)) as? [String: Any])

@@ -2,14 +2,16 @@ import Foundation
 import TestSupport
 import Testing
 import TransferEngine
+
 @testable import Gateway
 
 /// `/v1/jobs` through the real router over in-memory ports: no stack.
 @Suite struct JobRoutesTests {
     @Test func anUploadJobTakesItsBytesAndCompletes() async throws {
         let rig = try RouteRig()
-        let created = try await rig.send("POST", "/v1/jobs", as: "alice",
-                                         json: ["type": "upload", "accessLevel": "private", "key": "a.bin", "size": 11])
+        let created = try await rig.send(
+            "POST", "/v1/jobs", as: "alice",
+            json: ["type": "upload", "accessLevel": "private", "key": "a.bin", "size": 11])
         #expect(created.status == 201 && created.json["state"] as? String == "pending")
         let id = try #require(created.json["id"] as? String)
         let put = try await rig.send("PUT", "/v1/jobs/\(id)/data", as: "alice", body: Array("hello world".utf8))
@@ -20,15 +22,19 @@ import TransferEngine
 
     @Test func pauseResumeAndCancelFollowTheLifecycle() async throws {
         let rig = try RouteRig()
-        let created = try await rig.send("POST", "/v1/jobs", as: "alice", json: [
-            "type": "copy", "source": ["accessLevel": "private", "key": "s"], "destination": ["accessLevel": "private", "key": "d"]])
+        let created = try await rig.send(
+            "POST", "/v1/jobs", as: "alice",
+            json: [
+                "type": "copy", "source": ["accessLevel": "private", "key": "s"], "destination": ["accessLevel": "private", "key": "d"],
+            ])
         let id = try #require(created.json["id"] as? String)
         #expect(try await rig.send("POST", "/v1/jobs/\(id)/pause", as: "alice").json["state"] as? String == "paused")
         #expect(try await rig.send("POST", "/v1/jobs/\(id)/pause", as: "alice").status == 200, "idempotent")
         #expect(try await rig.send("POST", "/v1/jobs/\(id)/resume", as: "alice").json["state"] as? String == "queued")
         #expect(try await rig.send("POST", "/v1/jobs/\(id)/cancel", as: "alice").json["state"] as? String == "canceled")
-        #expect(try await rig.send("POST", "/v1/jobs/\(id)/resume", as: "alice").json["state"] as? String == "canceled",
-                "a final state does not move")
+        #expect(
+            try await rig.send("POST", "/v1/jobs/\(id)/resume", as: "alice").json["state"] as? String == "canceled",
+            "a final state does not move")
         #expect(try await rig.send("GET", "/v1/jobs/\(id)", as: "bob").status == 404, "another identity's job does not exist")
         #expect(try await rig.send("POST", "/v1/jobs/\(id)/cancel", as: "bob").status == 404)
     }
@@ -37,8 +43,9 @@ import TransferEngine
     /// `job_completing`, running or handed back (`pending`), on the jobs API and tus alike.
     @Test func aCompletingJobRefusesPauseAndCancel() async throws {
         let rig = try RouteRig()
-        let created = try await rig.send("POST", "/v1/jobs", as: "alice",
-                                         json: ["type": "upload", "accessLevel": "private", "key": "c.bin", "size": 11])
+        let created = try await rig.send(
+            "POST", "/v1/jobs", as: "alice",
+            json: ["type": "upload", "accessLevel": "private", "key": "c.bin", "size": 11])
         let id = try #require(created.json["id"] as? String)
         let claim = try #require(try await rig.store.claimUpload(id: id, owner: "i", leaseMilliseconds: 30_000))
         try await rig.store.beginCompleting(claim.lease)
@@ -57,8 +64,9 @@ import TransferEngine
 
     @Test func aLongPollAnswersWhenTheChangeIsAnnounced() async throws {
         let rig = try RouteRig()
-        let created = try await rig.send("POST", "/v1/jobs", as: "alice",
-                                         json: ["type": "upload", "accessLevel": "private", "key": "w.bin"])
+        let created = try await rig.send(
+            "POST", "/v1/jobs", as: "alice",
+            json: ["type": "upload", "accessLevel": "private", "key": "w.bin"])
         let id = try #require(created.json["id"] as? String)
         rig.changes.setLive(true)
         let poll = Task { try await rig.send("GET", "/v1/jobs/\(id)?wait=60", as: "alice").json["state"] as? String }
@@ -73,18 +81,29 @@ import TransferEngine
     @Test func quotasAndRefusalsHaveTheirCodes() async throws {
         let rig = try RouteRig { $0.quota = OwnerQuota(maxActiveJobs: 2, maxOpenUploads: 5) }
         for _ in 0..<2 {
-            #expect(try await rig.send("POST", "/v1/jobs", as: "alice",
-                                       json: ["type": "upload", "accessLevel": "private", "key": "q.bin"]).status == 201)
+            #expect(
+                try await rig.send(
+                    "POST", "/v1/jobs", as: "alice",
+                    json: ["type": "upload", "accessLevel": "private", "key": "q.bin"]
+                ).status == 201)
         }
         let third = try await rig.send("POST", "/v1/jobs", as: "alice", json: ["type": "upload", "accessLevel": "private", "key": "q.bin"])
         #expect(third.status == 429 && third.code == "quota_exceeded" && third.headers["retry-after"] != nil)
-        let unknown = try await rig.send("POST", "/v1/jobs", as: "bob", json: ["type": "upload", "accessLevel": "private", "key": "k",
-                                                                               "targetIdentityId": "alice"])
+        let unknown = try await rig.send(
+            "POST", "/v1/jobs", as: "bob",
+            json: [
+                "type": "upload", "accessLevel": "private", "key": "k",
+                "targetIdentityId": "alice",
+            ])
         #expect(unknown.status == 403 && unknown.code == "forbidden")
         let noToken = try await rig.send("POST", "/v1/jobs", json: ["type": "upload"])
         #expect(noToken.status == 401 && noToken.headers["www-authenticate"] == "Bearer")
-        let badSize = try await rig.send("POST", "/v1/jobs", as: "bob", json: ["type": "upload", "accessLevel": "private", "key": "k",
-                                                                               "partSize": 10])
+        let badSize = try await rig.send(
+            "POST", "/v1/jobs", as: "bob",
+            json: [
+                "type": "upload", "accessLevel": "private", "key": "k",
+                "partSize": 10,
+            ])
         #expect(badSize.status == 400 && badSize.code == "validation_failed")
     }
 
@@ -99,27 +118,36 @@ import TransferEngine
 
     @Test func anImportOfARefusedAddressIsRefusedAtCreation() async throws {
         let rig = try RouteRig(sourceCheck: StaticSourceAddressCheck(refused: ["127.0.0.1": "a loopback address"]))
-        let refused = try await rig.send("POST", "/v1/jobs", as: "alice", json: [
-            "type": "import", "sourceUrl": "http://127.0.0.1:8333/b/k", "accessLevel": "private", "key": "i"])
+        let refused = try await rig.send(
+            "POST", "/v1/jobs", as: "alice",
+            json: [
+                "type": "import", "sourceUrl": "http://127.0.0.1:8333/b/k", "accessLevel": "private", "key": "i",
+            ])
         #expect(refused.status == 400 && refused.code == "forbidden_address")
         let detail = refused.json["detail"] as? String ?? ""
-        #expect(detail.contains("127.0.0.1 is a loopback address") && detail.contains("GATEWAY_IMPORT_ALLOW_HOSTS")
+        #expect(
+            detail.contains("127.0.0.1 is a loopback address") && detail.contains("GATEWAY_IMPORT_ALLOW_HOSTS")
                 && detail.contains("127.0.0.1:8333"), "\(detail)")
         #expect(try await rig.store.list(owner: "alice", state: nil, kind: nil, limit: 10, after: nil).isEmpty, "no job was made")
-        let allowed = try await rig.send("POST", "/v1/jobs", as: "alice", json: [
-            "type": "import", "sourceUrl": "https://files.example.com/k", "accessLevel": "private", "key": "i"])
+        let allowed = try await rig.send(
+            "POST", "/v1/jobs", as: "alice",
+            json: [
+                "type": "import", "sourceUrl": "https://files.example.com/k", "accessLevel": "private", "key": "i",
+            ])
         #expect(allowed.status == 201 && allowed.json["state"] as? String == "queued")
     }
 
     /// The API, the event stream and webhooks render a job in one place: each shows the detail.
     @Test func aFailedJobsErrorHasACodeAndADetail() async throws {
         let rig = try RouteRig()
-        let failed = Job(id: "6d9a4b7e-0000-4000-8000-000000000001", owner: "alice", kind: .import, state: .queued,
-                         objectKey: "private/alice/i", source: .url("https://files.example.com/k"), bytesTotal: nil, partSize: 5_242_880)
+        let failed = Job(
+            id: "6d9a4b7e-0000-4000-8000-000000000001", owner: "alice", kind: .import, state: .queued,
+            objectKey: "private/alice/i", source: .url("https://files.example.com/k"), bytesTotal: nil, partSize: 5_242_880)
         _ = try await rig.store.insert(failed, quota: nil)
         // Failed as the stores record it (an insert keeps no error): claimed, then finished.
         let (_, lease) = try #require(try await rig.store.claim(owner: "rig", leaseMilliseconds: 60_000))
-        try await rig.store.finish(lease, state: .failed, etag: nil, error: JobFailure(.retriesExhausted, cause: .sourceHTTPError, status: 404))
+        try await rig.store.finish(
+            lease, state: .failed, etag: nil, error: JobFailure(.retriesExhausted, cause: .sourceHTTPError, status: 404))
         let shown = try await rig.send("GET", "/v1/jobs/\(failed.id)", as: "alice")
         let error = try #require(shown.json["error"] as? [String: Any], "\(shown.json)")
         #expect(error["code"] as? String == "retries_exhausted" && error["cause"] as? String == "source_http_error")
@@ -136,15 +164,17 @@ import TransferEngine
     /// the GET, and the answer to bytes that leave an upload pending.
     @Test func everyAnswerShowingAnUnendedJobHasItsEventsURL() async throws {
         let rig = try RouteRig { $0.linkSecret = Array("links-of-the-route-tests-32-bytes".utf8) }
-        let created = try await rig.send("POST", "/v1/jobs", as: "alice",
-                                         json: ["type": "upload", "accessLevel": "private", "key": "e.bin", "size": 11])
+        let created = try await rig.send(
+            "POST", "/v1/jobs", as: "alice",
+            json: ["type": "upload", "accessLevel": "private", "key": "e.bin", "size": 11])
         let id = try #require(created.json["id"] as? String)
         #expect((created.json["eventsUrl"] as? String)?.contains("/v1/jobs/\(id)/events?") == true, "\(created.json)")
         let part = try await rig.send("PUT", "/v1/jobs/\(id)/data", as: "alice", body: Array("hello".utf8))
         #expect(part.status == 200 && part.json["state"] as? String == "pending", "\(part.json)")
         #expect((part.json["eventsUrl"] as? String)?.hasPrefix("http://rig/v1/jobs/\(id)/events?") == true, "\(part.json)")
-        let rest = try await rig.send("PATCH", "/v1/jobs/\(id)/data", as: "alice", body: Array(" world".utf8),
-                                      headers: [("Upload-Offset", "5"), ("Content-Type", "application/offset+octet-stream")])
+        let rest = try await rig.send(
+            "PATCH", "/v1/jobs/\(id)/data", as: "alice", body: Array(" world".utf8),
+            headers: [("Upload-Offset", "5"), ("Content-Type", "application/offset+octet-stream")])
         #expect(rest.json["state"] as? String == "completed" && rest.json["eventsUrl"] == nil, "\(rest.json)")
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 import TransferEngine
+
 @testable import Gateway
 
 /// `/v1/objects`, download jobs, strict bodies and idempotency keys through the real router
@@ -29,8 +30,9 @@ import TransferEngine
 
     @Test func propertiesAndDeleteFollowTheRules() async throws {
         let rig = try RouteRig()
-        rig.objects.put("protected/alice/p.txt", Array("hi".utf8),
-                        attributes: ObjectAttributesSpec(contentType: "text/plain", cacheControl: "no-cache", metadata: ["k": "v"]))
+        rig.objects.put(
+            "protected/alice/p.txt", Array("hi".utf8),
+            attributes: ObjectAttributesSpec(contentType: "text/plain", cacheControl: "no-cache", metadata: ["k": "v"]))
         let seen = try await rig.send("GET", "/v1/objects/properties?accessLevel=protected&key=p.txt&targetIdentityId=alice", as: "bob")
         #expect(seen.status == 200 && seen.json["contentType"] as? String == "text/plain" && seen.json["size"] as? Int == 2)
         #expect(seen.json["metadata"] as? [String: String] == ["k": "v"] && seen.json["cacheControl"] as? String == "no-cache")
@@ -44,17 +46,26 @@ import TransferEngine
     @Test func aDownloadJobPinsTheObjectAndCarriesALink() async throws {
         let rig = try RouteRig { $0.linkSecret = Array("route-tests-link-secret".utf8) }
         rig.objects.put("private/alice/song.mp3", [1, 2, 3], attributes: ObjectAttributesSpec(contentType: "audio/mpeg"))
-        let created = try await rig.send("POST", "/v1/jobs", as: "alice", json: [
-            "type": "download", "source": ["accessLevel": "private", "key": "song.mp3"], "filename": "song.mp3"])
+        let created = try await rig.send(
+            "POST", "/v1/jobs", as: "alice",
+            json: [
+                "type": "download", "source": ["accessLevel": "private", "key": "song.mp3"], "filename": "song.mp3",
+            ])
         #expect(created.status == 201 && created.json["state"] as? String == "completed", "\(created.json)")
         #expect(created.json["etag"] as? String == InMemoryObjectStore.etag([1, 2, 3]) && created.json["bytesTotal"] as? Int == 3)
         let link = try #require(created.json["dataUrl"] as? String)
         #expect(link.hasPrefix("http://rig/v1/jobs/\(created.json["id"] as? String ?? "")/data?expires=") && link.contains("&signature="))
-        let missing = try await rig.send("POST", "/v1/jobs", as: "alice", json: [
-            "type": "download", "source": ["accessLevel": "private", "key": "none"]])
+        let missing = try await rig.send(
+            "POST", "/v1/jobs", as: "alice",
+            json: [
+                "type": "download", "source": ["accessLevel": "private", "key": "none"],
+            ])
         #expect(missing.status == 404)
-        let badName = try await rig.send("POST", "/v1/jobs", as: "alice", json: [
-            "type": "download", "source": ["accessLevel": "private", "key": "song.mp3"], "filename": "a/b"])
+        let badName = try await rig.send(
+            "POST", "/v1/jobs", as: "alice",
+            json: [
+                "type": "download", "source": ["accessLevel": "private", "key": "song.mp3"], "filename": "a/b",
+            ])
         #expect(badName.code == "validation_failed")
         let tampered = try await rig.send("GET", "/v1/jobs/\(created.json["id"] as? String ?? "")/data?expires=9999999999&signature=00")
         #expect(tampered.status == 403)
@@ -64,10 +75,17 @@ import TransferEngine
         let rig = try RouteRig()
         let cases: [(String, [String: Any], String)] = [
             ("/v1/jobs", ["type": "upload", "accessLevel": "private", "key": "k", "extra": 1], "unknown_field"),
-            ("/v1/jobs", ["type": "download", "source": ["accessLevel": "private", "key": "k"], "concurrency": 2], "option_not_supported"),
+            (
+                "/v1/jobs", ["type": "download", "source": ["accessLevel": "private", "key": "k"], "concurrency": 2], "option_not_supported"
+            ),
             ("/v1/jobs", ["type": "upload", "accessLevel": "private", "key": "k", "filename": "f"], "option_not_supported"),
-            ("/v1/jobs", ["type": "import", "sourceUrl": "https://e.com/", "accessLevel": "private", "key": "k",
-                          "source": ["accessLevel": "private", "key": "k"]], "option_not_supported"),
+            (
+                "/v1/jobs",
+                [
+                    "type": "import", "sourceUrl": "https://e.com/", "accessLevel": "private", "key": "k",
+                    "source": ["accessLevel": "private", "key": "k"],
+                ], "option_not_supported"
+            ),
             ("/v1/jobs", ["type": "upload", "accessLevel": "private", "key": "k", "kmsKeyId": "key-1"], "validation_failed"),
             ("/v1/uploads", ["accessLevel": "private", "key": "k", "size": 1, "extra": true], "unknown_field"),
             ("/v1/presign", ["operation": "get", "accessLevel": "private", "key": "k", "metadata": ["a": "b"]], "option_not_supported"),
@@ -78,9 +96,12 @@ import TransferEngine
             let answer = try await rig.send("POST", path, as: "alice", json: body)
             #expect(answer.status == 400 && answer.code == code, "\(path) \(body): \(answer.status) \(answer.json)")
         }
-        let accepted = try await rig.send("POST", "/v1/jobs", as: "alice", json: [
-            "type": "upload", "accessLevel": "private", "key": "k", "serverSideEncryption": "aws:kms", "kmsKeyId": "key-1",
-            "cacheControl": "no-cache", "contentDisposition": "inline", "metadata": ["a": "b"], "bandwidthLimit": 100])
+        let accepted = try await rig.send(
+            "POST", "/v1/jobs", as: "alice",
+            json: [
+                "type": "upload", "accessLevel": "private", "key": "k", "serverSideEncryption": "aws:kms", "kmsKeyId": "key-1",
+                "cacheControl": "no-cache", "contentDisposition": "inline", "metadata": ["a": "b"], "bandwidthLimit": 100,
+            ])
         #expect(accepted.status == 201, "\(accepted.json)")
     }
 
@@ -91,16 +112,19 @@ import TransferEngine
         let again = try await rig.send("POST", "/v1/jobs", as: "alice", json: body, headers: [("Idempotency-Key", "k-1")])
         #expect(first.status == 201 && again.status == 201 && first.json["id"] as? String == again.json["id"] as? String)
         #expect(again.headers["idempotent-replayed"] == "true" && again.headers["location"] == first.headers["location"])
-        let reused = try await rig.send("POST", "/v1/jobs", as: "alice", json: ["type": "upload", "accessLevel": "private", "key": "other"],
-                                        headers: [("Idempotency-Key", "k-1")])
+        let reused = try await rig.send(
+            "POST", "/v1/jobs", as: "alice", json: ["type": "upload", "accessLevel": "private", "key": "other"],
+            headers: [("Idempotency-Key", "k-1")])
         #expect(reused.status == 422 && reused.code == "idempotency_key_reused")
         let bobs = try await rig.send("POST", "/v1/jobs", as: "bob", json: body, headers: [("Idempotency-Key", "k-1")])
         #expect(bobs.status == 201 && bobs.json["id"] as? String != first.json["id"] as? String)
-        let refused = try await rig.send("POST", "/v1/jobs", as: "alice", json: ["type": "upload", "accessLevel": "private", "key": "x", "size": -1],
-                                         headers: [("Idempotency-Key", "k-2")])
+        let refused = try await rig.send(
+            "POST", "/v1/jobs", as: "alice", json: ["type": "upload", "accessLevel": "private", "key": "x", "size": -1],
+            headers: [("Idempotency-Key", "k-2")])
         #expect(refused.status == 400)
-        let fixed = try await rig.send("POST", "/v1/jobs", as: "alice", json: ["type": "upload", "accessLevel": "private", "key": "x"],
-                                       headers: [("Idempotency-Key", "k-2")])
+        let fixed = try await rig.send(
+            "POST", "/v1/jobs", as: "alice", json: ["type": "upload", "accessLevel": "private", "key": "x"],
+            headers: [("Idempotency-Key", "k-2")])
         #expect(fixed.status == 201, "a refused request keeps nothing under its key")
         #expect(try await rig.send("POST", "/v1/jobs", as: "alice", json: body, headers: [("Idempotency-Key", "bad key")]).status == 400)
         let listed = try await rig.send("GET", "/v1/jobs?type=upload", as: "alice")
@@ -136,12 +160,27 @@ import TransferEngine
             ("/v1/jobs", ["type": "upload", "accessLevel": "private", "key": bad]),
             ("/v1/jobs", ["type": "upload", "accessLevel": "protected", "key": "k", "targetIdentityId": badID]),
             ("/v1/jobs", ["type": "import", "sourceUrl": "https://example.com/x", "accessLevel": "private", "key": bad]),
-            ("/v1/jobs", ["type": "copy", "source": ["accessLevel": "private", "key": bad],
-                          "destination": ["accessLevel": "private", "key": "d"]]),
-            ("/v1/jobs", ["type": "copy", "source": ["accessLevel": "protected", "key": "s", "targetIdentityId": badID],
-                          "destination": ["accessLevel": "private", "key": "d"]]),
-            ("/v1/jobs", ["type": "copy", "source": ["accessLevel": "private", "key": "src"],
-                          "destination": ["accessLevel": "private", "key": "d\u{1FFFE}"]]),
+            (
+                "/v1/jobs",
+                [
+                    "type": "copy", "source": ["accessLevel": "private", "key": bad],
+                    "destination": ["accessLevel": "private", "key": "d"],
+                ]
+            ),
+            (
+                "/v1/jobs",
+                [
+                    "type": "copy", "source": ["accessLevel": "protected", "key": "s", "targetIdentityId": badID],
+                    "destination": ["accessLevel": "private", "key": "d"],
+                ]
+            ),
+            (
+                "/v1/jobs",
+                [
+                    "type": "copy", "source": ["accessLevel": "private", "key": "src"],
+                    "destination": ["accessLevel": "private", "key": "d\u{1FFFE}"],
+                ]
+            ),
             ("/v1/jobs", ["type": "download", "source": ["accessLevel": "private", "key": bad]]),
         ]
         for (path, body) in bodies {
@@ -149,28 +188,41 @@ import TransferEngine
             #expect(answer.status == 400 && answer.code == "invalid_key", "\(path) \(body): \(answer.status) \(answer.json)")
         }
         let encoded = "dir%2Fa%EF%BF%BEb", encodedID = "bob%EF%BF%BF"
-        for (method, target) in [("GET", "/v1/objects?accessLevel=private&prefix=\(encoded)"),
-                                 ("GET", "/v1/objects?accessLevel=protected&targetIdentityId=\(encodedID)"),
-                                 ("GET", "/v1/objects/properties?accessLevel=private&key=\(encoded)"),
-                                 ("DELETE", "/v1/objects?accessLevel=private&key=\(encoded)")] {
+        for (method, target) in [
+            ("GET", "/v1/objects?accessLevel=private&prefix=\(encoded)"),
+            ("GET", "/v1/objects?accessLevel=protected&targetIdentityId=\(encodedID)"),
+            ("GET", "/v1/objects/properties?accessLevel=private&key=\(encoded)"),
+            ("DELETE", "/v1/objects?accessLevel=private&key=\(encoded)"),
+        ] {
             let answer = try await rig.send(method, target, as: "alice")
             #expect(answer.status == 400 && answer.code == "invalid_key", "\(method) \(target): \(answer.status) \(answer.json)")
         }
         let metadata = "key " + Data(bad.utf8).base64EncodedString()
-        let tus = try await rig.send("POST", "/v1/tus/", as: "alice", headers: [("Tus-Resumable", "1.0.0"), ("Upload-Length", "5"),
-                                                                                   ("Upload-Metadata", metadata)])
+        let tus = try await rig.send(
+            "POST", "/v1/tus/", as: "alice",
+            headers: [
+                ("Tus-Resumable", "1.0.0"), ("Upload-Length", "5"),
+                ("Upload-Metadata", metadata),
+            ])
         #expect(tus.status == 400, "tus: \(tus.status) \(tus.json)")
         let jobs = try await rig.send("GET", "/v1/jobs", as: "alice").json["jobs"] as? [Any]
         #expect(rig.objects.openUploads == 0 && jobs?.count == 0, "nothing was made")
-        let fine = try await rig.send("POST", "/v1/presign", as: "alice", json: ["operation": "put", "accessLevel": "private",
-                                                                                 "key": "dir/a\u{FFFD}\u{FDCF}\u{FDF0}\u{10FFFD}b"])
+        let fine = try await rig.send(
+            "POST", "/v1/presign", as: "alice",
+            json: [
+                "operation": "put", "accessLevel": "private",
+                "key": "dir/a\u{FFFD}\u{FDCF}\u{FDF0}\u{10FFFD}b",
+            ])
         #expect(fine.status == 200, "the neighbours of noncharacters are keys: \(fine.json)")
     }
 
     /// A page whose next key is not past the key it listed after would be answered again and
     /// again: the listing stops there (502 `storage_error`).
-    @Test(arguments: [("a", nil, true), ("b", "a", true), ("a", "a", false), ("a", "b", false), ("a\u{FFFD}", "a\u{FFFE}", false),
-                      ("a\u{FFFE}", "a\u{FFFD}", true), ("ab", "a", true), ("a", "ab", false)] as [(String, String?, Bool)])
+    @Test(
+        arguments: [
+            ("a", nil, true), ("b", "a", true), ("a", "a", false), ("a", "b", false), ("a\u{FFFD}", "a\u{FFFE}", false),
+            ("a\u{FFFE}", "a\u{FFFD}", true), ("ab", "a", true), ("a", "ab", false),
+        ] as [(String, String?, Bool)])
     func aCursorMustAdvance(_ next: String, _ after: String?, _ advances: Bool) {
         #expect(ObjectRoutes.advances(next, after: after) == advances)
     }

@@ -2,6 +2,7 @@ import Foundation
 import HTTPServer
 import TestSupport
 import Testing
+
 @testable import Gateway
 
 /// One rule on the query for every route: a parameter named twice is 400, as is a pair that is

@@ -2,6 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 import TransferEngine
+
 @testable import Gateway
 
 private let MiB = 1 << 20
@@ -18,8 +19,9 @@ private let MiB = 1 << 20
         objects.put("k", body)
         let etag = try await objects.properties(of: "k").etag
         let budget = ByteBudget(capacity: Int64(capacity), ownerShare: share.map(Int64.init))
-        let reads = ReadAhead(objects: objects, budget: budget, owner: "alice", key: "k", etag: etag, from: 0, length: Int64(size),
-                              block: Int64(4 * MiB), depth: 4)
+        let reads = ReadAhead(
+            objects: objects, budget: budget, owner: "alice", key: "k", etag: etag, from: 0, length: Int64(size),
+            block: Int64(4 * MiB), depth: 4)
         return (reads, budget, body)
     }
 
@@ -73,11 +75,13 @@ private let MiB = 1 << 20
         reads.cancel()
         // The share is held elsewhere: a new stream of the same owner finds no room.
         let hog = try #require(budget.tryReserve(8 * Int64(MiB), owner: "alice"))
-        let blocked = ReadAhead(objects: InMemoryObjectStore(), budget: budget, owner: "alice", key: "k", etag: "\"x\"", from: 0,
-                                length: Int64(MiB), block: Int64(4 * MiB), depth: 4)
+        let blocked = ReadAhead(
+            objects: InMemoryObjectStore(), budget: budget, owner: "alice", key: "k", etag: "\"x\"", from: 0,
+            length: Int64(MiB), block: Int64(4 * MiB), depth: 4)
         #expect(try await !blocked.begin(waitingAtMost: 50), "no room within the wait: the route answers 503")
-        let other = ReadAhead(objects: InMemoryObjectStore(), budget: budget, owner: "bob", key: "k", etag: "\"x\"", from: 0,
-                              length: Int64(MiB), block: Int64(4 * MiB), depth: 4)
+        let other = ReadAhead(
+            objects: InMemoryObjectStore(), budget: budget, owner: "bob", key: "k", etag: "\"x\"", from: 0,
+            length: Int64(MiB), block: Int64(4 * MiB), depth: 4)
         #expect(try await other.begin(waitingAtMost: 50), "another identity is not held up")
         other.cancel()
         hog.release()

@@ -4,6 +4,7 @@ import Foundation
 import HTTPServer
 import TestSupport
 import TransferEngine
+
 @testable import Gateway
 
 /// Every route over in-memory ports (the twins of TestSupport): the real router and responder,
@@ -22,8 +23,10 @@ final class RouteRig: Sendable {
     /// What every route of the rig shares, built once.
     let context: RouteContext
 
-    init(sourceCheck: (any SourceAddressCheck)? = nil, presigner: any Presigner = StaticPresigner(),
-         _ tweak: (inout RouteSettings) -> Void = { _ in }) throws {
+    init(
+        sourceCheck: (any SourceAddressCheck)? = nil, presigner: any Presigner = StaticPresigner(),
+        _ tweak: (inout RouteSettings) -> Void = { _ in }
+    ) throws {
         store = InMemoryJobStore(clock: clock)
         // One database's twins: an identity's open uploads count its upload jobs and client uploads together.
         clientUploads = InMemoryClientUploadStore(jobs: store)
@@ -32,24 +35,33 @@ final class RouteRig: Sendable {
         var settings = RouteSettings()
         settings.engine.roomWaitMilliseconds = 1000
         tweak(&settings)
-        let receiver = UploadReceiver(store: store, objects: objects, spool: spool, settings: settings.engine, instance: "rig",
-                                      clock: clock)
-        context = Self.context(settings: settings, jobs: JobPorts(store: store, objects: objects, receiver: receiver,
-                                                                  clientUploads: clientUploads, changes: changes,
-                                                                  idempotency: InMemoryIdempotencyStore(), sourceCheck: sourceCheck),
-                               presigner: presigner)
-        responder = GatewayResponder(router: GatewayRoutes(context: context, checks: [], openAPI: nil).router(), cors: CORS(origins: []),
-                                     logger: Logger(level: .info, sink: logs), metrics: Metrics(), instancePrefix: "r-")
+        let receiver = UploadReceiver(
+            store: store, objects: objects, spool: spool, settings: settings.engine, instance: "rig",
+            clock: clock)
+        context = Self.context(
+            settings: settings,
+            jobs: JobPorts(
+                store: store, objects: objects, receiver: receiver,
+                clientUploads: clientUploads, changes: changes,
+                idempotency: InMemoryIdempotencyStore(), sourceCheck: sourceCheck),
+            presigner: presigner)
+        responder = GatewayResponder(
+            router: GatewayRoutes(context: context, checks: [], openAPI: nil).router(), cors: CORS(origins: []),
+            logger: Logger(level: .info, sink: logs), metrics: Metrics(), instancePrefix: "r-")
     }
 
     /// A context over the twins: tokens signed with `secret`, guests let in as the settings say
     /// (as GatewayApp does), a static presigner unless told otherwise, the wall clock.
-    static func context(settings: RouteSettings = RouteSettings(), jobs: JobPorts? = nil, metrics: Metrics = Metrics(),
-                        presigner: any Presigner = StaticPresigner()) -> RouteContext {
+    static func context(
+        settings: RouteSettings = RouteSettings(), jobs: JobPorts? = nil, metrics: Metrics = Metrics(),
+        presigner: any Presigner = StaticPresigner()
+    ) -> RouteContext {
         let now = { @Sendable in Int(Date().timeIntervalSince1970) }
-        return RouteContext(authenticator: Authenticator(verifier: JWTVerifier(keys: [.hmac(secret)]), allowGuestRead: settings.allowGuestRead,
-                                                         now: now),
-                            presigner: presigner, metrics: metrics, settings: settings, jobs: jobs, now: now, monotonic: { 0 })
+        return RouteContext(
+            authenticator: Authenticator(
+                verifier: JWTVerifier(keys: [.hmac(secret)]), allowGuestRead: settings.allowGuestRead,
+                now: now),
+            presigner: presigner, metrics: metrics, settings: settings, jobs: jobs, now: now, monotonic: { 0 })
     }
 
     func token(_ subject: String) -> String {
@@ -65,8 +77,10 @@ final class RouteRig: Sendable {
     }
 
     /// One request through the router, as `as` (a subject) when given.
-    func send(_ method: String, _ target: String, as subject: String? = nil, json: [String: Any]? = nil, body: [UInt8] = [],
-              headers: [(String, String)] = []) async throws -> Answer {
+    func send(
+        _ method: String, _ target: String, as subject: String? = nil, json: [String: Any]? = nil, body: [UInt8] = [],
+        headers: [(String, String)] = []
+    ) async throws -> Answer {
         var all = headers
         if let subject { all.append(("Authorization", "Bearer \(token(subject))")) }
         var bytes = body

@@ -42,7 +42,8 @@ struct RunScriptTests {
     /// The example's link comes once, right after the line saying the gateway listens, and
     /// every log line is passed on.
     @Test func theLinkIsPrintedAfterTheListeningLine() throws {
-        let log = #"printf '%s\n' '{"msg":"migrated"}' '{"ts":"x","level":"info","msg":"listening","url":"http://127.0.0.1:8080"}' "#
+        let log =
+            #"printf '%s\n' '{"msg":"migrated"}' '{"ts":"x","level":"info","msg":"listening","url":"http://127.0.0.1:8080"}' "#
             + #"'{"msg":"request"}' '{"msg":"listening"}'"#
         let (out, status) = try Self.run(function: "announce_when_listening", log + " | announce_when_listening '[run] LINK'")
         #expect(status == 0)

@@ -1,5 +1,6 @@
 import Synchronization
 import Testing
+
 @testable import Gateway
 
 /// The stall watch: a write still pending at two looks apart is a stall; writes that go out,

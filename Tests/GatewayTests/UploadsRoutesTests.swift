@@ -2,6 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 import TransferEngine
+
 @testable import Gateway
 
 /// `/v1/uploads` (client-driven multipart) and `/v1/presign` over in-memory ports.
@@ -9,7 +10,8 @@ import TransferEngine
     @Test func anUploadIsSignedCompletedAndListedByItsParts() async throws {
         let rig = try RouteRig()
         let size = 12 * 1024 * 1024
-        let created = try await rig.send("POST", "/v1/uploads", as: "alice", json: ["accessLevel": "private", "key": "big.bin", "size": size])
+        let created = try await rig.send(
+            "POST", "/v1/uploads", as: "alice", json: ["accessLevel": "private", "key": "big.bin", "size": size])
         #expect(created.status == 201, "\(created.json)")
         let id = try #require(created.json["uploadId"] as? String)
         let parts = try #require(created.json["parts"] as? [[String: Any]])
@@ -20,8 +22,9 @@ import TransferEngine
         let record = try #require(try await rig.clientUploads.upload(id: id))
         let s3ID = try #require(record.s3UploadID)
         for (number, length) in [(1, 5_242_880), (2, 5_242_880), (3, size - 2 * 5_242_880)] {
-            _ = try await rig.objects.uploadPart(key: "private/alice/big.bin", uploadID: s3ID, part: number,
-                                                 data: .bytes([UInt8](repeating: UInt8(number), count: length)), checksum: .md5)
+            _ = try await rig.objects.uploadPart(
+                key: "private/alice/big.bin", uploadID: s3ID, part: number,
+                data: .bytes([UInt8](repeating: UInt8(number), count: length)), checksum: .md5)
         }
         let shown = try await rig.send("GET", "/v1/uploads/\(id)", as: "alice")
         #expect(shown.json["bytesUploaded"] as? Int == size && shown.json["fractionCompleted"] as? Double == 1)
@@ -32,7 +35,8 @@ import TransferEngine
 
     @Test func aMissingPartIsNamedAndAnAbortedUploadIsGone() async throws {
         let rig = try RouteRig()
-        let created = try await rig.send("POST", "/v1/uploads", as: "alice", json: ["accessLevel": "private", "key": "m.bin", "size": 6 << 20])
+        let created = try await rig.send(
+            "POST", "/v1/uploads", as: "alice", json: ["accessLevel": "private", "key": "m.bin", "size": 6 << 20])
         let id = try #require(created.json["uploadId"] as? String)
         let missing = try await rig.send("POST", "/v1/uploads/\(id)/complete", as: "alice", json: [:])
         #expect(missing.status == 409 && missing.code == "parts_missing")
@@ -45,7 +49,8 @@ import TransferEngine
 
     @Test func openUploadsPerIdentityAreBounded() async throws {
         let rig = try RouteRig { $0.quota = OwnerQuota(maxActiveJobs: 16, maxOpenUploads: 1) }
-        #expect(try await rig.send("POST", "/v1/uploads", as: "alice", json: ["accessLevel": "private", "key": "a", "size": 1]).status == 201)
+        #expect(
+            try await rig.send("POST", "/v1/uploads", as: "alice", json: ["accessLevel": "private", "key": "a", "size": 1]).status == 201)
         let second = try await rig.send("POST", "/v1/uploads", as: "alice", json: ["accessLevel": "private", "key": "b", "size": 1])
         #expect(second.status == 429 && second.code == "quota_exceeded")
         #expect(rig.objects.openUploads == 1, "a refused upload asks S3 for nothing")
@@ -53,12 +58,14 @@ import TransferEngine
 
     @Test func presignSignsWhatTheCallerMayTouch() async throws {
         let rig = try RouteRig()
-        let put = try await rig.send("POST", "/v1/presign", as: "alice",
-                                     json: ["operation": "put", "accessLevel": "private", "key": "n.txt", "contentType": "text/plain"])
+        let put = try await rig.send(
+            "POST", "/v1/presign", as: "alice",
+            json: ["operation": "put", "accessLevel": "private", "key": "n.txt", "contentType": "text/plain"])
         #expect(put.status == 200 && (put.json["url"] as? String)?.hasPrefix("https://s3.test/private/alice/n.txt?method=PUT") == true)
         #expect((put.json["expiresAt"] as? String)?.hasSuffix(".000Z") == true, "one timestamp format")
-        let theirs = try await rig.send("POST", "/v1/presign", as: "bob",
-                                        json: ["operation": "get", "accessLevel": "private", "key": "n.txt", "targetIdentityId": "alice"])
+        let theirs = try await rig.send(
+            "POST", "/v1/presign", as: "bob",
+            json: ["operation": "get", "accessLevel": "private", "key": "n.txt", "targetIdentityId": "alice"])
         #expect(theirs.status == 403)
     }
 }

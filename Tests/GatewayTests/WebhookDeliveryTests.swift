@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+
 @testable import Gateway
 
 /// An outbox in memory: the events handed out, and what delivery made of each.
@@ -45,17 +46,19 @@ struct WebhookDeliveryTests {
     static func delivery(_ outbox: MemoryOutbox, _ poster: MemoryPoster, now: Double, metrics: Metrics = Metrics()) -> WebhookDelivery {
         var settings = WebhookDelivery.Settings()
         settings.secret = Array("whsec-0123456789abcdef".utf8)
-        return WebhookDelivery(outbox: outbox, poster: poster, render: { _ in Array(#"{"id":"j1","state":"completed"}"#.utf8) },
-                               changes: JobChanges(), settings: settings, now: { now }, logger: Logger(level: .error, sink: MemorySink()),
-                               metrics: metrics)
+        return WebhookDelivery(
+            outbox: outbox, poster: poster, render: { _ in Array(#"{"id":"j1","state":"completed"}"#.utf8) },
+            changes: JobChanges(), settings: settings, now: { now }, logger: Logger(level: .error, sink: MemorySink()),
+            metrics: metrics)
     }
 
     static let event = WebhookEvent(id: "e1", type: "job.completed", subjectID: "j1", attempts: 1, createdAt: 1_700_000_000)
 
     /// The signature a receiver computes with Python's hmac module for this secret, time and body.
     @Test func theSignatureIsHMACSHA256OfTimeDotBody() {
-        let headers = WebhookDelivery.headers(body: Array(#"{"id":"e1"}"#.utf8), secret: Array("whsec-0123456789abcdef".utf8),
-                                              time: 1_700_000_000, eventID: "e1")
+        let headers = WebhookDelivery.headers(
+            body: Array(#"{"id":"e1"}"#.utf8), secret: Array("whsec-0123456789abcdef".utf8),
+            time: 1_700_000_000, eventID: "e1")
         let signature = headers.first { $0.0 == "Gateway-Signature" }?.1
         #expect(signature == "t=1700000000,v1=475145d8ab7a55b4e1e67de0f9efad85edf150d83de62d06764a208144a61d0f")
         #expect(headers.contains { $0 == ("Content-Type", "application/json") })
@@ -107,8 +110,9 @@ struct WebhookDeliveryTests {
         let outbox = MemoryOutbox(), poster = MemoryPoster(answer: .answered(status: 200))
         var settings = WebhookDelivery.Settings()
         settings.secret = [1]
-        let delivery = WebhookDelivery(outbox: outbox, poster: poster, render: { _ in nil }, changes: JobChanges(), settings: settings,
-                                       now: { 0 }, logger: Logger(level: .error, sink: MemorySink()), metrics: Metrics())
+        let delivery = WebhookDelivery(
+            outbox: outbox, poster: poster, render: { _ in nil }, changes: JobChanges(), settings: settings,
+            now: { 0 }, logger: Logger(level: .error, sink: MemorySink()), metrics: Metrics())
         await delivery.deliver(Self.event)
         #expect(outbox.outcomes.withLock { $0["e1"] }?.hasPrefix("failed") == true)
         #expect(poster.sent.withLock { $0.isEmpty })

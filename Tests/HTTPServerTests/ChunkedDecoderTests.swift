@@ -1,4 +1,5 @@
 import Testing
+
 @testable import HTTPServer
 
 /// Decodes `text` fed in pieces of `step` bytes; returns the body or the error.

@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
 import Testing
+
 @testable import HTTPServer
 
 /// Who a request comes from, how many connections one client may hold, and what a client that
@@ -22,7 +23,8 @@ import Testing
         let proxies = [AddressBlock("10.0.0.0/8")!]
         #expect(ForwardedClient.resolve(peer: "10.1.1.1", forwardedFor: ["203.0.113.5"], trusted: proxies) == "203.0.113.5")
         // The rightmost address that is not a trusted proxy is the client; what it claims before is not believed.
-        #expect(ForwardedClient.resolve(peer: "10.1.1.1", forwardedFor: ["1.2.3.4, 203.0.113.5, 10.2.2.2"], trusted: proxies) == "203.0.113.5")
+        #expect(
+            ForwardedClient.resolve(peer: "10.1.1.1", forwardedFor: ["1.2.3.4, 203.0.113.5, 10.2.2.2"], trusted: proxies) == "203.0.113.5")
         #expect(ForwardedClient.resolve(peer: "198.51.100.9", forwardedFor: ["203.0.113.5"], trusted: proxies) == "198.51.100.9")
         #expect(ForwardedClient.resolve(peer: "10.1.1.1", forwardedFor: ["not-an-ip"], trusted: proxies) == "10.1.1.1")
         #expect(ForwardedClient.resolve(peer: "10.1.1.1", forwardedFor: ["[2001:db8::1]"], trusted: proxies) == "2001:db8::1")

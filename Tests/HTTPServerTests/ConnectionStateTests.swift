@@ -1,4 +1,5 @@
 import Testing
+
 @testable import HTTPServer
 
 /// The connection's decisions, event by event, on a manual clock: no socket, no sleep.
@@ -13,10 +14,13 @@ import Testing
         return ConnectionState(limits: ConnectionState.Limits(configuration), now: now)
     }
 
-    static func exchange(keepAlive: Bool = true, expectContinue: Bool = false, chunked: Bool = false,
-                         bodyDone: Bool = true, remaining: Int? = 0) -> ExchangeState {
-        ExchangeState(keepAlive: keepAlive, expectContinue: expectContinue, chunked: chunked, bodyDone: bodyDone,
-                      remainingLength: remaining)
+    static func exchange(
+        keepAlive: Bool = true, expectContinue: Bool = false, chunked: Bool = false,
+        bodyDone: Bool = true, remaining: Int? = 0
+    ) -> ExchangeState {
+        ExchangeState(
+            keepAlive: keepAlive, expectContinue: expectContinue, chunked: chunked, bodyDone: bodyDone,
+            remainingLength: remaining)
     }
 
     @Test func aHeadThatNeverCompletesIsAnswered408AfterTheHeaderTimeout() {
@@ -27,8 +31,12 @@ import Testing
         state.headIncomplete(now: start + 3 * Self.second)
         state.headIncomplete(now: start + 8 * Self.second)  // more bytes of the same head: the clock does not restart
         #expect(state.deadline(reading: true, pendingOutbound: 0, exchange: nil, bodyHasDemand: false) == start + 13 * Self.second)
-        #expect(state.timedOut(exchangeInFlight: false) == .refuse(HTTPParseError(status: 408, code: "request_timeout",
-                                                                                  detail: "The request head did not arrive in time.")))
+        #expect(
+            state.timedOut(exchangeInFlight: false)
+                == .refuse(
+                    HTTPParseError(
+                        status: 408, code: "request_timeout",
+                        detail: "The request head did not arrive in time.")))
     }
 
     @Test func anIdleKeptAliveConnectionClosesAfterTheIdleTimeout() {
@@ -112,18 +120,21 @@ import Testing
     @Test(arguments: [
         // keepAlive, expectContinue (sent?), chunked, bodyDone, remaining, answer says close → closes?
         (true, false, false, true, 0, false, false),
-        (false, false, false, true, 0, false, true),      // HTTP/1.0 without keep-alive, or Connection: close asked
-        (true, false, false, true, 0, true, true),        // the answer says close
-        (true, false, false, false, 1_000, false, false), // answered early, a small rest: read and dropped
-        (true, false, false, false, 300_000, false, true), // answered early, too much left to drop
-        (true, false, true, false, 0, false, true),       // chunked, unfinished: no telling how much is left
-        (true, true, false, false, 10, false, true),      // 100-continue never sent: the body may never come
+        (false, false, false, true, 0, false, true),  // HTTP/1.0 without keep-alive, or Connection: close asked
+        (true, false, false, true, 0, true, true),  // the answer says close
+        (true, false, false, false, 1_000, false, false),  // answered early, a small rest: read and dropped
+        (true, false, false, false, 300_000, false, true),  // answered early, too much left to drop
+        (true, false, true, false, 0, false, true),  // chunked, unfinished: no telling how much is left
+        (true, true, false, false, 10, false, true),  // 100-continue never sent: the body may never come
     ])
-    func keepAliveIsDecidedPerExchange(_ keepAlive: Bool, _ expectContinue: Bool, _ chunked: Bool, _ bodyDone: Bool,
-                                       _ remaining: Int, _ answerSaysClose: Bool, _ closes: Bool) {
+    func keepAliveIsDecidedPerExchange(
+        _ keepAlive: Bool, _ expectContinue: Bool, _ chunked: Bool, _ bodyDone: Bool,
+        _ remaining: Int, _ answerSaysClose: Bool, _ closes: Bool
+    ) {
         let state = Self.machine()
-        let exchange = Self.exchange(keepAlive: keepAlive, expectContinue: expectContinue, chunked: chunked, bodyDone: bodyDone,
-                                     remaining: remaining)
+        let exchange = Self.exchange(
+            keepAlive: keepAlive, expectContinue: expectContinue, chunked: chunked, bodyDone: bodyDone,
+            remaining: remaining)
         #expect(state.closesAfter(exchange, answerSaysClose: answerSaysClose, untilClose: false) == closes)
         #expect(state.closesAfter(exchange, answerSaysClose: false, untilClose: true), "a body delimited by the close closes")
     }

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import HTTPServer
 
 /// Feeds `text` whole, then byte by byte, and checks both give the same outcome.
@@ -51,25 +52,56 @@ let malformedRequests: [MalformedRequest] = [
     .init(name: "two Host headers in HTTP/1.0", text: "GET / HTTP/1.0\r\nHost: a\r\nHost: a\r\n\r\n", status: 400, code: "duplicate_host"),
     .init(name: "Host with a space", text: "GET / HTTP/1.1\r\nHost: a b\r\n\r\n", status: 400, code: "bad_host"),
     .init(name: "Host with a slash", text: "GET / HTTP/1.1\r\nHost: a/b\r\n\r\n", status: 400, code: "bad_host"),
-    .init(name: "CL and TE together (smuggling)", text: "POST / HTTP/1.1\r\n\(host)Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", status: 400, code: "content_length_with_transfer_encoding"),
-    .init(name: "TE and CL together, reversed", text: "POST / HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n", status: 400, code: "content_length_with_transfer_encoding"),
-    .init(name: "TE chunked not final", text: "POST / HTTP/1.1\r\n\(host)Transfer-Encoding: chunked, gzip\r\n\r\n", status: 400, code: "bad_transfer_encoding"),
-    .init(name: "TE identity", text: "POST / HTTP/1.1\r\n\(host)Transfer-Encoding: identity\r\n\r\n", status: 400, code: "bad_transfer_encoding"),
-    .init(name: "TE chunked twice", text: "POST / HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", status: 400, code: "bad_transfer_encoding"),
-    .init(name: "TE gzip then chunked", text: "POST / HTTP/1.1\r\n\(host)Transfer-Encoding: gzip, chunked\r\n\r\n", status: 501, code: "unsupported_transfer_encoding"),
+    .init(
+        name: "CL and TE together (smuggling)", text: "POST / HTTP/1.1\r\n\(host)Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
+        status: 400, code: "content_length_with_transfer_encoding"),
+    .init(
+        name: "TE and CL together, reversed", text: "POST / HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n",
+        status: 400, code: "content_length_with_transfer_encoding"),
+    .init(
+        name: "TE chunked not final", text: "POST / HTTP/1.1\r\n\(host)Transfer-Encoding: chunked, gzip\r\n\r\n", status: 400,
+        code: "bad_transfer_encoding"),
+    .init(
+        name: "TE identity", text: "POST / HTTP/1.1\r\n\(host)Transfer-Encoding: identity\r\n\r\n", status: 400,
+        code: "bad_transfer_encoding"),
+    .init(
+        name: "TE chunked twice", text: "POST / HTTP/1.1\r\n\(host)Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
+        status: 400, code: "bad_transfer_encoding"),
+    .init(
+        name: "TE gzip then chunked", text: "POST / HTTP/1.1\r\n\(host)Transfer-Encoding: gzip, chunked\r\n\r\n", status: 501,
+        code: "unsupported_transfer_encoding"),
     .init(name: "TE empty", text: "POST / HTTP/1.1\r\n\(host)Transfer-Encoding: \r\n\r\n", status: 400, code: "bad_transfer_encoding"),
-    .init(name: "TE chunked with a suffix", text: "POST / HTTP/1.1\r\n\(host)Transfer-Encoding: chunkedx\r\n\r\n", status: 400, code: "bad_transfer_encoding"),
-    .init(name: "TE in HTTP/1.0", text: "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", status: 400, code: "bad_transfer_encoding"),
-    .init(name: "conflicting Content-Length headers", text: "POST / HTTP/1.1\r\n\(host)Content-Length: 5\r\nContent-Length: 6\r\n\r\n", status: 400, code: "conflicting_content_length"),
-    .init(name: "conflicting Content-Length list", text: "POST / HTTP/1.1\r\n\(host)Content-Length: 5, 6\r\n\r\n", status: 400, code: "conflicting_content_length"),
-    .init(name: "negative Content-Length", text: "POST / HTTP/1.1\r\n\(host)Content-Length: -1\r\n\r\n", status: 400, code: "bad_content_length"),
-    .init(name: "plus-signed Content-Length", text: "POST / HTTP/1.1\r\n\(host)Content-Length: +5\r\n\r\n", status: 400, code: "bad_content_length"),
-    .init(name: "hex Content-Length", text: "POST / HTTP/1.1\r\n\(host)Content-Length: 0x10\r\n\r\n", status: 400, code: "bad_content_length"),
-    .init(name: "empty Content-Length", text: "POST / HTTP/1.1\r\n\(host)Content-Length: \r\n\r\n", status: 400, code: "bad_content_length"),
-    .init(name: "overflowing Content-Length", text: "POST / HTTP/1.1\r\n\(host)Content-Length: 99999999999999999999999\r\n\r\n", status: 400, code: "bad_content_length"),
-    .init(name: "Content-Length with inner space", text: "POST / HTTP/1.1\r\n\(host)Content-Length: 1 2\r\n\r\n", status: 400, code: "bad_content_length"),
-    .init(name: "obs-fold with space", text: "GET / HTTP/1.1\r\n\(host)X-A: one\r\n two\r\n\r\n", status: 400, code: "obsolete_line_folding"),
-    .init(name: "obs-fold with tab", text: "GET / HTTP/1.1\r\n\(host)X-A: one\r\n\ttwo\r\n\r\n", status: 400, code: "obsolete_line_folding"),
+    .init(
+        name: "TE chunked with a suffix", text: "POST / HTTP/1.1\r\n\(host)Transfer-Encoding: chunkedx\r\n\r\n", status: 400,
+        code: "bad_transfer_encoding"),
+    .init(
+        name: "TE in HTTP/1.0", text: "POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", status: 400, code: "bad_transfer_encoding"),
+    .init(
+        name: "conflicting Content-Length headers", text: "POST / HTTP/1.1\r\n\(host)Content-Length: 5\r\nContent-Length: 6\r\n\r\n",
+        status: 400, code: "conflicting_content_length"),
+    .init(
+        name: "conflicting Content-Length list", text: "POST / HTTP/1.1\r\n\(host)Content-Length: 5, 6\r\n\r\n", status: 400,
+        code: "conflicting_content_length"),
+    .init(
+        name: "negative Content-Length", text: "POST / HTTP/1.1\r\n\(host)Content-Length: -1\r\n\r\n", status: 400,
+        code: "bad_content_length"),
+    .init(
+        name: "plus-signed Content-Length", text: "POST / HTTP/1.1\r\n\(host)Content-Length: +5\r\n\r\n", status: 400,
+        code: "bad_content_length"),
+    .init(
+        name: "hex Content-Length", text: "POST / HTTP/1.1\r\n\(host)Content-Length: 0x10\r\n\r\n", status: 400, code: "bad_content_length"),
+    .init(
+        name: "empty Content-Length", text: "POST / HTTP/1.1\r\n\(host)Content-Length: \r\n\r\n", status: 400, code: "bad_content_length"),
+    .init(
+        name: "overflowing Content-Length", text: "POST / HTTP/1.1\r\n\(host)Content-Length: 99999999999999999999999\r\n\r\n", status: 400,
+        code: "bad_content_length"),
+    .init(
+        name: "Content-Length with inner space", text: "POST / HTTP/1.1\r\n\(host)Content-Length: 1 2\r\n\r\n", status: 400,
+        code: "bad_content_length"),
+    .init(
+        name: "obs-fold with space", text: "GET / HTTP/1.1\r\n\(host)X-A: one\r\n two\r\n\r\n", status: 400, code: "obsolete_line_folding"),
+    .init(
+        name: "obs-fold with tab", text: "GET / HTTP/1.1\r\n\(host)X-A: one\r\n\ttwo\r\n\r\n", status: 400, code: "obsolete_line_folding"),
     .init(name: "space before colon", text: "GET / HTTP/1.1\r\nHost : example.com\r\n\r\n", status: 400, code: "bad_header_name"),
     .init(name: "tab before colon", text: "GET / HTTP/1.1\r\n\(host)X-A\t: 1\r\n\r\n", status: 400, code: "bad_header_name"),
     .init(name: "empty header name", text: "GET / HTTP/1.1\r\n\(host): value\r\n\r\n", status: 400, code: "bad_header_name"),
@@ -100,7 +132,9 @@ let malformedRequests: [MalformedRequest] = [
     .init(name: "target starting with //", text: "GET //evil.example/ HTTP/1.1\r\n\(host)\r\n", status: 400, code: "bad_request_target"),
     .init(name: "asterisk target with GET", text: "GET * HTTP/1.1\r\n\(host)\r\n", status: 400, code: "bad_request_target"),
     .init(name: "DEL in target", text: "GET /a\u{7F} HTTP/1.1\r\n\(host)\r\n", status: 400, code: "bad_request_target"),
-    .init(name: "unknown expectation", text: "POST / HTTP/1.1\r\n\(host)Content-Length: 1\r\nExpect: 200-ok\r\n\r\n", status: 417, code: "expectation_failed"),
+    .init(
+        name: "unknown expectation", text: "POST / HTTP/1.1\r\n\(host)Content-Length: 1\r\nExpect: 200-ok\r\n\r\n", status: 417,
+        code: "expectation_failed"),
 ]
 
 @Test(arguments: malformedRequests)
@@ -189,7 +223,8 @@ func malformedRequestIsRefused(_ request: MalformedRequest) {
 }
 
 @Test func validRequestParses() throws {
-    let text = "POST /v1/jobs?x=1&y=two HTTP/1.1\r\nHost: gw.example:8080\r\nContent-Length: 5, 5\r\nX-Empty:\r\nX-Trim: \t spaced value \t\r\n\r\nhello"
+    let text =
+        "POST /v1/jobs?x=1&y=two HTTP/1.1\r\nHost: gw.example:8080\r\nContent-Length: 5, 5\r\nX-Empty:\r\nX-Trim: \t spaced value \t\r\n\r\nhello"
     guard case .complete(let head, let consumed) = parse(text) else { Issue.record("refused"); return }
     #expect(head.method == "POST")
     #expect(head.path == "/v1/jobs")
@@ -276,8 +311,9 @@ func malformedRequestIsRefused(_ request: MalformedRequest) {
         let byte = UInt8(value)
         #expect(ByteClass.isTchar(byte) == tchars.contains(byte), "tchar \(value)")
         // field-vchar (VCHAR, obs-text), SP and HTAB
-        #expect(ByteClass.isFieldValue(byte) == ((0x21...0x7E).contains(value) || value >= 0x80 || value == 0x20 || value == 0x09),
-                "field value \(value)")
+        #expect(
+            ByteClass.isFieldValue(byte) == ((0x21...0x7E).contains(value) || value >= 0x80 || value == 0x20 || value == 0x09),
+            "field value \(value)")
     }
 }
 

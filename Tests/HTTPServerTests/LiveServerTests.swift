@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import TestSupport
 import Testing
+
 @testable import HTTPServer
 
 /// A responder with one route per behaviour under test.
@@ -48,15 +49,19 @@ struct TestResponder: HTTPResponder {
         case ("GET", "/bytes-big"):
             return HTTPResponse(status: 200, body: .bytes([UInt8](repeating: 0x62, count: 1 << 20)))
         case ("GET", "/overrun"):
-            return HTTPResponse(status: 200, body: .stream(length: 10) { writer in
-                try await writer.write(Array("0123456789".utf8))
-                try await writer.write(Array("SURPLUS".utf8))
-            })
+            return HTTPResponse(
+                status: 200,
+                body: .stream(length: 10) { writer in
+                    try await writer.write(Array("0123456789".utf8))
+                    try await writer.write(Array("SURPLUS".utf8))
+                })
         case ("POST", "/stream-then-read"):
-            return HTTPResponse(status: 200, body: .stream(length: nil) { writer in
-                let body = try await request.body.collect(upTo: 1 << 20)
-                try await writer.write(Array("read \(body.count)".utf8))
-            })
+            return HTTPResponse(
+                status: 200,
+                body: .stream(length: nil) { writer in
+                    let body = try await request.body.collect(upTo: 1 << 20)
+                    try await writer.write(Array("read \(body.count)".utf8))
+                })
         case ("GET", "/hello"), ("HEAD", "/hello"):
             return .text(200, "hello")
         case (_, "/echo"):
@@ -71,15 +76,19 @@ struct TestResponder: HTTPResponder {
         case ("POST", "/early"):
             return .text(413, "too large")
         case ("GET", "/stream"):
-            return HTTPResponse(status: 200, body: .stream(length: nil) { writer in
-                for i in 0..<100 { try await writer.write(Array("chunk \(i)\n".utf8)) }
-            })
+            return HTTPResponse(
+                status: 200,
+                body: .stream(length: nil) { writer in
+                    for i in 0..<100 { try await writer.write(Array("chunk \(i)\n".utf8)) }
+                })
         case ("GET", "/big"):
             // 32 MiB streamed with a declared length.
-            return HTTPResponse(status: 200, body: .stream(length: 32 << 20) { writer in
-                let block = [UInt8](repeating: 0x61, count: 1 << 20)
-                for _ in 0..<32 { try await writer.write(block) }
-            })
+            return HTTPResponse(
+                status: 200,
+                body: .stream(length: 32 << 20) { writer in
+                    let block = [UInt8](repeating: 0x61, count: 1 << 20)
+                    for _ in 0..<32 { try await writer.write(block) }
+                })
         case ("PUT", "/slow"):
             // Reads slowly and records how far the socket got ahead of the reader.
             var consumed = 0
@@ -160,9 +169,10 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
         let (server, port, _) = try startServer()
         let client = try LoopbackClient(port: port)
         let body = String(repeating: "0123456789", count: 300)
-        try client.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
-                        + "PUT /slow HTTP/1.1\r\nHost: t\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
-                        + "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+        try client.send(
+            "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+                + "PUT /slow HTTP/1.1\r\nHost: t\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+                + "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
         let echoed = try client.readResponse()
         #expect(echoed.status == 200 && echoed.text == body)
         let counted = try client.readResponse()
@@ -175,8 +185,9 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
     @Test func chunkedBodyWithExtensionsAndTrailers() async throws {
         let (server, port, _) = try startServer()
         let client = try LoopbackClient(port: port)
-        try client.send("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
-                        + "5;ext=1\r\nhello\r\n1;a=\"b c\"\r\n \r\n5\r\nworld\r\n0\r\nX-Trailer: yes\r\n\r\n")
+        try client.send(
+            "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+                + "5;ext=1\r\nhello\r\n1;a=\"b c\"\r\n \r\n5\r\nworld\r\n0\r\nX-Trailer: yes\r\n\r\n")
         let response = try client.readResponse()
         #expect(response.status == 200 && response.text == "hello world")
         // The connection is still usable afterwards.
@@ -401,8 +412,9 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
                 _ = try client.readResponse()
             }
         }
-        #expect(eventually(timeout: 15) { server.openConnections == 0 && openSocketsOnPort(port) == 0 },
-                "sockets on the port: \(openSocketsOnPort(port)), open connections: \(server.openConnections)")
+        #expect(
+            eventually(timeout: 15) { server.openConnections == 0 && openSocketsOnPort(port) == 0 },
+            "sockets on the port: \(openSocketsOnPort(port)), open connections: \(server.openConnections)")
         await server.shutdown(grace: 1)
     }
 

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// This process's open TCP sockets (not listeners) with `port` at either end: the server's
@@ -10,7 +11,8 @@ func openSocketsOnPort(_ port: Int) -> Int {
     var inodes = Set<String>()
     for name in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? [] {
         if let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + name),
-           target.hasPrefix("socket:[") {
+            target.hasPrefix("socket:[")
+        {
             inodes.insert(String(target.dropFirst(8).dropLast()))
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
 import Testing
+
 @testable import Gateway
 @testable import TransferGateway
 
@@ -20,9 +21,10 @@ import Testing
     @Test func aPreflightAllowsTheHeadersTheBrowserAsksFor() async throws {
         let gateway = try gateway(credentials: true)
         let client = try LoopbackClient(port: gateway.port)
-        try client.send("OPTIONS /v1/jobs HTTP/1.1\r\nHost: x\r\nOrigin: \(Self.origin)\r\n"
-                        + "Access-Control-Request-Method: POST\r\n"
-                        + "Access-Control-Request-Headers: authorization, content-type, traceparent, sentry-trace, baggage\r\n\r\n")
+        try client.send(
+            "OPTIONS /v1/jobs HTTP/1.1\r\nHost: x\r\nOrigin: \(Self.origin)\r\n"
+                + "Access-Control-Request-Method: POST\r\n"
+                + "Access-Control-Request-Headers: authorization, content-type, traceparent, sentry-trace, baggage\r\n\r\n")
         let answer = try client.readResponse()
         #expect(answer.status == 200)
         #expect(answer.header("access-control-allow-origin") == Self.origin)
@@ -61,9 +63,11 @@ import Testing
         let client = try configuration.makeS3Client()
         try await client.putBucketCors(xml: BucketCORSRule(origins: [Self.origin, "http://localhost:3000"]).xml)
         func preflight(_ origin: String) throws -> (Int, String) {
-            let answer = try curl(["-X", "OPTIONS", "-D", "-", "-o", "/dev/null", "-H", "Origin: \(origin)",
-                                   "-H", "Access-Control-Request-Method: PUT",
-                                   "\(client.endpoint.url(encodedPath: "/" + client.endpoint.bucket + "/any-key"))"])
+            let answer = try curl([
+                "-X", "OPTIONS", "-D", "-", "-o", "/dev/null", "-H", "Origin: \(origin)",
+                "-H", "Access-Control-Request-Method: PUT",
+                "\(client.endpoint.url(encodedPath: "/" + client.endpoint.bucket + "/any-key"))",
+            ])
             return (answer.status, answer.body.lowercased())
         }
         let (status, headers) = try preflight(Self.origin)

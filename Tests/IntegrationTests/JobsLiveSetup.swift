@@ -1,6 +1,7 @@
 import Foundation
 import S3
 import Testing
+
 @testable import TransferGateway
 
 /// An in-process gateway running its worker, a direct S3 client, Alice's token and a folder of
@@ -14,8 +15,10 @@ struct JobsLiveSetup {
     var prefix: String { "private/alice/\(folder)" }
 
     /// Jobs left active by earlier runs are retired first, so they cannot be claimed.
-    static func start(folderPrefix: String, allowLoopback: Bool = false,
-                      tweak: (inout Configuration) -> Void = { _ in }) async throws -> JobsLiveSetup {
+    static func start(
+        folderPrefix: String, allowLoopback: Bool = false,
+        tweak: (inout Configuration) -> Void = { _ in }
+    ) async throws -> JobsLiveSetup {
         let gateway = try LiveGateway {
             if allowLoopback { $0.importAllowHosts = ["127.0.0.1", "[::1]"] }
             $0.spoolDirectory = NSTemporaryDirectory() + "gateway-spool-" + UUID().uuidString
@@ -23,8 +26,9 @@ struct JobsLiveSetup {
         }
         try await JobTableTests.retireLeftovers(PostgresPoolFor.live())
         gateway.app.worker?.start()
-        return JobsLiveSetup(gateway: gateway, client: try gateway.configuration.makeS3Client(), token: gateway.token("alice"),
-                             folder: "\(folderPrefix)-\(UUID().uuidString)")
+        return JobsLiveSetup(
+            gateway: gateway, client: try gateway.configuration.makeS3Client(), token: gateway.token("alice"),
+            folder: "\(folderPrefix)-\(UUID().uuidString)")
     }
 
     func stop() async {

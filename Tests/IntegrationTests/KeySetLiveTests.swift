@@ -1,11 +1,13 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Testing
+
 @testable import Adapters
 @testable import Gateway
 @testable import TransferGateway
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// Tokens from an identity provider's key set (`GATEWAY_JWT_JWKS_URL`), against a stand-in
 /// provider on loopback (Scripts/jwks_server.py: real RS256/ES256 keys, rotated on request) and
@@ -23,7 +25,9 @@ import Testing
         init() throws {
             let portFile = NSTemporaryDirectory() + "jwks-port-\(UUID().uuidString)"
             process.executableURL = KeySetLiveTests.root.appendingPathComponent(".venv/bin/python")
-            process.arguments = [KeySetLiveTests.root.appendingPathComponent("Tests/IntegrationTests/Scripts/jwks_server.py").path, portFile]
+            process.arguments = [
+                KeySetLiveTests.root.appendingPathComponent("Tests/IntegrationTests/Scripts/jwks_server.py").path, portFile,
+            ]
             // Not the test's own output: a child holding it open keeps `swift test` waiting.
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
@@ -53,7 +57,9 @@ import Testing
     }
 
     /// A gateway that reads the provider's keys, its refresher running.
-    func gateway(_ provider: Provider, _ tweak: @escaping (inout Configuration) -> Void = { _ in }) throws -> (LiveGateway, Task<Void, Never>) {
+    func gateway(
+        _ provider: Provider, _ tweak: @escaping (inout Configuration) -> Void = { _ in }
+    ) throws -> (LiveGateway, Task<Void, Never>) {
         let gateway = try LiveGateway {
             $0.jwtJWKSURL = provider.url
             tweak(&$0)
@@ -162,8 +168,11 @@ import Testing
         let otherClient = try await provider.token("shape=cognito-access&sub=cog-user&aud=another-client")
         #expect(try await status(cognito, otherClient) == 401)
         // Roles from cognito:groups: an admin reads another identity's job.
-        let created = try await cognito.request("POST", "/v1/jobs", token: access, json: [
-            "type": "upload", "accessLevel": "private", "key": "k.bin", "size": 1])
+        let created = try await cognito.request(
+            "POST", "/v1/jobs", token: access,
+            json: [
+                "type": "upload", "accessLevel": "private", "key": "k.bin", "size": 1,
+            ])
         let job = try #require(created.json["id"] as? String, "\(created.json)")
         let admin = try await provider.token("shape=cognito-access&sub=cog-admin&aud=app-client&admin=1")
         let user = try await provider.token("shape=cognito-access&sub=cog-other&aud=app-client")

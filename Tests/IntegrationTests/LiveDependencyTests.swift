@@ -1,14 +1,16 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Postgres
 import S3
 import SigV4
 import Testing
-@testable import TransferGateway
+
 @testable import Adapters
 @testable import Gateway
+@testable import TransferGateway
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// Live tests against the PostgreSQL and SeaweedFS started by scripts/stack.sh. Switched on by
 /// GATEWAY_LIVE_TESTS=1 (scripts/test.sh sets it); they never stand in a mock for either.
@@ -38,14 +40,21 @@ struct LiveDependencyTests {
 
     @Test func signedHeadBucketAnswers200AndAWrongSecret403() async throws {
         let c = try configuration()
-        let endpoint = try S3Endpoint.parse(url: c.s3Endpoint, bucket: c.s3Bucket ?? "", region: c.s3Region,
-                                            pathStyle: c.s3PathStyle, accelerate: false)
+        let endpoint = try S3Endpoint.parse(
+            url: c.s3Endpoint, bucket: c.s3Bucket ?? "", region: c.s3Region,
+            pathStyle: c.s3PathStyle, accelerate: false)
         let now: @Sendable () -> Int = { Int(Date().timeIntervalSince1970) }
-        let good = S3Client(endpoint: endpoint, credentials: Credentials(accessKeyID: c.s3AccessKeyID ?? "",
-                                                                          secretAccessKey: c.s3SecretAccessKey ?? ""), now: now)
+        let good = S3Client(
+            endpoint: endpoint,
+            credentials: Credentials(
+                accessKeyID: c.s3AccessKeyID ?? "",
+                secretAccessKey: c.s3SecretAccessKey ?? ""), now: now)
         #expect(try await good.headBucket(timeout: 5) == 200)
-        let bad = S3Client(endpoint: endpoint, credentials: Credentials(accessKeyID: c.s3AccessKeyID ?? "",
-                                                                         secretAccessKey: "wrong"), now: now)
+        let bad = S3Client(
+            endpoint: endpoint,
+            credentials: Credentials(
+                accessKeyID: c.s3AccessKeyID ?? "",
+                secretAccessKey: "wrong"), now: now)
         #expect(try await bad.headBucket(timeout: 5) == 403)
     }
 

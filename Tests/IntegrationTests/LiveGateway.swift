@@ -1,14 +1,16 @@
+import Auth
+import Foundation
+import Postgres
 import S3
 import TransferEngine
-@testable import TransferGateway
+
 @testable import Adapters
-import Auth
-import Postgres
-import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 @testable import Gateway
+@testable import TransferGateway
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// A gateway running in-process on a free port with the real stack's settings (tests only).
 final class LiveGateway: @unchecked Sendable {
@@ -37,8 +39,9 @@ final class LiveGateway: @unchecked Sendable {
     }
 
     func token(_ subject: String, roles: [String] = [], ttl: Int = 600) -> String {
-        TokenMinter.hs256(secret: Array((configuration.jwtSecret ?? "").utf8), subject: subject,
-                          issuedAt: Int(Date().timeIntervalSince1970), ttl: ttl, roles: roles)
+        TokenMinter.hs256(
+            secret: Array((configuration.jwtSecret ?? "").utf8), subject: subject,
+            issuedAt: Int(Date().timeIntervalSince1970), ttl: ttl, roles: roles)
     }
 
     struct Answer {
@@ -48,8 +51,10 @@ final class LiveGateway: @unchecked Sendable {
         let body: Data
     }
 
-    func request(_ method: String, _ path: String, token: String? = nil, json: [String: Any]? = nil,
-                 rawBody: Data? = nil, headers: [String: String] = [:]) async throws -> Answer {
+    func request(
+        _ method: String, _ path: String, token: String? = nil, json: [String: Any]? = nil,
+        rawBody: Data? = nil, headers: [String: String] = [:]
+    ) async throws -> Answer {
         var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
         request.httpMethod = method
         if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
@@ -90,8 +95,9 @@ enum PostgresPoolFor {
 
 extension TokenMinter {
     static func hs256Token(_ configuration: Configuration, subject: String) -> String {
-        hs256(secret: Array((configuration.jwtSecret ?? "").utf8), subject: subject,
-              issuedAt: Int(Date().timeIntervalSince1970), ttl: 600)
+        hs256(
+            secret: Array((configuration.jwtSecret ?? "").utf8), subject: subject,
+            issuedAt: Int(Date().timeIntervalSince1970), ttl: 600)
     }
 }
 
@@ -113,8 +119,9 @@ enum HTTP {
 extension Janitor {
     /// A janitor over the live stack's adapters.
     init(client: S3Client, pool: Postgres.PostgresPool, ttlSeconds: Int, spool: DirectorySpool? = nil, downloadTTLSeconds: Int = 3600) {
-        self.init(jobs: PostgresMaintenanceStore(pool: pool), clientUploads: PostgresClientUploadStore(pool: pool),
-                  jobStore: PostgresJobStore(pool: pool), bucket: S3BucketMaintenance(client: client), ttlSeconds: ttlSeconds,
-                  spool: spool, downloadTTLSeconds: downloadTTLSeconds)
+        self.init(
+            jobs: PostgresMaintenanceStore(pool: pool), clientUploads: PostgresClientUploadStore(pool: pool),
+            jobStore: PostgresJobStore(pool: pool), bucket: S3BucketMaintenance(client: client), ttlSeconds: ttlSeconds,
+            spool: spool, downloadTTLSeconds: downloadTTLSeconds)
     }
 }

@@ -1,8 +1,9 @@
 import Foundation
 import Testing
-@testable import TransferGateway
+
 @testable import Adapters
 @testable import Postgres
+@testable import TransferGateway
 
 /// Against the PostgreSQL started by scripts/stack.sh (GATEWAY_LIVE_TESTS=1).
 private let databaseURL = liveEnvironment["GATEWAY_DATABASE_URL"] ?? ""
@@ -13,7 +14,9 @@ struct PostgresLiveTests {
     @Test func parametersAreBoundNotPasted() async throws {
         let pool = PostgresPool(url: databaseURL, size: 2)
         let hostile = "x'); DROP TABLE pg_class; --"
-        let rows = try await pool.withConnection { try $0.query("SELECT \(hostile)::text AS v, \(42) AS n, \(true) AS b, \(nil as String?)::text AS z") }
+        let rows = try await pool.withConnection {
+            try $0.query("SELECT \(hostile)::text AS v, \(42) AS n, \(true) AS b, \(nil as String?)::text AS z")
+        }
         #expect(try rows[0].string("v") == hostile)
         #expect(try rows[0].int("n") == 42)
         #expect(try rows[0].bool("b"))

@@ -3,22 +3,27 @@ import Foundation
 import S3
 import TestSupport
 import Testing
-@testable import TransferGateway
+
 @testable import Adapters
 @testable import Gateway
+@testable import TransferGateway
 
 /// PostgreSQL stopped and started again while a copy job runs and while an upload streams: the
 /// API answers 503 with a problem body meanwhile, `/readyz` says so, and the job and the upload
 /// then finish byte-identical with every part counted once. It restarts the shared database, so
 /// it runs alone:
 /// scripts/test.sh runs it in a `swift test` of its own with GATEWAY_PG_RESTART_TEST=1.
-@Suite(.serialized, .enabled(if: ProcessInfo.processInfo.environment["GATEWAY_PG_RESTART_TEST"] == "1",
-                             "restarts the database: scripts/test.sh runs it alone"))
+@Suite(
+    .serialized,
+    .enabled(
+        if: ProcessInfo.processInfo.environment["GATEWAY_PG_RESTART_TEST"] == "1",
+        "restarts the database: scripts/test.sh runs it alone"))
 struct PostgresRestartLiveTests {
     static func restartDatabase(downFor seconds: String) throws -> Process {
         let restart = Process()
         restart.executableURL = URL(fileURLWithPath: "/bin/bash")
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../scripts/stack.sh").standardizedFileURL
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../scripts/stack.sh")
+            .standardizedFileURL
         restart.arguments = [script.path, "pg-restart", seconds]
         restart.standardError = FileHandle.nullDevice
         try restart.run()
@@ -35,11 +40,14 @@ struct PostgresRestartLiveTests {
         var bytes = [UInt8](repeating: 0, count: 100 << 20)
         for i in stride(from: 0, to: bytes.count, by: 4096) { bytes[i] = UInt8(truncatingIfNeeded: (i >> 12) &* 11) }
         _ = try await client.putObject(key: "private/alice/\(folder)/src.bin", body: .bytes(bytes))
-        let created = try await gateway.request("POST", "/v1/jobs", token: token, json: [
-            // 20 MiB/s: the 100 MiB copy takes ~5 s, so the outage lands mid-job.
-            "type": "copy", "concurrency": 2, "bandwidthLimit": 20 << 20,
-            "source": ["accessLevel": "private", "key": "\(folder)/src.bin"],
-            "destination": ["accessLevel": "private", "key": "\(folder)/dst.bin"]])
+        let created = try await gateway.request(
+            "POST", "/v1/jobs", token: token,
+            json: [
+                // 20 MiB/s: the 100 MiB copy takes ~5 s, so the outage lands mid-job.
+                "type": "copy", "concurrency": 2, "bandwidthLimit": 20 << 20,
+                "source": ["accessLevel": "private", "key": "\(folder)/src.bin"],
+                "destination": ["accessLevel": "private", "key": "\(folder)/dst.bin"],
+            ])
         let id = try #require(created.json["id"] as? String)
         var job = created.json
         let started = Date().addingTimeInterval(30)
@@ -58,7 +66,9 @@ struct PostgresRestartLiveTests {
             let answer = try await gateway.request("GET", "/v1/jobs/\(id)", token: token)
             if answer.status == 503 && answer.json["code"] as? String == "service_unavailable" { sawUnavailable = true }
             let ready = try await gateway.request("GET", "/readyz")
-            if ready.status == 503, let checks = ready.json["checks"] as? [String: Any], checks["postgres"] as? String != "ok" { readyzSaidSo = true }
+            if ready.status == 503, let checks = ready.json["checks"] as? [String: Any], checks["postgres"] as? String != "ok" {
+                readyzSaidSo = true
+            }
             #expect(answer.status == 200 || answer.status == 503, "status \(answer.status) during the outage")
             try await Task.sleep(for: .milliseconds(100))
         }
@@ -96,15 +106,19 @@ struct PostgresRestartLiveTests {
         let partSize = 5 << 20
         var bytes = [UInt8](repeating: 0, count: 3 * partSize + 1234)
         for i in stride(from: 0, to: bytes.count, by: 512) { bytes[i] = UInt8(truncatingIfNeeded: (i >> 9) &* 7 &+ 1) }
-        let created = try await gateway.request("POST", "/v1/jobs", token: token, json: [
-            "type": "upload", "accessLevel": "private", "key": key, "size": bytes.count])
+        let created = try await gateway.request(
+            "POST", "/v1/jobs", token: token,
+            json: [
+                "type": "upload", "accessLevel": "private", "key": key, "size": bytes.count,
+            ])
         let id = try #require(created.json["id"] as? String)
 
         // One PATCH for everything; the first part and a bit go before the outage.
         let connection = try LoopbackClient(port: gateway.port)
-        try connection.send("PATCH /v1/jobs/\(id)/data HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(token)\r\n"
-                            + "Content-Type: application/offset+octet-stream\r\nUpload-Offset: 0\r\n"
-                            + "Content-Length: \(bytes.count)\r\n\r\n")
+        try connection.send(
+            "PATCH /v1/jobs/\(id)/data HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(token)\r\n"
+                + "Content-Type: application/offset+octet-stream\r\nUpload-Offset: 0\r\n"
+                + "Content-Length: \(bytes.count)\r\n\r\n")
         try connection.send(bytes[..<(partSize + 4096)])
         var committed = 0
         let recorded = Date().addingTimeInterval(30)
@@ -140,11 +154,15 @@ struct PostgresRestartLiveTests {
         let offset = try #require(job["bytesCommitted"] as? Int, "\(job)")
         #expect(offset == partSize, "only what S3 holds and the database recorded counts: \(job)")
         let resumedAt = Date()
-        let rest = try await gateway.request("PATCH", "/v1/jobs/\(id)/data", token: token, rawBody: Data(bytes[offset...]),
-                                             headers: ["Content-Type": "application/offset+octet-stream", "Upload-Offset": String(offset)])
-        #expect(rest.status == 200 && rest.json["state"] as? String == "completed",
-                "the cut request's lease must not hold the upload for 30 s: \(rest.status) \(rest.json)")
-        print("upload through a database outage (\(outage) s): cut request \(cut.head.status), resumed at \(offset) in \(String(format: "%.2f", Date().timeIntervalSince(resumedAt))) s, completed \(rest.json["state"] ?? "?")")
+        let rest = try await gateway.request(
+            "PATCH", "/v1/jobs/\(id)/data", token: token, rawBody: Data(bytes[offset...]),
+            headers: ["Content-Type": "application/offset+octet-stream", "Upload-Offset": String(offset)])
+        #expect(
+            rest.status == 200 && rest.json["state"] as? String == "completed",
+            "the cut request's lease must not hold the upload for 30 s: \(rest.status) \(rest.json)")
+        print(
+            "upload through a database outage (\(outage) s): cut request \(cut.head.status), resumed at \(offset) in \(String(format: "%.2f", Date().timeIntervalSince(resumedAt))) s, completed \(rest.json["state"] ?? "?")"
+        )
         let stored = try await client.getObject(key: "private/alice/\(key)", sink: .memory(limit: 32 << 20)).body
         #expect(Digest.sha256(stored) == Digest.sha256(bytes))
         #expect(try await client.listMultipartUploads(prefix: "private/alice/\(key)").isEmpty)

@@ -1,8 +1,9 @@
 import Foundation
 import Testing
-@testable import TransferGateway
+
 @testable import Adapters
 @testable import Gateway
+@testable import TransferGateway
 
 /// Presigned URLs end to end: the gateway signs, curl talks to the real SeaweedFS.
 @Suite(.enabled(if: liveTestsEnabled, "set GATEWAY_LIVE_TESTS=1 (scripts/test.sh does)"), .serialized)
@@ -15,9 +16,12 @@ struct PresignLiveTests {
         try Data("hello presigned world".utf8).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
 
-        let put = try await gateway.request("POST", "/v1/presign", token: alice, json: [
-            "operation": "put", "accessLevel": "private", "key": key, "contentType": "text/plain",
-            "metadata": ["origin": "test"], "expiresIn": 600])
+        let put = try await gateway.request(
+            "POST", "/v1/presign", token: alice,
+            json: [
+                "operation": "put", "accessLevel": "private", "key": key, "contentType": "text/plain",
+                "metadata": ["origin": "test"], "expiresIn": 600,
+            ])
         #expect(put.status == 200)
         #expect(put.json["objectKey"] as? String == "private/alice/\(key)")
         #expect(put.json["method"] as? String == "PUT")
@@ -31,17 +35,20 @@ struct PresignLiveTests {
         // Without the signed headers the same URL is refused.
         #expect(try curl(["-X", "PUT", "--data-binary", "@\(file.path)", url]).status == 403)
 
-        let get = try await gateway.request("POST", "/v1/presign", token: alice,
-                                            json: ["operation": "get", "accessLevel": "private", "key": key])
+        let get = try await gateway.request(
+            "POST", "/v1/presign", token: alice,
+            json: ["operation": "get", "accessLevel": "private", "key": key])
         let got = try curl([try #require(get.json["url"] as? String)])
         #expect(got.status == 200 && got.body == "hello presigned world")
 
-        let head = try await gateway.request("POST", "/v1/presign", token: alice,
-                                             json: ["operation": "head", "accessLevel": "private", "key": key])
+        let head = try await gateway.request(
+            "POST", "/v1/presign", token: alice,
+            json: ["operation": "head", "accessLevel": "private", "key": key])
         #expect(try curl(["-I", try #require(head.json["url"] as? String)]).status == 200)
 
-        let delete = try await gateway.request("POST", "/v1/presign", token: alice,
-                                               json: ["operation": "delete", "accessLevel": "private", "key": key])
+        let delete = try await gateway.request(
+            "POST", "/v1/presign", token: alice,
+            json: ["operation": "delete", "accessLevel": "private", "key": key])
         #expect(try curl(["-X", "DELETE", try #require(delete.json["url"] as? String)]).status == 204)
         #expect(try curl([try #require(get.json["url"] as? String)]).status == 404)
         await gateway.stop()
@@ -51,11 +58,13 @@ struct PresignLiveTests {
         let gateway = try LiveGateway()
         let alice = gateway.token("alice")
         let key = "t/\(UUID().uuidString).txt"
-        let put = try await gateway.request("POST", "/v1/presign", token: alice,
-                                            json: ["operation": "put", "accessLevel": "public", "key": key])
+        let put = try await gateway.request(
+            "POST", "/v1/presign", token: alice,
+            json: ["operation": "put", "accessLevel": "public", "key": key])
         #expect(try curl(["-X", "PUT", "--data-binary", "x", try #require(put.json["url"] as? String)]).status == 200)
-        let get = try await gateway.request("POST", "/v1/presign", token: alice,
-                                            json: ["operation": "get", "accessLevel": "public", "key": key, "expiresIn": 1])
+        let get = try await gateway.request(
+            "POST", "/v1/presign", token: alice,
+            json: ["operation": "get", "accessLevel": "public", "key": key, "expiresIn": 1])
         let url = try #require(get.json["url"] as? String)
         // Another object under the same signature, and a signature off by one digit.
         #expect(try curl([url.replacingOccurrences(of: ".txt?", with: ".tx0?")]).status == 403)
@@ -76,8 +85,11 @@ struct PresignLiveTests {
         let gateway = try LiveGateway()
         let alice = gateway.token("alice")
         let key = "forms/\(UUID().uuidString)/upload.bin"
-        let form = try await gateway.request("POST", "/v1/presign/post", token: alice, json: [
-            "accessLevel": "protected", "key": key, "contentType": "application/octet-stream", "maxSize": 1024])
+        let form = try await gateway.request(
+            "POST", "/v1/presign/post", token: alice,
+            json: [
+                "accessLevel": "protected", "key": key, "contentType": "application/octet-stream", "maxSize": 1024,
+            ])
         #expect(form.status == 200)
         #expect(form.json["objectKey"] as? String == "protected/alice/\(key)")
         let url = try #require(form.json["url"] as? String)
@@ -96,8 +108,9 @@ struct PresignLiveTests {
         }
         #expect(try post(large) >= 400, "S3 took a file over the policy's content-length-range")
         #expect((200..<300).contains(try post(small)))
-        let get = try await gateway.request("POST", "/v1/presign", token: alice,
-                                            json: ["operation": "get", "accessLevel": "protected", "key": key])
+        let get = try await gateway.request(
+            "POST", "/v1/presign", token: alice,
+            json: ["operation": "get", "accessLevel": "protected", "key": key])
         #expect(try curl([try #require(get.json["url"] as? String)]).body.utf8.count == 1000)
         await gateway.stop()
     }
@@ -112,11 +125,20 @@ struct PresignLiveTests {
         }
         #expect(try await presign(nil, ["operation": "get", "accessLevel": "public", "key": "a"]) == (401, "unauthorized"))
         #expect(try await presign("not.a.token", ["operation": "get", "accessLevel": "public", "key": "a"]) == (401, "unauthorized"))
-        #expect(try await presign(bob, ["operation": "get", "accessLevel": "private", "key": "a", "targetIdentityId": "alice"]) == (403, "forbidden"))
-        #expect(try await presign(bob, ["operation": "put", "accessLevel": "protected", "key": "a", "targetIdentityId": "alice"]) == (403, "forbidden"))
+        #expect(
+            try await presign(bob, ["operation": "get", "accessLevel": "private", "key": "a", "targetIdentityId": "alice"]) == (
+                403, "forbidden"
+            ))
+        #expect(
+            try await presign(bob, ["operation": "put", "accessLevel": "protected", "key": "a", "targetIdentityId": "alice"]) == (
+                403, "forbidden"
+            ))
         #expect(try await presign(bob, ["operation": "get", "accessLevel": "protected", "key": "a", "targetIdentityId": "alice"]).0 == 200)
         #expect(try await presign(alice, ["operation": "get", "accessLevel": "public", "key": "../etc/passwd"]) == (400, "invalid_key"))
-        #expect(try await presign(alice, ["operation": "get", "accessLevel": "public", "key": "a", "expiresIn": 604_801]) == (400, "validation_failed"))
+        #expect(
+            try await presign(alice, ["operation": "get", "accessLevel": "public", "key": "a", "expiresIn": 604_801]) == (
+                400, "validation_failed"
+            ))
         #expect(try await presign(alice, ["operation": "copy", "accessLevel": "public", "key": "a"]) == (400, "validation_failed"))
         #expect(try await presign(alice, ["operation": "get", "accessLevel": "secret", "key": "a"]) == (400, "invalid_json"))
         let expired = gateway.token("alice", ttl: -120)
@@ -139,16 +161,19 @@ struct PresignLiveTests {
         let now = Int(Date().timeIntervalSince1970)
         let gateway = try LiveGateway { $0.s3CredentialExpiration = now + 100 }
         let token = gateway.token("alice")
-        let put = try await gateway.request("POST", "/v1/presign", token: token,
-                                            json: ["operation": "put", "accessLevel": "private", "key": "short.bin"])
+        let put = try await gateway.request(
+            "POST", "/v1/presign", token: token,
+            json: ["operation": "put", "accessLevel": "private", "key": "short.bin"])
         let url = try #require(put.json["url"] as? String)
         let expires = try #require(URLComponents(string: url)?.queryItems?.first { $0.name == "X-Amz-Expires" }?.value)
         #expect((95...100).contains(Int(expires) ?? 0), "X-Amz-Expires=\(expires)")
-        let form = try await gateway.request("POST", "/v1/presign/post", token: token,
-                                             json: ["accessLevel": "private", "key": "short.bin"])
+        let form = try await gateway.request(
+            "POST", "/v1/presign/post", token: token,
+            json: ["accessLevel": "private", "key": "short.bin"])
         #expect(form.status == 200)
-        let upload = try await gateway.request("POST", "/v1/uploads", token: token,
-                                               json: ["accessLevel": "private", "key": "short-\(UUID().uuidString).bin", "size": 10])
+        let upload = try await gateway.request(
+            "POST", "/v1/uploads", token: token,
+            json: ["accessLevel": "private", "key": "short-\(UUID().uuidString).bin", "size": 10])
         let parts = try #require(upload.json["parts"] as? [[String: Any]])
         let partURL = try #require(parts.first?["url"] as? String)
         let partExpires = URLComponents(string: partURL)?.queryItems?.first { $0.name == "X-Amz-Expires" }?.value
@@ -159,16 +184,18 @@ struct PresignLiveTests {
         await gateway.stop()
 
         let expired = try LiveGateway { $0.s3CredentialExpiration = now - 10 }
-        let refused = try await expired.request("POST", "/v1/presign", token: expired.token("alice"),
-                                                json: ["operation": "get", "accessLevel": "private", "key": "short.bin"])
+        let refused = try await expired.request(
+            "POST", "/v1/presign", token: expired.token("alice"),
+            json: ["operation": "get", "accessLevel": "private", "key": "short.bin"])
         #expect(refused.status == 503)
         await expired.stop()
     }
 
     @Test func publicEndpointIsWrittenIntoURLs() async throws {
         let gateway = try LiveGateway { $0.s3PublicEndpoint = "https://files.example.com" }
-        let answer = try await gateway.request("POST", "/v1/presign", token: gateway.token("alice"),
-                                               json: ["operation": "get", "accessLevel": "public", "key": "a b"])
+        let answer = try await gateway.request(
+            "POST", "/v1/presign", token: gateway.token("alice"),
+            json: ["operation": "get", "accessLevel": "public", "key": "a b"])
         let url = try #require(answer.json["url"] as? String)
         #expect(url.hasPrefix("https://files.example.com/\(gateway.configuration.s3Bucket ?? "")/public/a%20b?"))
         await gateway.stop()

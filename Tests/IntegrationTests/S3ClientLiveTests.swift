@@ -2,11 +2,13 @@ import Crypto
 import Foundation
 import SigV4
 import Testing
-@testable import TransferGateway
+
 @testable import Adapters
 @testable import S3
+@testable import TransferGateway
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Every S3 operation the gateway uses, against the SeaweedFS started by scripts/stack.sh.
@@ -15,10 +17,12 @@ let environment = ProcessInfo.processInfo.environment
 let live = environment["GATEWAY_LIVE_TESTS"] == "1"
 
 func liveClient(secret: String? = nil) throws -> S3Client {
-    let endpoint = try S3Endpoint.parse(url: environment["GATEWAY_S3_ENDPOINT"], bucket: environment["GATEWAY_S3_BUCKET"] ?? "",
-                                        region: environment["GATEWAY_S3_REGION"] ?? "us-east-1", pathStyle: nil, accelerate: false)
-    let credentials = Credentials(accessKeyID: environment["GATEWAY_S3_ACCESS_KEY_ID"] ?? "",
-                                  secretAccessKey: secret ?? environment["GATEWAY_S3_SECRET_ACCESS_KEY"] ?? "")
+    let endpoint = try S3Endpoint.parse(
+        url: environment["GATEWAY_S3_ENDPOINT"], bucket: environment["GATEWAY_S3_BUCKET"] ?? "",
+        region: environment["GATEWAY_S3_REGION"] ?? "us-east-1", pathStyle: nil, accelerate: false)
+    let credentials = Credentials(
+        accessKeyID: environment["GATEWAY_S3_ACCESS_KEY_ID"] ?? "",
+        secretAccessKey: secret ?? environment["GATEWAY_S3_SECRET_ACCESS_KEY"] ?? "")
     return S3Client(endpoint: endpoint, credentials: credentials, now: { Int(Date().timeIntervalSince1970) })
 }
 
@@ -52,14 +56,17 @@ func curlStatus(_ arguments: [String]) throws -> Int {
 
 @Suite(.enabled(if: live, "set GATEWAY_LIVE_TESTS=1 (scripts/test.sh does)"), .serialized)
 struct S3ClientLiveTests {
-    @Test(arguments: ["plain.txt", "with space.txt", "plus+and%percent~tilde.bin", "ünïcödé/日本語.txt", "a/b/c/deep.txt", "quote'and(paren).txt"])
+    @Test(arguments: [
+        "plain.txt", "with space.txt", "plus+and%percent~tilde.bin", "ünïcödé/日本語.txt", "a/b/c/deep.txt", "quote'and(paren).txt",
+    ])
     func putGetHeadDeleteRoundTrip(name: String) async throws {
         let client = try liveClient()
         let key = uniqueKey(name)
         let body = pattern(1000, seed: 7)
         let attributes = ObjectAttributes(contentType: "text/plain", cacheControl: "max-age=60", metadata: ["owner": "alice"])
-        let etag = try await client.putObject(key: key, body: .bytes(body), attributes: attributes,
-                                              contentMD5: S3Client.contentMD5(body))
+        let etag = try await client.putObject(
+            key: key, body: .bytes(body), attributes: attributes,
+            contentMD5: S3Client.contentMD5(body))
         #expect(etag == "\"\(Digest.hex(Digest.md5(body)))\"")
         let head = try await client.headObject(key: key)
         #expect(head.size == 1000 && head.etag == etag && head.contentType == "text/plain")
@@ -85,8 +92,9 @@ struct S3ClientLiveTests {
     @Test func wrongContentMD5IsRefused() async throws {
         let client = try liveClient()
         do {
-            _ = try await client.putObject(key: uniqueKey("md5"), body: .bytes(pattern(100, seed: 1)),
-                                           contentMD5: S3Client.contentMD5([1, 2, 3]))
+            _ = try await client.putObject(
+                key: uniqueKey("md5"), body: .bytes(pattern(100, seed: 1)),
+                contentMD5: S3Client.contentMD5([1, 2, 3]))
             Issue.record("a wrong Content-MD5 was accepted")
         } catch let error as S3Error {
             #expect(error.kind == .service && (error.code == "BadDigest" || error.code == "InvalidDigest"), "\(error)")
@@ -98,8 +106,9 @@ struct S3ClientLiveTests {
         let body = pattern(100, seed: 1)
         let right = Digest.crc32cBase64(body.withUnsafeBytes { Digest.crc32c($0) })
         do {
-            _ = try await client.putObject(key: uniqueKey("crc"), body: .bytes(body),
-                                           checksumCRC32C: Digest.crc32cBase64([1, 2, 3].withUnsafeBytes { Digest.crc32c($0) }))
+            _ = try await client.putObject(
+                key: uniqueKey("crc"), body: .bytes(body),
+                checksumCRC32C: Digest.crc32cBase64([1, 2, 3].withUnsafeBytes { Digest.crc32c($0) }))
             Issue.record("a wrong x-amz-checksum-crc32c was accepted")
         } catch let error as S3Error {
             #expect(error.kind == .service && (error.code == "BadDigest" || error.code == "InvalidRequest"), "\(error)")
@@ -119,19 +128,22 @@ struct S3ClientLiveTests {
         let parts = [pattern(5 << 20, seed: 2), pattern(1000, seed: 3)]
         let checksums = parts.map { part in Digest.crc32cBase64(part.withUnsafeBytes { Digest.crc32c($0) }) }
         do {
-            _ = try await client.uploadPart(key: key, uploadId: uploadId, partNumber: 1, body: .bytes(parts[0]), checksumCRC32C: checksums[1])
+            _ = try await client.uploadPart(
+                key: key, uploadId: uploadId, partNumber: 1, body: .bytes(parts[0]), checksumCRC32C: checksums[1])
             Issue.record("a part with another part's checksum was accepted")
         } catch let error as S3Error {
             #expect(error.kind == .service && error.code == "BadDigest", "\(error)")
         }
         var etags: [(partNumber: Int, etag: String)] = []
         for (index, part) in parts.enumerated() {
-            let etag = try await client.uploadPart(key: key, uploadId: uploadId, partNumber: index + 1, body: .bytes(part),
-                                                   checksumCRC32C: checksums[index])
+            let etag = try await client.uploadPart(
+                key: key, uploadId: uploadId, partNumber: index + 1, body: .bytes(part),
+                checksumCRC32C: checksums[index])
             etags.append((index + 1, etag))
         }
-        _ = try await client.completeMultipartUpload(key: key, uploadId: uploadId, parts: etags,
-                                                     checksums: [1: checksums[0], 2: checksums[1]])
+        _ = try await client.completeMultipartUpload(
+            key: key, uploadId: uploadId, parts: etags,
+            checksums: [1: checksums[0], 2: checksums[1]])
         #expect(try await client.getObject(key: key).body == parts[0] + parts[1])
         try await client.deleteObject(key: key)
     }
@@ -150,8 +162,9 @@ struct S3ClientLiveTests {
         let client = try liveClient()
         let key = uniqueKey("inject.txt")
         do {
-            _ = try await client.putObject(key: key, body: .bytes([1]),
-                                           attributes: ObjectAttributes(contentDisposition: "a\r\nx-amz-acl: public-read"))
+            _ = try await client.putObject(
+                key: key, body: .bytes([1]),
+                attributes: ObjectAttributes(contentDisposition: "a\r\nx-amz-acl: public-read"))
             Issue.record("a CRLF in a header value was sent")
         } catch let error as S3Error {
             #expect(error.code == "InvalidHeader" && !error.retryable)
@@ -180,8 +193,13 @@ struct S3ClientLiveTests {
         var etags: [(partNumber: Int, etag: String)] = []
         for i in 0..<3 {
             let slice = Array(data[(i * part)..<min(data.count, (i + 1) * part)])
-            etags.append((i + 1, try await client.uploadPart(key: key, uploadId: uploadId, partNumber: i + 1, body: .bytes(slice),
-                                                             contentMD5: S3Client.contentMD5(slice))))
+            etags.append(
+                (
+                    i + 1,
+                    try await client.uploadPart(
+                        key: key, uploadId: uploadId, partNumber: i + 1, body: .bytes(slice),
+                        contentMD5: S3Client.contentMD5(slice))
+                ))
         }
         let listed = try await client.listParts(key: key, uploadId: uploadId, pageSize: 2)  // two pages
         #expect(listed.map(\.partNumber) == [1, 2, 3])
@@ -189,8 +207,9 @@ struct S3ClientLiveTests {
         #expect(listed.map(\.etag) == etags.map(\.etag))
         // A completion naming a part S3 does not have fails, though S3 may answer 200.
         await #expect(throws: S3Error.self) {
-            _ = try await client.completeMultipartUpload(key: key, uploadId: uploadId,
-                                                         parts: etags + [(partNumber: 4, etag: "\"00000000000000000000000000000000\"")])
+            _ = try await client.completeMultipartUpload(
+                key: key, uploadId: uploadId,
+                parts: etags + [(partNumber: 4, etag: "\"00000000000000000000000000000000\"")])
         }
         let etag = try await client.completeMultipartUpload(key: key, uploadId: uploadId, parts: etags)
         #expect(etag.hasSuffix("-3\""))
@@ -200,10 +219,12 @@ struct S3ClientLiveTests {
         // UploadPartCopy with source ranges rebuilds the object from two halves.
         let copyKey = uniqueKey("copied.bin")
         let copyId = try await client.createMultipartUpload(key: copyKey)
-        let first = try await client.uploadPartCopy(key: copyKey, uploadId: copyId, partNumber: 1, sourceKey: key,
-                                                    range: 0...Int64(part - 1))
-        let second = try await client.uploadPartCopy(key: copyKey, uploadId: copyId, partNumber: 2, sourceKey: key,
-                                                     range: Int64(part)...Int64(data.count - 1))
+        let first = try await client.uploadPartCopy(
+            key: copyKey, uploadId: copyId, partNumber: 1, sourceKey: key,
+            range: 0...Int64(part - 1))
+        let second = try await client.uploadPartCopy(
+            key: copyKey, uploadId: copyId, partNumber: 2, sourceKey: key,
+            range: Int64(part)...Int64(data.count - 1))
         _ = try await client.completeMultipartUpload(key: copyKey, uploadId: copyId, parts: [(1, first), (2, second)])
         #expect(Digest.sha256(try await client.getObject(key: copyKey).body) == Digest.sha256(data))
 

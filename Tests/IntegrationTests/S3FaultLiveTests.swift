@@ -1,177 +1,186 @@
 import Crypto
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import S3
 import Testing
-@testable import TransferGateway
+
 @testable import Adapters
 @testable import Gateway
+@testable import TransferGateway
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// `scripts/faultproxy.py` between the gateway and SeaweedFS: 503 SlowDown answers and
 /// connections reset mid-answer on a share of the requests. Every job type still ends
 /// byte-identical (SHA-256) within its retry limit, and with `retryLimit: 0` the job fails with
 /// S3's code and leaves no multipart upload behind.
 extension JobTableTests {
-@Suite struct S3FaultLiveTests {
-    /// The fault proxy as a child process.
-    final class FaultProxy {
-        let process = Process()
-        let port: Int
+    @Suite struct S3FaultLiveTests {
+        /// The fault proxy as a child process.
+        final class FaultProxy {
+            let process = Process()
+            let port: Int
 
-        init(_ arguments: [String]) throws {
-            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-                .appendingPathComponent("../../scripts/faultproxy.py").standardizedFileURL
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-            process.arguments = [script.path, "--upstream", "127.0.0.1:18333"] + arguments
-            let output = Pipe()
-            process.standardOutput = output
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            let line = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
-            guard let port = Int(line.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") else {
-                kill(process.processIdentifier, SIGKILL)
-                throw CocoaError(.fileReadUnknown)
+            init(_ arguments: [String]) throws {
+                let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+                    .appendingPathComponent("../../scripts/faultproxy.py").standardizedFileURL
+                process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+                process.arguments = [script.path, "--upstream", "127.0.0.1:18333"] + arguments
+                let output = Pipe()
+                process.standardOutput = output
+                process.standardError = FileHandle.nullDevice
+                try process.run()
+                let line = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
+                guard let port = Int(line.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") else {
+                    kill(process.processIdentifier, SIGKILL)
+                    throw CocoaError(.fileReadUnknown)
+                }
+                self.port = port
             }
-            self.port = port
+
+            func stats() async throws -> [String: Int] {
+                let (data, _) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/__faults")!)
+                return (try JSONSerialization.jsonObject(with: data) as? [String: Int]) ?? [:]
+            }
+
+            deinit {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+            }
         }
 
-        func stats() async throws -> [String: Int] {
-            let (data, _) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/__faults")!)
-            return (try JSONSerialization.jsonObject(with: data) as? [String: Int]) ?? [:]
+        static let size = (30 << 20) + 333
+
+        static func body() -> [UInt8] {
+            var bytes = [UInt8](repeating: 0, count: size)
+            for i in stride(from: 0, to: size, by: 1024) { bytes[i] = UInt8(truncatingIfNeeded: (i >> 10) &* 17) }
+            return bytes
         }
 
-        deinit {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+        /// A gateway whose S3 traffic goes through `proxy`.
+        func gateway(through proxy: FaultProxy) async throws -> LiveGateway {
+            let gateway = try LiveGateway {
+                $0.s3Endpoint = "http://127.0.0.1:\(proxy.port)"
+                $0.importAllowHosts = ["127.0.0.1"]
+                $0.leaseSeconds = 6
+                $0.spoolDirectory = NSTemporaryDirectory() + "fault-spool-" + UUID().uuidString
+            }
+            try await JobTableTests.retireLeftovers(PostgresPoolFor.live())
+            gateway.app.worker?.start()
+            return gateway
         }
-    }
 
-    static let size = (30 << 20) + 333
-
-    static func body() -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: size)
-        for i in stride(from: 0, to: size, by: 1024) { bytes[i] = UInt8(truncatingIfNeeded: (i >> 10) &* 17) }
-        return bytes
-    }
-
-    /// A gateway whose S3 traffic goes through `proxy`.
-    func gateway(through proxy: FaultProxy) async throws -> LiveGateway {
-        let gateway = try LiveGateway {
-            $0.s3Endpoint = "http://127.0.0.1:\(proxy.port)"
-            $0.importAllowHosts = ["127.0.0.1"]
-            $0.leaseSeconds = 6
-            $0.spoolDirectory = NSTemporaryDirectory() + "fault-spool-" + UUID().uuidString
+        /// Long-polls a job to its end (bounded).
+        func finish(_ gateway: LiveGateway, _ id: String, token: String) async throws -> [String: Any] {
+            var job: [String: Any] = [:]
+            let deadline = Date().addingTimeInterval(180)
+            while !["completed", "failed", "canceled"].contains(job["state"] as? String ?? "") && Date() < deadline {
+                job = try await gateway.request("GET", "/v1/jobs/\(id)?wait=10", token: token).json
+            }
+            return job
         }
-        try await JobTableTests.retireLeftovers(PostgresPoolFor.live())
-        gateway.app.worker?.start()
-        return gateway
-    }
 
-    /// Long-polls a job to its end (bounded).
-    func finish(_ gateway: LiveGateway, _ id: String, token: String) async throws -> [String: Any] {
-        var job: [String: Any] = [:]
-        let deadline = Date().addingTimeInterval(180)
-        while !["completed", "failed", "canceled"].contains(job["state"] as? String ?? "") && Date() < deadline {
-            job = try await gateway.request("GET", "/v1/jobs/\(id)?wait=10", token: token).json
-        }
-        return job
-    }
+        enum Kind: String, CaseIterable, Sendable { case copy, `import`, download, upload }
 
-    enum Kind: String, CaseIterable, Sendable { case copy, `import`, download, upload }
-
-    @Test(arguments: Kind.allCases)
-    func jobsFinishByteIdenticalThroughErrorsAndResets(_ kind: Kind) async throws {
-        // Downloads read with ranged GETs; the others write parts.
-        let proxy = try FaultProxy(kind == .download
-            ? ["--method", "GET", "--error-rate", "0.2", "--reset-rate", "0.15", "--reset-after", "4000", "--seed", "7"]
-            : ["--match", "partNumber=", "--error-rate", "0.2", "--reset-rate", "0.15", "--reset-after", "100", "--seed", "7"])
-        let gateway = try await gateway(through: proxy)
-        let direct = try Configuration.fromEnvironment(ProcessInfo.processInfo.environment).makeS3Client()
-        let token = gateway.token("alice")
-        let folder = "fault-\(kind.rawValue)-\(UUID().uuidString)"
-        let bytes = Self.body()
-        let source = "private/alice/\(folder)/src.bin"
-        if kind != .upload { _ = try await direct.putObject(key: source, body: .bytes(bytes)) }
-        let options: [String: Any] = ["retryLimit": 10, "concurrency": 3]
-        let id: String
-        switch kind {
-        case .copy, .download, .import:
-            // A download takes no transfer options: its reads run when its data is fetched.
-            var body = kind == .download ? [:] : options
-            body["type"] = kind.rawValue
+        @Test(arguments: Kind.allCases)
+        func jobsFinishByteIdenticalThroughErrorsAndResets(_ kind: Kind) async throws {
+            // Downloads read with ranged GETs; the others write parts.
+            let proxy = try FaultProxy(
+                kind == .download
+                    ? ["--method", "GET", "--error-rate", "0.2", "--reset-rate", "0.15", "--reset-after", "4000", "--seed", "7"]
+                    : ["--match", "partNumber=", "--error-rate", "0.2", "--reset-rate", "0.15", "--reset-after", "100", "--seed", "7"])
+            let gateway = try await gateway(through: proxy)
+            let direct = try Configuration.fromEnvironment(ProcessInfo.processInfo.environment).makeS3Client()
+            let token = gateway.token("alice")
+            let folder = "fault-\(kind.rawValue)-\(UUID().uuidString)"
+            let bytes = Self.body()
+            let source = "private/alice/\(folder)/src.bin"
+            if kind != .upload { _ = try await direct.putObject(key: source, body: .bytes(bytes)) }
+            let options: [String: Any] = ["retryLimit": 10, "concurrency": 3]
+            let id: String
             switch kind {
-            case .copy:
-                body["source"] = ["accessLevel": "private", "key": "\(folder)/src.bin"]
-                body["destination"] = ["accessLevel": "private", "key": "\(folder)/dst.bin"]
-            case .download:
-                body["source"] = ["accessLevel": "private", "key": "\(folder)/src.bin"]
-            default:
-                body["sourceUrl"] = direct.presignedURL(method: "GET", key: source, expires: 600)
+            case .copy, .download, .import:
+                // A download takes no transfer options: its reads run when its data is fetched.
+                var body = kind == .download ? [:] : options
+                body["type"] = kind.rawValue
+                switch kind {
+                case .copy:
+                    body["source"] = ["accessLevel": "private", "key": "\(folder)/src.bin"]
+                    body["destination"] = ["accessLevel": "private", "key": "\(folder)/dst.bin"]
+                case .download:
+                    body["source"] = ["accessLevel": "private", "key": "\(folder)/src.bin"]
+                default:
+                    body["sourceUrl"] = direct.presignedURL(method: "GET", key: source, expires: 600)
+                    body["accessLevel"] = "private"
+                    body["key"] = "\(folder)/dst.bin"
+                }
+                let created = try await gateway.request("POST", "/v1/jobs", token: token, json: body)
+                id = try #require(created.json["id"] as? String, "\(created.json)")
+            case .upload:
+                var body = options
+                body["type"] = "upload"
                 body["accessLevel"] = "private"
                 body["key"] = "\(folder)/dst.bin"
+                body["size"] = bytes.count
+                let created = try await gateway.request("POST", "/v1/jobs", token: token, json: body)
+                id = try #require(created.json["id"] as? String, "\(created.json)")
+                let sent = try await gateway.request("PUT", "/v1/jobs/\(id)/data", token: token, rawBody: Data(bytes))
+                #expect(sent.status == 200, "\(sent.json)")
             }
-            let created = try await gateway.request("POST", "/v1/jobs", token: token, json: body)
-            id = try #require(created.json["id"] as? String, "\(created.json)")
-        case .upload:
-            var body = options
-            body["type"] = "upload"
-            body["accessLevel"] = "private"
-            body["key"] = "\(folder)/dst.bin"
-            body["size"] = bytes.count
-            let created = try await gateway.request("POST", "/v1/jobs", token: token, json: body)
-            id = try #require(created.json["id"] as? String, "\(created.json)")
-            let sent = try await gateway.request("PUT", "/v1/jobs/\(id)/data", token: token, rawBody: Data(bytes))
-            #expect(sent.status == 200, "\(sent.json)")
+            let job = try await finish(gateway, id, token: token)
+            #expect(job["state"] as? String == "completed", "\(job)")
+            if kind == .download {
+                let data = try await gateway.request("GET", "/v1/jobs/\(id)/data", token: token)
+                #expect(Digest.sha256(Array(data.body)) == Digest.sha256(bytes))
+            } else {
+                let stored = try await direct.getObject(key: "private/alice/\(folder)/dst.bin", sink: .memory(limit: 64 << 20)).body
+                #expect(Digest.sha256(stored) == Digest.sha256(bytes))
+            }
+            #expect(try await direct.listMultipartUploads(prefix: "private/alice/\(folder)/").isEmpty)
+            let stats = try await proxy.stats()
+            #expect((stats["errors"] ?? 0) + (stats["resets"] ?? 0) > 0, "no fault was injected: \(stats)")
+            print("faultproxy \(kind.rawValue): \(stats.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))")
+            await gateway.app.worker?.stop()
+            await gateway.stop()
         }
-        let job = try await finish(gateway, id, token: token)
-        #expect(job["state"] as? String == "completed", "\(job)")
-        if kind == .download {
-            let data = try await gateway.request("GET", "/v1/jobs/\(id)/data", token: token)
-            #expect(Digest.sha256(Array(data.body)) == Digest.sha256(bytes))
-        } else {
-            let stored = try await direct.getObject(key: "private/alice/\(folder)/dst.bin", sink: .memory(limit: 64 << 20)).body
-            #expect(Digest.sha256(stored) == Digest.sha256(bytes))
-        }
-        #expect(try await direct.listMultipartUploads(prefix: "private/alice/\(folder)/").isEmpty)
-        let stats = try await proxy.stats()
-        #expect((stats["errors"] ?? 0) + (stats["resets"] ?? 0) > 0, "no fault was injected: \(stats)")
-        print("faultproxy \(kind.rawValue): \(stats.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))")
-        await gateway.app.worker?.stop()
-        await gateway.stop()
-    }
 
-    @Test(arguments: [Kind.copy, Kind.upload])
-    func withRetryLimitZeroAJobFailsWithS3sCodeAndLeavesNoUpload(_ kind: Kind) async throws {
-        let proxy = try FaultProxy(["--match", "partNumber=", "--error-rate", "1", "--error", "503:SlowDown"])
-        let gateway = try await gateway(through: proxy)
-        let direct = try Configuration.fromEnvironment(ProcessInfo.processInfo.environment).makeS3Client()
-        let token = gateway.token("alice")
-        let folder = "fault0-\(kind.rawValue)-\(UUID().uuidString)"
-        let bytes = Self.body()
-        let id: String
-        if kind == .copy {
-            _ = try await direct.putObject(key: "private/alice/\(folder)/src.bin", body: .bytes(bytes))
-            let created = try await gateway.request("POST", "/v1/jobs", token: token, json: [
-                "type": "copy", "retryLimit": 0, "source": ["accessLevel": "private", "key": "\(folder)/src.bin"],
-                "destination": ["accessLevel": "private", "key": "\(folder)/dst.bin"]])
-            id = try #require(created.json["id"] as? String)
-        } else {
-            let created = try await gateway.request("POST", "/v1/jobs", token: token, json: [
-                "type": "upload", "retryLimit": 0, "accessLevel": "private", "key": "\(folder)/dst.bin", "size": bytes.count])
-            id = try #require(created.json["id"] as? String)
-            let sent = try await gateway.request("PUT", "/v1/jobs/\(id)/data", token: token, rawBody: Data(bytes))
-            #expect(sent.status == 502 && sent.json["code"] as? String == "storage_error", "\(sent.json)")
+        @Test(arguments: [Kind.copy, Kind.upload])
+        func withRetryLimitZeroAJobFailsWithS3sCodeAndLeavesNoUpload(_ kind: Kind) async throws {
+            let proxy = try FaultProxy(["--match", "partNumber=", "--error-rate", "1", "--error", "503:SlowDown"])
+            let gateway = try await gateway(through: proxy)
+            let direct = try Configuration.fromEnvironment(ProcessInfo.processInfo.environment).makeS3Client()
+            let token = gateway.token("alice")
+            let folder = "fault0-\(kind.rawValue)-\(UUID().uuidString)"
+            let bytes = Self.body()
+            let id: String
+            if kind == .copy {
+                _ = try await direct.putObject(key: "private/alice/\(folder)/src.bin", body: .bytes(bytes))
+                let created = try await gateway.request(
+                    "POST", "/v1/jobs", token: token,
+                    json: [
+                        "type": "copy", "retryLimit": 0, "source": ["accessLevel": "private", "key": "\(folder)/src.bin"],
+                        "destination": ["accessLevel": "private", "key": "\(folder)/dst.bin"],
+                    ])
+                id = try #require(created.json["id"] as? String)
+            } else {
+                let created = try await gateway.request(
+                    "POST", "/v1/jobs", token: token,
+                    json: [
+                        "type": "upload", "retryLimit": 0, "accessLevel": "private", "key": "\(folder)/dst.bin", "size": bytes.count,
+                    ])
+                id = try #require(created.json["id"] as? String)
+                let sent = try await gateway.request("PUT", "/v1/jobs/\(id)/data", token: token, rawBody: Data(bytes))
+                #expect(sent.status == 502 && sent.json["code"] as? String == "storage_error", "\(sent.json)")
+            }
+            let job = try await finish(gateway, id, token: token)
+            #expect(job["state"] as? String == "failed", "\(job)")
+            let error = job["error"] as? [String: Any]
+            #expect(error?["code"] as? String == "retries_exhausted" && error?["cause"] as? String == "throttled", "\(job)")
+            #expect(try await direct.listMultipartUploads(prefix: "private/alice/\(folder)/").isEmpty)
+            await #expect(throws: S3Error.self) { _ = try await direct.headObject(key: "private/alice/\(folder)/dst.bin") }
+            await gateway.app.worker?.stop()
+            await gateway.stop()
         }
-        let job = try await finish(gateway, id, token: token)
-        #expect(job["state"] as? String == "failed", "\(job)")
-        let error = job["error"] as? [String: Any]
-        #expect(error?["code"] as? String == "retries_exhausted" && error?["cause"] as? String == "throttled", "\(job)")
-        #expect(try await direct.listMultipartUploads(prefix: "private/alice/\(folder)/").isEmpty)
-        await #expect(throws: S3Error.self) { _ = try await direct.headObject(key: "private/alice/\(folder)/dst.bin") }
-        await gateway.app.worker?.stop()
-        await gateway.stop()
     }
-}
 }

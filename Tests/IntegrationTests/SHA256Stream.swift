@@ -1,8 +1,10 @@
-@testable import TransferGateway
-@testable import Adapters
 import Crypto
+
+@testable import Adapters
+@testable import TransferGateway
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// SHA-256 over data that arrives in pieces (tests hash GiB files without holding them).

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Bytes the kernel still holds unread by the process at `serverPort` on the connection from

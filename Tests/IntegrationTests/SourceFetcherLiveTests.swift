@@ -3,6 +3,7 @@ import HTTPServer
 import Synchronization
 import Testing
 import TransferEngine
+
 @testable import Adapters
 @testable import TransferGateway
 
@@ -13,18 +14,20 @@ private final class EndlessSource: HTTPResponder {
     let written = Atomic<Int>(0)
 
     func respond(to request: HTTPRequest) async -> HTTPResponse {
-        HTTPResponse(status: 200, body: .stream(length: nil) { writer in
-            let chunk = [UInt8](repeating: 0x61, count: 64 * 1024)
-            do {
-                while true {
-                    try await writer.write(chunk)
-                    self.written.add(chunk.count, ordering: .relaxed)
+        HTTPResponse(
+            status: 200,
+            body: .stream(length: nil) { writer in
+                let chunk = [UInt8](repeating: 0x61, count: 64 * 1024)
+                do {
+                    while true {
+                        try await writer.write(chunk)
+                        self.written.add(chunk.count, ordering: .relaxed)
+                    }
+                } catch {
+                    self.closedAt.withLock { $0 = $0 ?? Date() }
+                    throw error
                 }
-            } catch {
-                self.closedAt.withLock { $0 = $0 ?? Date() }
-                throw error
-            }
-        })
+            })
     }
 }
 

@@ -1,13 +1,15 @@
 import Crypto
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import S3
 import Testing
-@testable import TransferGateway
+
 @testable import Adapters
 @testable import Gateway
+@testable import TransferGateway
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// Client-driven multipart against SeaweedFS: the test plays the browser, sending parts straight
 /// to S3 on the gateway's presigned part URLs.
@@ -36,8 +38,11 @@ struct UploadsLiveTests {
         let key = "cdm-\(UUID().uuidString).bin"
         var bytes = [UInt8](repeating: 0, count: (12 << 20) + 7)
         for i in stride(from: 0, to: bytes.count, by: 128) { bytes[i] = UInt8(truncatingIfNeeded: (i >> 7) &* 131 &+ (i >> 20)) }
-        let created = try await gateway.request("POST", "/v1/uploads", token: token, json: [
-            "accessLevel": "private", "key": key, "size": bytes.count, "contentType": "application/octet-stream"])
+        let created = try await gateway.request(
+            "POST", "/v1/uploads", token: token,
+            json: [
+                "accessLevel": "private", "key": key, "size": bytes.count, "contentType": "application/octet-stream",
+            ])
         #expect(created.status == 201, "\(created.json)")
         let id = try #require(created.json["uploadId"] as? String)
         #expect(created.json["partCount"] as? Int == 3 && created.json["partSize"] as? Int == 5 << 20)
@@ -71,8 +76,11 @@ struct UploadsLiveTests {
         let client = try gateway.configuration.makeS3Client()
         let token = gateway.token("alice")
         let key = "cdm-abort-\(UUID().uuidString).bin"
-        let created = try await gateway.request("POST", "/v1/uploads", token: token, json: [
-            "accessLevel": "private", "key": key, "size": 11 << 20])
+        let created = try await gateway.request(
+            "POST", "/v1/uploads", token: token,
+            json: [
+                "accessLevel": "private", "key": key, "size": 11 << 20,
+            ])
         let id = try #require(created.json["uploadId"] as? String)
         #expect(try await Self.put(try #require(Self.urls(created.json)[1]), Data(count: 5 << 20)) == 200)
         // Completing with parts missing is refused, and says which.
@@ -93,8 +101,11 @@ struct UploadsLiveTests {
         let client = try gateway.configuration.makeS3Client()
         let token = gateway.token("alice")
         let key = "cdm-ttl-\(UUID().uuidString).bin"
-        let created = try await gateway.request("POST", "/v1/uploads", token: token, json: [
-            "accessLevel": "private", "key": key, "size": 6 << 20])
+        let created = try await gateway.request(
+            "POST", "/v1/uploads", token: token,
+            json: [
+                "accessLevel": "private", "key": key, "size": 6 << 20,
+            ])
         let id = try #require(created.json["uploadId"] as? String)
         #expect(try await Self.put(try #require(Self.urls(created.json)[1]), Data(count: 5 << 20)) == 200)
         let janitor = Janitor(client: client, pool: try PostgresPoolFor.live(), ttlSeconds: 3600)
@@ -119,8 +130,11 @@ struct UploadsLiveTests {
         let client = try gateway.configuration.makeS3Client()
         let token = gateway.token("alice")
         let key = "cdm-vanished-\(UUID().uuidString).bin"
-        let created = try await gateway.request("POST", "/v1/uploads", token: token, json: [
-            "accessLevel": "private", "key": key, "size": 1 << 20])
+        let created = try await gateway.request(
+            "POST", "/v1/uploads", token: token,
+            json: [
+                "accessLevel": "private", "key": key, "size": 1 << 20,
+            ])
         let id = try #require(created.json["uploadId"] as? String)
         let listed = try await client.listMultipartUploads(prefix: "private/alice/\(key)")
         let s3ID = try #require(listed.first?.uploadId)
@@ -140,12 +154,18 @@ struct UploadsLiveTests {
     @Test func outOfRangeNumbersAndNullsAreRefusedNotFatal() async throws {
         let gateway = try LiveGateway()
         let token = gateway.token("alice")
-        let created = try await gateway.request("POST", "/v1/uploads", token: token, json: [
-            "accessLevel": "private", "key": "cdm-range-\(UUID().uuidString).bin", "size": 11 << 20])
+        let created = try await gateway.request(
+            "POST", "/v1/uploads", token: token,
+            json: [
+                "accessLevel": "private", "key": "cdm-range-\(UUID().uuidString).bin", "size": 11 << 20,
+            ])
         let id = try #require(created.json["uploadId"] as? String)
         for number in [1e300, -4.2e29, 0.5, 0] {
-            let answer = try await gateway.request("POST", "/v1/uploads/\(id)/complete", token: token, json: [
-                "parts": [["partNumber": number, "etag": "x"]]])
+            let answer = try await gateway.request(
+                "POST", "/v1/uploads/\(id)/complete", token: token,
+                json: [
+                    "parts": [["partNumber": number, "etag": "x"]]
+                ])
             #expect(answer.status == 400 && answer.json["code"] as? String == "validation_failed", "\(number): \(answer.json)")
         }
         // A part number S3 allows but this upload does not have: the upload's state, 409.
@@ -153,8 +173,11 @@ struct UploadsLiveTests {
         #expect(past.status == 409 && past.json["code"] as? String == "part_out_of_range", "\(past.json)")
         #expect(try await gateway.request("POST", "/v1/uploads/\(id)/parts", token: token, json: ["partNumbers": [10_001]]).status == 400)
         // Optional fields are left out, never null; an empty cursor is not a cursor.
-        let null = try await gateway.request("POST", "/v1/uploads", token: token, json: [
-            "accessLevel": "private", "key": "cdm-null.bin", "size": 1, "contentType": NSNull()])
+        let null = try await gateway.request(
+            "POST", "/v1/uploads", token: token,
+            json: [
+                "accessLevel": "private", "key": "cdm-null.bin", "size": 1, "contentType": NSNull(),
+            ])
         #expect(null.status == 400 && null.json["code"] as? String == "invalid_json", "\(null.json)")
         #expect(try await gateway.request("GET", "/v1/jobs?cursor=", token: token).status == 400)
         #expect(try await gateway.request("GET", "/healthz").status == 200, "still serving")

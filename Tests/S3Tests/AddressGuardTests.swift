@@ -1,4 +1,5 @@
 import Testing
+
 @testable import S3
 
 /// The reach of an operator's own URL (the webhook receiver): private networks and loopback
@@ -11,8 +12,10 @@ struct AddressGuardTests {
         #expect(throws: AddressGuard.Refusal.self) { _ = try AddressGuard(allowedHosts: []).resolve(host: host, port: 80) }
     }
 
-    @Test(arguments: ["169.254.169.254", "100.100.100.200", "168.63.129.16", "[fe80::1]", "[::ffff:169.254.169.254]",
-                      "[::a9fe:a9fe]", "[64:ff9b::a9fe:a9fe]", "[2002:a9fe:a9fe::1]", "[fd00:ec2::254]"])
+    @Test(arguments: [
+        "169.254.169.254", "100.100.100.200", "168.63.129.16", "[fe80::1]", "[::ffff:169.254.169.254]",
+        "[::a9fe:a9fe]", "[64:ff9b::a9fe:a9fe]", "[2002:a9fe:a9fe::1]", "[fd00:ec2::254]",
+    ])
     func metadataAndLinkLocalAddressesAreRefused(_ host: String) {
         let guardian = AddressGuard(allowedHosts: [], reach: .anyButLinkLocal)
         #expect(throws: AddressGuard.Refusal.self) { _ = try guardian.resolve(host: host, port: 80) }

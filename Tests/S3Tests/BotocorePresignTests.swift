@@ -1,6 +1,7 @@
 import Foundation
 import SigV4
 import Testing
+
 @testable import S3
 
 /// Presigned URLs for awkward keys must equal botocore's, character for character, for the same
@@ -27,7 +28,8 @@ struct BotocoreFixture: Decodable {
     static let loaded: BotocoreFixture = {
         let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/botocore-presign.json")
         guard let data = try? Data(contentsOf: url),
-              let fixture = try? JSONDecoder().decode(BotocoreFixture.self, from: data) else {
+            let fixture = try? JSONDecoder().decode(BotocoreFixture.self, from: data)
+        else {
             preconditionFailure("cannot read \(url.path)")
         }
         return fixture
@@ -38,9 +40,10 @@ struct BotocoreFixture: Decodable {
 func presignedURLMatchesBotocore(_ c: BotocoreCase) throws {
     let f = BotocoreFixture.loaded
     let endpoint = try S3Endpoint.parse(url: f.endpoint, bucket: f.bucket, region: f.region, pathStyle: true, accelerate: false)
-    let client = S3Client(endpoint: endpoint,
-                          credentials: Credentials(accessKeyID: f.accessKeyID, secretAccessKey: f.secretAccessKey),
-                          now: { f.secondsSince1970 })
+    let client = S3Client(
+        endpoint: endpoint,
+        credentials: Credentials(accessKeyID: f.accessKeyID, secretAccessKey: f.secretAccessKey),
+        now: { f.secondsSince1970 })
     #expect(client.presignedURL(method: c.method, key: c.key, expires: f.expires) == c.url)
 }
 

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import S3
 
 /// `encoding-type=url` answers of ListObjectsV2 (a space is `+`, a `+` is `%2B`, as AWS and

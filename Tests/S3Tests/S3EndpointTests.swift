@@ -1,4 +1,5 @@
 import Testing
+
 @testable import S3
 
 @Test func pathStyleEndpoint() throws {
@@ -28,8 +29,10 @@ import Testing
 
 // A host or bucket a URL cannot hold is refused at start-up: presigned URLs are written into
 // JSON answers unescaped.
-@Test(arguments: ["127.0.0.1:8333", "ftp://x", "http://host:99999", "http://host/path", "http://",
-                  "http://ho\"st", "http://ho\\st:9000", "http://ho st", "http://h\u{7F}", "http://hé"])
+@Test(arguments: [
+    "127.0.0.1:8333", "ftp://x", "http://host:99999", "http://host/path", "http://",
+    "http://ho\"st", "http://ho\\st:9000", "http://ho st", "http://h\u{7F}", "http://hé",
+])
 func badEndpointsAreRefused(url: String) {
     #expect(throws: S3Endpoint.ParseError.self) {
         _ = try S3Endpoint.parse(url: url, bucket: "b", region: "r", pathStyle: nil, accelerate: false)
@@ -68,7 +71,8 @@ func badRegionsAreRefused(region: String) {
 }
 
 @Test func completionThatFailsWithStatus200IsAnError() {
-    let body = Array("<?xml version=\"1.0\"?>\n<Error><Code>InternalError</Code><Message>We encountered an internal error.</Message></Error>".utf8)
+    let body = Array(
+        "<?xml version=\"1.0\"?>\n<Error><Code>InternalError</Code><Message>We encountered an internal error.</Message></Error>".utf8)
     do {
         _ = try S3Client.completionETag(status: 200, body: body)
         Issue.record("a 200 with an Error body counted as success")
@@ -77,7 +81,9 @@ func badRegionsAreRefused(region: String) {
     } catch {
         Issue.record("\(error)")
     }
-    let ok = Array("<CompleteMultipartUploadResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Location>x</Location><Bucket>b</Bucket><Key>k</Key><ETag>&quot;abc-3&quot;</ETag></CompleteMultipartUploadResult>".utf8)
+    let ok = Array(
+        "<CompleteMultipartUploadResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Location>x</Location><Bucket>b</Bucket><Key>k</Key><ETag>&quot;abc-3&quot;</ETag></CompleteMultipartUploadResult>"
+            .utf8)
     #expect((try? S3Client.completionETag(status: 200, body: ok)) == "\"abc-3\"")
     #expect(throws: S3Error.self) { _ = try S3Client.completionETag(status: 200, body: Array("<html>".utf8)) }
 }

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Testing
+
 @testable import SigV4
 
 // AWS's SigV4 test suite (awslabs/aws-c-auth, tests/aws-signing-test-suite/v4), copied as
@@ -28,7 +29,8 @@ private struct SuiteContext {
         normalize = !caseName.hasSuffix("-unnormalized")
         let url = fixtureRoot.appendingPathComponent(caseName).appendingPathComponent("context.json")
         guard let data = try? Data(contentsOf: url),
-              let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return }
+            let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else { return }
         if let credentials = json["credentials"] as? [String: Any] {
             accessKey = credentials["access_key_id"] as? String ?? accessKey
             secret = credentials["secret_access_key"] as? String ?? secret
@@ -57,7 +59,8 @@ private struct WrittenRequest {
         guard !lines.isEmpty else { return nil }
         let requestLine = lines.removeFirst()
         guard let firstSpace = requestLine.firstIndex(of: " "), let lastSpace = requestLine.lastIndex(of: " "),
-              firstSpace < lastSpace else { return nil }
+            firstSpace < lastSpace
+        else { return nil }
         method = String(requestLine[..<firstSpace])
         let target = String(requestLine[requestLine.index(after: firstSpace)..<lastSpace])
         if let q = target.firstIndex(of: "?") {
@@ -145,7 +148,8 @@ func querySignedRequestMatches(_ c: SuiteCase) throws {
     // The suite's query variant may sign the session token as a header as well as carry it in
     // the query; the written request shows it only in the query.
     if signedNames.contains("x-amz-security-token"), !headers.contains(where: { $0.0.lowercased() == "x-amz-security-token" }),
-       let token = request.query.first(where: { $0.0 == "X-Amz-Security-Token" })?.1 {
+        let token = request.query.first(where: { $0.0 == "X-Amz-Security-Token" })?.1
+    {
         headers.append(("x-amz-security-token", token))
     }
     expectStages(c.name, variant: "query", request: request, headers: headers, context: context, signature: expected)
@@ -154,14 +158,18 @@ func querySignedRequestMatches(_ c: SuiteCase) throws {
 /// Signs `request` with our stages and compares each with what the case stores. The suite signs
 /// bodies only when its context says so; otherwise the payload hash is that of the empty
 /// string, whatever the request carries.
-private func expectStages(_ name: String, variant: String, request: WrittenRequest, headers: [(String, String)],
-                          context: SuiteContext, signature expected: String) {
+private func expectStages(
+    _ name: String, variant: String, request: WrittenRequest, headers: [(String, String)],
+    context: SuiteContext, signature expected: String
+) {
     let payloadHash = context.signedBodyValue ?? Signer.emptyPayloadHash
-    let canonical = CanonicalRequest(method: request.method,
-                                     encodedPath: CanonicalURI.generic(path: request.path, normalize: context.normalize),
-                                     query: request.query, headers: headers, payloadHash: payloadHash)
-    let signer = Signer(credentials: Credentials(accessKeyID: context.accessKey, secretAccessKey: context.secret),
-                        region: context.region, service: context.service)
+    let canonical = CanonicalRequest(
+        method: request.method,
+        encodedPath: CanonicalURI.generic(path: request.path, normalize: context.normalize),
+        query: request.query, headers: headers, payloadHash: payloadHash)
+    let signer = Signer(
+        credentials: Credentials(accessKeyID: context.accessKey, secretAccessKey: context.secret),
+        region: context.region, service: context.service)
     if let stored = read(name, "\(variant)-canonical-request.txt") { #expect(canonical.text == stored, "canonical request") }
     let stringToSign = signer.stringToSign(canonical, time: context.time)
     if let stored = read(name, "\(variant)-string-to-sign.txt") { #expect(stringToSign == stored, "string to sign") }

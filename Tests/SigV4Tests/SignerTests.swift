@@ -1,12 +1,14 @@
 import Testing
+
 @testable import SigV4
 
 // Fixtures from the Amazon S3 API Reference, "Signature Calculations for the Authorization
 // Header" and "Authenticating Requests: Using Query Parameters": bucket `examplebucket`,
 // access key AKIAIOSFODNN7EXAMPLE, secret wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY,
 // 2013-05-24T00:00:00Z, us-east-1.
-private let docCredentials = Credentials(accessKeyID: "AKIAIOSFODNN7EXAMPLE",
-                                         secretAccessKey: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
+private let docCredentials = Credentials(
+    accessKeyID: "AKIAIOSFODNN7EXAMPLE",
+    secretAccessKey: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
 private let docTime = SigningTime(secondsSince1970: 1_369_353_600)
 private let signer = Signer(credentials: docCredentials, region: "us-east-1")
 
@@ -22,17 +24,19 @@ private let signer = Signer(credentials: docCredentials, region: "us-east-1")
 }
 
 @Test func documentationPresignedGet() {
-    let query = signer.presignedQuery(method: "GET", encodedPath: "/test.txt", query: [],
-                                      headers: [("Host", "examplebucket.s3.amazonaws.com")],
-                                      expires: 86_400, time: docTime)
+    let query = signer.presignedQuery(
+        method: "GET", encodedPath: "/test.txt", query: [],
+        headers: [("Host", "examplebucket.s3.amazonaws.com")],
+        expires: 86_400, time: docTime)
     let signature = query.first { $0.0 == "X-Amz-Signature" }?.1
     #expect(signature == "aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404")
 }
 
 @Test func documentationHeaderSignedGetObject() {
-    let added = signer.signedHeaders(method: "GET", encodedPath: "/test.txt", query: [],
-                                     headers: [("Host", "examplebucket.s3.amazonaws.com"), ("Range", "bytes=0-9")],
-                                     payloadHash: Signer.emptyPayloadHash, time: docTime)
+    let added = signer.signedHeaders(
+        method: "GET", encodedPath: "/test.txt", query: [],
+        headers: [("Host", "examplebucket.s3.amazonaws.com"), ("Range", "bytes=0-9")],
+        payloadHash: Signer.emptyPayloadHash, time: docTime)
     let authorization = added.first { $0.0 == "Authorization" }?.1 ?? ""
     #expect(authorization.hasSuffix("Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41"))
     #expect(authorization.contains("SignedHeaders=host;range;x-amz-content-sha256;x-amz-date"))
@@ -40,11 +44,14 @@ private let signer = Signer(credentials: docCredentials, region: "us-east-1")
 
 @Test func documentationHeaderSignedPutObject() {
     let payloadHash = "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072"
-    let added = signer.signedHeaders(method: "PUT", encodedPath: "/test%24file.text", query: [],
-                                     headers: [("Host", "examplebucket.s3.amazonaws.com"),
-                                               ("Date", "Fri, 24 May 2013 00:00:00 GMT"),
-                                               ("x-amz-storage-class", "REDUCED_REDUNDANCY")],
-                                     payloadHash: payloadHash, time: docTime)
+    let added = signer.signedHeaders(
+        method: "PUT", encodedPath: "/test%24file.text", query: [],
+        headers: [
+            ("Host", "examplebucket.s3.amazonaws.com"),
+            ("Date", "Fri, 24 May 2013 00:00:00 GMT"),
+            ("x-amz-storage-class", "REDUCED_REDUNDANCY"),
+        ],
+        payloadHash: payloadHash, time: docTime)
     let authorization = added.first { $0.0 == "Authorization" }?.1 ?? ""
     #expect(authorization.hasSuffix("Signature=98ad721746da40c64f1a55b78f14c238d841ea1380cd77a1b5971af0ece108bd"))
 }
@@ -74,36 +81,44 @@ private let signer = Signer(credentials: docCredentials, region: "us-east-1")
     for key in keys {
         let path = "/bucket/" + URIEncoding.encode(key, encodeSlash: false)
         let headers = [("Host", "127.0.0.1:9000"), ("Content-Type", "text/plain"), ("x-amz-meta-a", " spaced   out ")]
-        let pairs = signer.presignedQuery(method: "PUT", encodedPath: path, query: [("partNumber", "3"), ("uploadId", "a/b+c")],
-                                          headers: headers, expires: 600, time: docTime)
-        let text = signer.presignedQueryString(method: "PUT", encodedPath: path, query: [("partNumber", "3"), ("uploadId", "a/b+c")],
-                                               headers: headers, expires: 600, time: docTime)
+        let pairs = signer.presignedQuery(
+            method: "PUT", encodedPath: path, query: [("partNumber", "3"), ("uploadId", "a/b+c")],
+            headers: headers, expires: 600, time: docTime)
+        let text = signer.presignedQueryString(
+            method: "PUT", encodedPath: path, query: [("partNumber", "3"), ("uploadId", "a/b+c")],
+            headers: headers, expires: 600, time: docTime)
         let signature = pairs.last { $0.0 == "X-Amz-Signature" }?.1 ?? "?"
         #expect(text.hasSuffix("&X-Amz-Signature=" + signature), "\(key)")
-        #expect(Set(text.split(separator: "&").map(String.init)) == Set(pairs.map { URIEncoding.encode($0.0) + "=" + URIEncoding.encode($0.1) }))
+        #expect(
+            Set(text.split(separator: "&").map(String.init)) == Set(pairs.map { URIEncoding.encode($0.0) + "=" + URIEncoding.encode($0.1) })
+        )
     }
     #expect(docTime.iso8601 == "2013-05-24T00:00:00Z")
 }
 
 @Test func aPathAlreadyInTheBufferSignsLikeTheSamePathGivenApart() {
     // Part URLs carry a query (partNumber, uploadId); temporary credentials add a token.
-    let withToken = Signer(credentials: Credentials(accessKeyID: "AKIDEXAMPLE", secretAccessKey: "secret",
-                                                    sessionToken: "tok/en+=="), region: "eu-west-1")
+    let withToken = Signer(
+        credentials: Credentials(
+            accessKeyID: "AKIDEXAMPLE", secretAccessKey: "secret",
+            sessionToken: "tok/en+=="), region: "eu-west-1")
     for signer in [signer, withToken] {
         for query in [[], [("partNumber", "3"), ("uploadId", "a/b+c")]] {
             for key in ["plain", "with space/ünï", "a+b%c~d"] {
                 let path = "/bucket/" + URIEncoding.encode(key, encodeSlash: false)
                 let headers = [("Host", "127.0.0.1:9000"), ("Content-Type", "text/plain")]
-                let apart = signer.presignedQueryString(method: "PUT", encodedPath: path, query: query, headers: headers,
-                                                        expires: 600, time: docTime)
+                let apart = signer.presignedQueryString(
+                    method: "PUT", encodedPath: path, query: query, headers: headers,
+                    expires: 600, time: docTime)
                 var buffer = Array("http://127.0.0.1:9000".utf8)
                 let start = buffer.count
                 buffer.append(contentsOf: path.utf8)
                 let range = start..<buffer.count
                 buffer.append(UInt8(ascii: "?"))
                 let queryStart = buffer.count
-                signer.appendPresignedQuery(to: &buffer, method: "PUT", encodedPathIn: range, query: query, headers: headers,
-                                            expires: 600, time: docTime)
+                signer.appendPresignedQuery(
+                    to: &buffer, method: "PUT", encodedPathIn: range, query: query, headers: headers,
+                    expires: 600, time: docTime)
                 #expect(String(decoding: buffer[queryStart...], as: UTF8.self) == apart, "\(key) \(query)")
             }
         }

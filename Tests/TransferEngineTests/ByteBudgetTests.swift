@@ -1,5 +1,6 @@
 import Synchronization
 import Testing
+
 @testable import TransferEngine
 
 @Suite struct ByteBudgetTests {

@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import TestSupport
 import Testing
+
 @testable import TransferEngine
 
 /// The engine with in-memory ports, a manual clock and small budgets.
@@ -23,15 +24,20 @@ struct Bench {
     }
 
     func runner(spool: DirectorySpool? = nil, fetcher: (any SourceFetcher)? = nil) throws -> JobRunner {
-        JobRunner(store: store, objects: objects, fetcher: fetcher,
-                  spool: try spool ?? DirectorySpool(directory: spoolDirectory, budget: spoolBudget), settings: settings, clock: clock)
+        JobRunner(
+            store: store, objects: objects, fetcher: fetcher,
+            spool: try spool ?? DirectorySpool(directory: spoolDirectory, budget: spoolBudget), settings: settings, clock: clock)
     }
 
     @discardableResult
-    func insert(_ kind: Job.Kind, source: JobSource, key: String = "dst", owner: String = "alice",
-                options: JobOptions = JobOptions()) async throws -> Job {
-        try await store.insert(Job(id: UUID().uuidString.lowercased(), owner: owner, kind: kind, state: .queued, objectKey: key,
-                                   source: source, options: options, bytesTotal: nil, partSize: settings.partSize))
+    func insert(
+        _ kind: Job.Kind, source: JobSource, key: String = "dst", owner: String = "alice",
+        options: JobOptions = JobOptions()
+    ) async throws -> Job {
+        try await store.insert(
+            Job(
+                id: UUID().uuidString.lowercased(), owner: owner, kind: kind, state: .queued, objectKey: key,
+                source: source, options: options, bytesTotal: nil, partSize: settings.partSize))
     }
 
     func run(_ owner: String = "a", runner: JobRunner? = nil, control: JobControl = JobControl()) async throws -> (JobRunner.Outcome, Job) {

@@ -36,8 +36,9 @@ struct FailureCodeTests {
 
     @Test func aFinalErrorEndsAsItself() {
         #expect(JobFailure(TransferError(code: .accessDenied, retryable: false)) == JobFailure(.accessDenied))
-        #expect(JobFailure(TransferError(code: .sourceHTTPError, retryable: false, status: 404))
-                    == JobFailure(.sourceHTTPError, status: 404))
+        #expect(
+            JobFailure(TransferError(code: .sourceHTTPError, retryable: false, status: 404))
+                == JobFailure(.sourceHTTPError, status: 404))
     }
 
     @Test func aFailedIfMatchIsTheSourceChanging() {

@@ -4,6 +4,7 @@ import Foundation
 import Synchronization
 import TestSupport
 import Testing
+
 @testable import TransferEngine
 
 private let MiB = 1024 * 1024
@@ -20,11 +21,12 @@ private func objectSource(_ key: String) -> JobSource { .object(ObjectSource(key
     @Test func aSourceThatShrinksWhilePausedFailsTheJobInsteadOfTrapping() async throws {
         let storeBox = Mutex<InMemoryJobStore?>(nil), jobID = Mutex("")
         var bench = Bench(objects: { clock in
-            InMemoryObjectStore(beforePart: { part in
-                if part == 4, let store = storeBox.withLock({ $0 }) {
-                    _ = try await store.transition(id: jobID.withLock { $0 }, .pause)
-                }
-            }, clock: clock)
+            InMemoryObjectStore(
+                beforePart: { part in
+                    if part == 4, let store = storeBox.withLock({ $0 }) {
+                        _ = try await store.transition(id: jobID.withLock { $0 }, .pause)
+                    }
+                }, clock: clock)
         })
         bench.settings.concurrency = 1
         storeBox.withLock { $0 = bench.store }
@@ -49,8 +51,9 @@ private func objectSource(_ key: String) -> JobSource { .object(ObjectSource(key
         let job = try await bench.insert(.import, source: .url("https://example.com/f"))
         // The first run records its plan (size 12 MiB), then its holder dies.
         let (claimed, lease) = try #require(try await bench.store.claim(owner: "dead", leaseMilliseconds: 30_000))
-        try await bench.store.start(lease, uploadID: try await bench.objects.createMultipartUpload(key: "dst", attributes: .init()),
-                                    partsTotal: 3, partSize: PartPlan.minimumPartSize, bytesTotal: 12 * Int64(MiB), sourceETag: "\"v1\"")
+        try await bench.store.start(
+            lease, uploadID: try await bench.objects.createMultipartUpload(key: "dst", attributes: .init()),
+            partsTotal: 3, partSize: PartPlan.minimumPartSize, bytesTotal: 12 * Int64(MiB), sourceETag: "\"v1\"")
         _ = claimed
         bench.store.expireLease(job.id)
         bench.clock.advance(by: 30_001)
@@ -94,15 +97,16 @@ private func objectSource(_ key: String) -> JobSource { .object(ObjectSource(key
         let inFlight = Atomic<Int>(0), most = Atomic<Int>(0)
         let clockBox = Mutex<ManualClock?>(nil)
         var bench = Bench(objects: { clock in
-            InMemoryObjectStore(beforePart: { _ in
-                let now = inFlight.add(1, ordering: .relaxed).newValue
-                var seen = most.load(ordering: .relaxed)
-                while now > seen, !most.compareExchange(expected: seen, desired: now, ordering: .relaxed).exchanged {
-                    seen = most.load(ordering: .relaxed)
-                }
-                try await clockBox.withLock { $0 }?.sleep(milliseconds: 1000)
-                inFlight.subtract(1, ordering: .relaxed)
-            }, clock: clock)
+            InMemoryObjectStore(
+                beforePart: { _ in
+                    let now = inFlight.add(1, ordering: .relaxed).newValue
+                    var seen = most.load(ordering: .relaxed)
+                    while now > seen, !most.compareExchange(expected: seen, desired: now, ordering: .relaxed).exchanged {
+                        seen = most.load(ordering: .relaxed)
+                    }
+                    try await clockBox.withLock { $0 }?.sleep(milliseconds: 1000)
+                    inFlight.subtract(1, ordering: .relaxed)
+                }, clock: clock)
         })
         clockBox.withLock { $0 = bench.clock }
         bench.settings.concurrency = 5
@@ -140,7 +144,8 @@ private func objectSource(_ key: String) -> JobSource { .object(ObjectSource(key
         var bench = Bench()
         bench.spoolBudget = 4 * Int64(MiB)
         try await bench.insert(.import, source: .url("https://example.com/f"))
-        let (outcome, _) = try await bench.run(runner: try bench.runner(fetcher: InMemoryFetcher(body: bytes(12 * MiB, seed: 8), ranges: true)))
+        let (outcome, _) = try await bench.run(
+            runner: try bench.runner(fetcher: InMemoryFetcher(body: bytes(12 * MiB, seed: 8), ranges: true)))
         #expect(outcome == .failed(code: .spoolTooSmall))
     }
 

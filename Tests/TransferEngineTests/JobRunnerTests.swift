@@ -2,9 +2,10 @@ import Adapters
 import Crypto
 import Foundation
 import Synchronization
-import Testing
-@testable import TransferEngine
 import TestSupport
+import Testing
+
+@testable import TransferEngine
 
 private let MiB = 1024 * 1024
 
@@ -53,8 +54,10 @@ private struct Rig {
 
     @discardableResult
     func insert(_ kind: Job.Kind, source: JobSource, key: String?, options: JobOptions = JobOptions()) async throws -> Job {
-        try await store.insert(Job(id: UUID().uuidString.lowercased(), owner: "alice", kind: kind, state: .queued, objectKey: key,
-                                   source: source, options: options, bytesTotal: nil, partSize: settings.partSize))
+        try await store.insert(
+            Job(
+                id: UUID().uuidString.lowercased(), owner: "alice", kind: kind, state: .queued, objectKey: key,
+                source: source, options: options, bytesTotal: nil, partSize: settings.partSize))
     }
 
     /// Claims the next job as `owner` and runs it to its outcome on the manual clock.
@@ -295,11 +298,14 @@ private func copySource(_ key: String) -> JobSource { .object(ObjectSource(key: 
             recorded.add(1, ordering: .relaxed)
         }
         func parts(of jobID: String) async throws -> [RecordedPart] { try await inner.parts(of: jobID) }
-        func start(_ lease: Lease, uploadID: String?, partChecksum: PartChecksum?, partsTotal: Int, partSize: Int64,
-                   bytesTotal: Int64?, sourceETag: String?) async throws {
+        func start(
+            _ lease: Lease, uploadID: String?, partChecksum: PartChecksum?, partsTotal: Int, partSize: Int64,
+            bytesTotal: Int64?, sourceETag: String?
+        ) async throws {
             try gate()
-            try await inner.start(lease, uploadID: uploadID, partChecksum: partChecksum, partsTotal: partsTotal, partSize: partSize,
-                                  bytesTotal: bytesTotal, sourceETag: sourceETag)
+            try await inner.start(
+                lease, uploadID: uploadID, partChecksum: partChecksum, partsTotal: partsTotal, partSize: partSize,
+                bytesTotal: bytesTotal, sourceETag: sourceETag)
         }
         func finish(_ lease: Lease, state: Job.State, etag: String?, error: JobFailure?) async throws {
             try gate(); try await inner.finish(lease, state: state, etag: etag, error: error)
@@ -417,8 +423,9 @@ private func copySource(_ key: String) -> JobSource { .object(ObjectSource(key: 
         // An earlier build's run: its upload declared no algorithm, and it recorded none.
         let legacy = try await rig.objects.createMultipartUpload(key: "legacy", attributes: ObjectAttributesSpec())
         let (_, lease) = try #require(try await rig.store.claim(owner: "old", leaseMilliseconds: rig.settings.leaseMilliseconds))
-        try await rig.store.start(lease, uploadID: legacy, partsTotal: 3, partSize: rig.settings.partSize,
-                                  bytesTotal: Int64(body.count), sourceETag: nil)
+        try await rig.store.start(
+            lease, uploadID: legacy, partsTotal: 3, partSize: rig.settings.partSize,
+            bytesTotal: Int64(body.count), sourceETag: nil)
         try await rig.store.release(lease)
         let (outcome, job) = try await rig.claimAndRun(runner: try rig.runner(fetcher: InMemoryFetcher(body: body, ranges: true)))
         guard case .completed = outcome else { Issue.record("\(outcome)"); return }
@@ -434,12 +441,13 @@ private func copySource(_ key: String) -> JobSource { .object(ObjectSource(key: 
 
     @Test func aRefusedSourceFailsTheImportWithItsCode() async throws {
         let rig = Rig()
-        let fetcher = InMemoryFetcher(body: pattern(10), ranges: true, fault: { _ in
-            TransferError(code: .forbiddenAddress, retryable: false)
-        })
+        let fetcher = InMemoryFetcher(
+            body: pattern(10), ranges: true,
+            fault: { _ in
+                TransferError(code: .forbiddenAddress, retryable: false)
+            })
         try await rig.insert(.import, source: .url("http://169.254.169.254/"), key: "x")
         let (outcome, job) = try await rig.claimAndRun(runner: try rig.runner(fetcher: fetcher))
         #expect(outcome == .failed(code: .forbiddenAddress) && job.state == .failed)
     }
 }
-

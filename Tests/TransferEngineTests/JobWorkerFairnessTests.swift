@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import TestSupport
 import Testing
+
 @testable import TransferEngine
 
 private let MiB = 1024 * 1024
@@ -153,11 +154,14 @@ private struct SlowSources: SourceFetcher {
         bench.objects.put("small", bytes(16, seed: 3))
         // 64 KiB every 100 ms: a 5 MiB part takes 8 s; a source, about 100 minutes.
         let sources = SlowSources(clock: bench.clock, chunks: 60_000, every: 100)
-        let imports = [try await bench.insert(.import, source: .url("https://example.com/1"), key: "a1", owner: "alice"),
-                       try await bench.insert(.import, source: .url("https://example.com/2"), key: "a2", owner: "alice")]
+        let imports = [
+            try await bench.insert(.import, source: .url("https://example.com/1"), key: "a1", owner: "alice"),
+            try await bench.insert(.import, source: .url("https://example.com/2"), key: "a2", owner: "alice"),
+        ]
         let spool = try DirectorySpool(directory: bench.spoolDirectory, budget: bench.spoolBudget)
-        let worker = JobWorker(store: bench.store, objects: bench.objects, fetcher: sources, spool: spool, settings: bench.settings,
-                               clock: bench.clock, instance: "i", slots: 2)
+        let worker = JobWorker(
+            store: bench.store, objects: bench.objects, fetcher: sources, spool: spool, settings: bench.settings,
+            clock: bench.clock, instance: "i", slots: 2)
         worker.start()
         let store = bench.store, clock = bench.clock
         let started = try await driving(clock, limit: 400) {
@@ -190,13 +194,16 @@ extension JobWorkerFairnessTests {
         let sources = SlowSources(clock: bench.clock, chunks: 40, every: 1000)
         var inserted: [Job] = []
         for n in 0..<6 {
-            inserted.append(try await bench.insert(.import, source: .url("https://example.com/\(n)"), key: "a\(n)",
-                                                   owner: "alice"))
+            inserted.append(
+                try await bench.insert(
+                    .import, source: .url("https://example.com/\(n)"), key: "a\(n)",
+                    owner: "alice"))
         }
         let imports = inserted
         let spool = try DirectorySpool(directory: bench.spoolDirectory, budget: bench.spoolBudget)
-        let worker = JobWorker(store: bench.store, objects: bench.objects, fetcher: sources, spool: spool, settings: bench.settings,
-                               clock: bench.clock, instance: "i", slots: 4)
+        let worker = JobWorker(
+            store: bench.store, objects: bench.objects, fetcher: sources, spool: spool, settings: bench.settings,
+            clock: bench.clock, instance: "i", slots: 4)
         #expect(worker.keptSlots == 1)
         worker.start()
         let store = bench.store, clock = bench.clock

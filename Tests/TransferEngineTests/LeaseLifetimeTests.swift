@@ -1,6 +1,7 @@
 import Synchronization
 import TestSupport
 import Testing
+
 @testable import TransferEngine
 
 /// Word of changes that never comes: a wait ends only when its task is cancelled, as a real
@@ -46,8 +47,9 @@ private final class Renewals: Sendable {
         let renewals = Renewals()
         let bench = counting(renewals)
         let lease = try await claimed(bench)
-        let lifetime = LeaseLifetime<Int>(store: bench.store, clock: bench.clock, tickMilliseconds: 500,
-                                          leaseMilliseconds: 30_000, signals: SilentSignals())
+        let lifetime = LeaseLifetime<Int>(
+            store: bench.store, clock: bench.clock, tickMilliseconds: 500,
+            leaseMilliseconds: 30_000, signals: SilentSignals())
         await #expect(throws: Boom.self) {
             _ = try await lifetime.run(lease, deadline: nil) { () async throws -> Int in throw Boom() }
         }
@@ -61,8 +63,9 @@ private final class Renewals: Sendable {
         let bench = counting(renewals)
         let lease = try await claimed(bench)
         let signals = SignalsByHand()
-        let lifetime = LeaseLifetime<Int>(store: bench.store, clock: bench.clock, tickMilliseconds: 500,
-                                          leaseMilliseconds: 30_000, signals: signals)
+        let lifetime = LeaseLifetime<Int>(
+            store: bench.store, clock: bench.clock, tickMilliseconds: 500,
+            leaseMilliseconds: 30_000, signals: signals)
         let store = bench.store, clock = bench.clock
         let ending = try await driving(clock) {
             try await lifetime.run(lease, deadline: nil) {
@@ -84,8 +87,9 @@ private final class Renewals: Sendable {
         let bench = counting(renewals)
         let lease = try await claimed(bench)
         let meter = ProgressMeter()
-        let lifetime = LeaseLifetime<Int>(store: bench.store, clock: bench.clock, tickMilliseconds: 500,
-                                          leaseMilliseconds: 30_000, signals: SilentSignals(), progress: meter)
+        let lifetime = LeaseLifetime<Int>(
+            store: bench.store, clock: bench.clock, tickMilliseconds: 500,
+            leaseMilliseconds: 30_000, signals: SilentSignals(), progress: meter)
         let store = bench.store, clock = bench.clock
         let seen = Mutex<[Int64]>([])
         _ = try await driving(clock) {

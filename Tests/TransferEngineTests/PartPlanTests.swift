@@ -1,4 +1,5 @@
 import Testing
+
 @testable import TransferEngine
 
 private let MiB: Int64 = 1024 * 1024
@@ -46,7 +47,9 @@ func partPlanBoundaries(_ c: PlanCase) throws {
         _ = try PartPlan(objectSize: 101, requestedPartSize: five, maximumObjectSize: 100)
     }
     #expect(throws: PartPlan.PlanError.partSizeOutOfRange) { _ = try PartPlan(objectSize: 10, requestedPartSize: five - 1) }
-    #expect(throws: PartPlan.PlanError.partSizeOutOfRange) { _ = try PartPlan(objectSize: 10, requestedPartSize: PartPlan.maximumPartSize + 1) }
+    #expect(throws: PartPlan.PlanError.partSizeOutOfRange) {
+        _ = try PartPlan(objectSize: 10, requestedPartSize: PartPlan.maximumPartSize + 1)
+    }
     #expect(throws: PartPlan.PlanError.negativeSize) { _ = try PartPlan(objectSize: -1, requestedPartSize: five) }
 }
 

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import TransferEngine
 
 private func starts(_ actions: [PartScheduler.Action]) -> [Int] {
@@ -21,8 +22,9 @@ private func starts(_ actions: [PartScheduler.Action]) -> [Int] {
 }
 
 @Test func retryableFailuresWaitTheirBackoffThenRetry() {
-    var s = PartScheduler(partCount: 2, concurrency: 2, retryLimit: 2, backoff: Backoff(baseMilliseconds: 100, capMilliseconds: 10_000),
-                          random: { 0.5 })
+    var s = PartScheduler(
+        partCount: 2, concurrency: 2, retryLimit: 2, backoff: Backoff(baseMilliseconds: 100, capMilliseconds: 10_000),
+        random: { 0.5 })
     _ = s.nextActions(now: 0)
     #expect(s.partFailed(1, error: slowDown, now: 1000) == nil)
     #expect(s.nextWakeup == 1050)  // 0.5 × 100 ms
@@ -40,13 +42,17 @@ private func starts(_ actions: [PartScheduler.Action]) -> [Int] {
 @Test func nonRetryableFailureFailsAtOnce() {
     var s = PartScheduler(partCount: 3, concurrency: 1, retryLimit: 5, random: { 0 })
     _ = s.nextActions(now: 0)
-    #expect(s.partFailed(1, error: TransferError(code: .accessDenied, retryable: false), now: 0) == .fail(part: 1, failure: JobFailure(.accessDenied)))
+    #expect(
+        s.partFailed(1, error: TransferError(code: .accessDenied, retryable: false), now: 0)
+            == .fail(part: 1, failure: JobFailure(.accessDenied)))
 }
 
 @Test func retryLimitZeroMeansNoRetry() {
     var s = PartScheduler(partCount: 1, concurrency: 1, retryLimit: 0, random: { 0 })
     _ = s.nextActions(now: 0)
-    #expect(s.partFailed(1, error: TransferError(code: .storageUnavailable, retryable: true), now: 0) == .fail(part: 1, failure: JobFailure(.retriesExhausted, cause: .storageUnavailable)))
+    #expect(
+        s.partFailed(1, error: TransferError(code: .storageUnavailable, retryable: true), now: 0)
+            == .fail(part: 1, failure: JobFailure(.retriesExhausted, cause: .storageUnavailable)))
 }
 
 @Test func pauseStopsNewPartsAndResumeContinues() {

@@ -4,6 +4,7 @@ import Foundation
 import Synchronization
 import TestSupport
 import Testing
+
 @testable import TransferEngine
 
 private let MiB = 1024 * 1024
@@ -28,18 +29,24 @@ private struct Uploads {
     }
 
     func receiver(_ instance: String, spool: DirectorySpool? = nil) throws -> UploadReceiver {
-        UploadReceiver(store: store, objects: objects,
-                       spool: try spool ?? DirectorySpool(directory: NSTemporaryDirectory() + "receiver-\(instance)-" + UUID().uuidString),
-                       settings: settings, instance: instance, clock: clock)
+        UploadReceiver(
+            store: store, objects: objects,
+            spool: try spool ?? DirectorySpool(directory: NSTemporaryDirectory() + "receiver-\(instance)-" + UUID().uuidString),
+            settings: settings, instance: instance, clock: clock)
     }
 
     func insert(size: Int64?) async throws -> Job {
-        try await store.insert(Job(id: UUID().uuidString.lowercased(), owner: "alice", kind: .upload, state: .pending,
-                                   objectKey: "private/alice/up.bin", source: .uploaded(tusMetadata: nil), bytesTotal: size, partSize: PartPlan.minimumPartSize))
+        try await store.insert(
+            Job(
+                id: UUID().uuidString.lowercased(), owner: "alice", kind: .upload, state: .pending,
+                objectKey: "private/alice/up.bin", source: .uploaded(tusMetadata: nil), bytesTotal: size, partSize: PartPlan.minimumPartSize
+            ))
     }
 
-    func send(_ receiver: UploadReceiver, _ job: Job, from offset: Int64, _ body: [UInt8], chunk: Int = 256 * 1024,
-              checksum: UploadReceiver.Checksum? = nil) async throws -> UploadReceiver.Outcome {
+    func send(
+        _ receiver: UploadReceiver, _ job: Job, from offset: Int64, _ body: [UInt8], chunk: Int = 256 * 1024,
+        checksum: UploadReceiver.Checksum? = nil
+    ) async throws -> UploadReceiver.Outcome {
         let source = ChunkedBytes(bytes: body, chunk: chunk)
         return try await driving(clock) { try await receiver.receive(jobID: job.id, offset: offset, body: source, checksum: checksum) }
     }
@@ -68,11 +75,12 @@ private struct Uploads {
     /// recorded by the time the request is answered.
     @Test func partsSentTogetherAreRecordedTogether() async throws {
         let sixth = Atomic<Bool>(false)
-        var uploads = Uploads(objects: InMemoryObjectStore(beforePart: { part in
-            // The first five wait in flight until the sixth is on its way.
-            if part == 6 { sixth.store(true, ordering: .releasing) }
-            while !sixth.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(1)) }
-        }))
+        var uploads = Uploads(
+            objects: InMemoryObjectStore(beforePart: { part in
+                // The first five wait in flight until the sixth is on its way.
+                if part == 6 { sixth.store(true, ordering: .releasing) }
+                while !sixth.load(ordering: .acquiring) { try await Task.sleep(for: .milliseconds(1)) }
+            }))
         uploads.settings.concurrency = 6
         uploads.settings.partSaveMilliseconds = .max / 4
         let body = bytes(6 * 5 * MiB + 10, seed: 8)
@@ -177,7 +185,9 @@ private struct Uploads {
         })
         let body = bytes(8 * MiB, seed: 7)
         let job = try await uploads.insert(size: Int64(body.count))
-        await #expect(throws: Crash.self) { _ = try await uploads.send(try uploads.receiver("a"), job, from: 0, Array(body[0..<(6 * MiB)])) }
+        await #expect(throws: Crash.self) {
+            _ = try await uploads.send(try uploads.receiver("a"), job, from: 0, Array(body[0..<(6 * MiB)]))
+        }
         crashing.store(false, ordering: .relaxed)
         uploads.store.expireLease(job.id)
         let committed = try #require(try await uploads.store.job(id: job.id)).bytesCommitted
@@ -265,11 +275,14 @@ private final class StalledBody: ByteSource {
     @Test func aStalledRequestHoldsAChunkOfTheSpoolNotAPart() async throws {
         var uploads = Uploads()
         uploads.settings.spoolChunkBytes = 1 << 20
-        let spool = try DirectorySpool(directory: NSTemporaryDirectory() + "receiver-stall-" + UUID().uuidString,
-                                       budget: 8 << 30, ownerShare: 8 << 30)
-        let job = try await uploads.store.insert(Job(id: UUID().uuidString.lowercased(), owner: "mallory", kind: .upload,
-                                                     state: .pending, objectKey: "private/mallory/big.bin", source: .uploaded(tusMetadata: nil),
-                                                     bytesTotal: 20 << 30, partSize: 5 << 30))
+        let spool = try DirectorySpool(
+            directory: NSTemporaryDirectory() + "receiver-stall-" + UUID().uuidString,
+            budget: 8 << 30, ownerShare: 8 << 30)
+        let job = try await uploads.store.insert(
+            Job(
+                id: UUID().uuidString.lowercased(), owner: "mallory", kind: .upload,
+                state: .pending, objectKey: "private/mallory/big.bin", source: .uploaded(tusMetadata: nil),
+                bytesTotal: 20 << 30, partSize: 5 << 30))
         let body = StalledBody(bytes(1000, seed: 1))
         let receiver = try uploads.receiver("a", spool: spool)
         let request = Task { try await receiver.receive(jobID: job.id, offset: 0, body: body) }

@@ -1,12 +1,15 @@
 import Testing
+
 @testable import TransferGateway
 
 @Test(arguments: [
     ([], BucketCORSCommand.Options()),
     (["--format", "json"], BucketCORSCommand.Options(format: .json)),
     (["--format", "xml", "--apply"], BucketCORSCommand.Options(format: .xml, apply: true)),
-    (["--origin", "https://a.example", "--origin", "http://b.example:8080"],
-     BucketCORSCommand.Options(origins: ["https://a.example", "http://b.example:8080"])),
+    (
+        ["--origin", "https://a.example", "--origin", "http://b.example:8080"],
+        BucketCORSCommand.Options(origins: ["https://a.example", "http://b.example:8080"])
+    ),
     (["--help"], BucketCORSCommand.Options(help: true)),
 ])
 func bucketCORSOptions(arguments: [String], expected: BucketCORSCommand.Options) throws {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import TransferGateway
 
 /// The JSON is what `aws s3api put-bucket-cors --cors-configuration` takes: one `CORSRules`

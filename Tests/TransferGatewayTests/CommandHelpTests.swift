@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import TransferGateway
 
 /// Every subcommand answers `--help` with its usage and exit 0, `--version` the version, and
@@ -11,7 +12,7 @@ struct CommandHelpTests {
         let process = Process()
         process.executableURL = root.appendingPathComponent(".build/debug/transfer-gateway")
         process.arguments = arguments
-        process.environment = ["PATH": "/usr/bin:/bin"]   // no settings: help needs none
+        process.environment = ["PATH": "/usr/bin:/bin"]  // no settings: help needs none
         let out = Pipe()
         process.standardOutput = out
         process.standardError = out

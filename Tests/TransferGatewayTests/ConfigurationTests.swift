@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Gateway
 @testable import TransferGateway
 
@@ -19,8 +20,10 @@ import Testing
 /// A share is a percent of its budget, never below what one transfer needs (a read-ahead
 /// block and a part's buffers; one smallest part), nor above the budget.
 @Test func sharesHaveFloorsAndCeilings() throws {
-    let small = try Configuration.fromEnvironment(["GATEWAY_MEMORY_BUDGET": "\(16 << 20)", "GATEWAY_USER_MEMORY_SHARE": "1",
-                                                   "GATEWAY_SPOOL_BUDGET": "\(16 << 20)", "GATEWAY_USER_SPOOL_SHARE": "10"])
+    let small = try Configuration.fromEnvironment([
+        "GATEWAY_MEMORY_BUDGET": "\(16 << 20)", "GATEWAY_USER_MEMORY_SHARE": "1",
+        "GATEWAY_SPOOL_BUDGET": "\(16 << 20)", "GATEWAY_USER_SPOOL_SHARE": "10",
+    ])
     #expect(small.userMemoryShare == 8 << 20 && small.userSpoolShare == 5 << 20)
     let whole = try Configuration.fromEnvironment(["GATEWAY_USER_MEMORY_SHARE": "100", "GATEWAY_USER_SPOOL_SHARE": "100"])
     #expect(whole.userMemoryShare == 256 << 20 && whole.userSpoolShare == 10 << 30)
@@ -45,8 +48,10 @@ import Testing
     #expect(aws.s3Credentials.expiration == 1_796_040_000)
     let offset = try Configuration.fromEnvironment(["AWS_CREDENTIAL_EXPIRATION": "2026-11-30T13:00:00.250+01:00"])
     #expect(offset.s3CredentialExpiration == 1_796_040_000)
-    let own = try Configuration.fromEnvironment(["AWS_CREDENTIAL_EXPIRATION": "2026-11-30T12:00:00Z",
-                                                 "GATEWAY_S3_CREDENTIAL_EXPIRATION": "2026-11-30T12:00:10Z"])
+    let own = try Configuration.fromEnvironment([
+        "AWS_CREDENTIAL_EXPIRATION": "2026-11-30T12:00:00Z",
+        "GATEWAY_S3_CREDENTIAL_EXPIRATION": "2026-11-30T12:00:10Z",
+    ])
     #expect(own.s3CredentialExpiration == 1_796_040_010)
 }
 
@@ -125,8 +130,10 @@ func malformedSettingNamesItsVariable(_ bad: BadSetting) {
 /// A webhook receiver needs a URL delivery can use and a signing key; neither is echoed.
 @Test func aWebhookNeedsAUsableURLAndASecret() throws {
     let secret = "receiver-secret-0123456789"
-    let good = try Configuration.fromEnvironment(["GATEWAY_WEBHOOK_URL": "https://hooks.example.com/transfer?k=1",
-                                                  "GATEWAY_WEBHOOK_SECRET": secret])
+    let good = try Configuration.fromEnvironment([
+        "GATEWAY_WEBHOOK_URL": "https://hooks.example.com/transfer?k=1",
+        "GATEWAY_WEBHOOK_SECRET": secret,
+    ])
     #expect(good.webhookURL == "https://hooks.example.com/transfer?k=1" && good.webhookSecret == secret)
     let cases: [([String: String], String)] = [
         (["GATEWAY_WEBHOOK_URL": "https://hooks.example.com/x"], "GATEWAY_WEBHOOK_SECRET"),

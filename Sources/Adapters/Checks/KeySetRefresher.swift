@@ -48,8 +48,9 @@ public struct KeySetRefresher: Sendable {
 
     /// One fetch: the usable keys and how long the answer may be kept.
     func fetch() async throws -> ([String: PublicKey], Int) {
-        let response = try await fetcher.send("GET", url: url, headers: [("Accept", "application/json")],
-                                              sink: .memory(limit: 1 << 20))
+        let response = try await fetcher.send(
+            "GET", url: url, headers: [("Accept", "application/json")],
+            sink: .memory(limit: 1 << 20))
         guard response.status == 200 else { throw PublicKey.LoadError(description: "the key set answered \(response.status)") }
         let keys = try KeySet.parse(response.body)
         guard !keys.isEmpty else { throw PublicKey.LoadError(description: "the key set holds no usable key") }

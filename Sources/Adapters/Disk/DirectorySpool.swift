@@ -1,8 +1,9 @@
 import Gateway
 import Synchronization
 import TransferEngine
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The engine's spool on the local disk: files in one directory, `<job id>.<name>`, with its
@@ -149,7 +150,9 @@ public final class DirectorySpool: Spool, SpoolMaintenance {
             var keep = max(0, bytes)
             for piece in pieces {
                 let held = piece.bytes
-                if held <= keep { keep -= held } else {
+                if held <= keep {
+                    keep -= held
+                } else {
                     piece.shrink(to: keep)
                     keep = 0
                 }

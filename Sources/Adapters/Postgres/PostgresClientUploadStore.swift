@@ -10,7 +10,8 @@ public struct PostgresClientUploadStore: ClientUploadStore {
         self.pool = pool
     }
 
-    private static let columns = SQLFragment("""
+    private static let columns = SQLFragment(
+        """
         id::text AS id, owner, object_key, s3_upload_id, size, part_size, part_count, state, etag,
         extract(epoch FROM created_at)::float8::text AS created
         """)
@@ -18,7 +19,8 @@ public struct PostgresClientUploadStore: ClientUploadStore {
     public func begin(_ upload: ClientUpload, quota: OwnerQuota) async throws {
         try await pool.withTransaction { connection in
             try OwnerLimits.check(quota, owner: upload.owner, creating: .clientUpload, on: connection)
-            try connection.query("""
+            try connection.query(
+                """
                 INSERT INTO uploads (id, owner, object_key, s3_upload_id, size, part_size, part_count, state)
                 VALUES (\(upload.id)::uuid, \(upload.owner), \(upload.objectKey), NULL, \(upload.size), \(upload.partSize),
                         \(upload.partCount), 'creating')
@@ -28,7 +30,8 @@ public struct PostgresClientUploadStore: ClientUploadStore {
 
     public func opened(id: String, s3UploadID: String) async throws {
         try await pool.withConnection { connection in
-            try connection.query("""
+            try connection.query(
+                """
                 UPDATE uploads SET s3_upload_id = \(s3UploadID), state = 'open', touched_at = now() WHERE id = \(id)::uuid
                 """)
         }
@@ -42,13 +45,15 @@ public struct PostgresClientUploadStore: ClientUploadStore {
 
     public func open(owner: String, limit: Int, after cursor: String?) async throws -> [ClientUpload] {
         try await pool.withConnection { connection in
-            try connection.query("""
+            try connection.query(
+                """
                 SELECT \(Self.columns) FROM uploads
                 WHERE owner = \(owner) AND state = 'open'
                   AND (\(cursor)::uuid IS NULL OR (created_at, id) < (SELECT created_at, id FROM uploads WHERE id = \(cursor)::uuid))
                 ORDER BY created_at DESC, id DESC
                 LIMIT \(limit)
-                """).map(Self.decode)
+                """
+            ).map(Self.decode)
         }
     }
 
@@ -60,7 +65,8 @@ public struct PostgresClientUploadStore: ClientUploadStore {
 
     public func claim(id: String, for state: ClientUpload.State) async throws -> Bool {
         try await pool.withConnection { connection in
-            !(try connection.query("""
+            !(try connection.query(
+                """
                 UPDATE uploads SET state = \(state.rawValue), touched_at = now()
                 WHERE id = \(id)::uuid AND state = 'open'
                 RETURNING 1 AS ok
@@ -70,7 +76,8 @@ public struct PostgresClientUploadStore: ClientUploadStore {
 
     public func unclaim(id: String) async throws {
         try await pool.withConnection { connection in
-            try connection.query("""
+            try connection.query(
+                """
                 UPDATE uploads SET state = 'open', touched_at = now() WHERE id = \(id)::uuid AND state IN ('completing', 'aborting')
                 """)
         }
@@ -78,7 +85,8 @@ public struct PostgresClientUploadStore: ClientUploadStore {
 
     public func completed(id: String, etag: String) async throws {
         try await pool.withConnection { connection in
-            try connection.query("""
+            try connection.query(
+                """
                 UPDATE uploads SET state = 'completed', etag = \(etag), completed_at = now()
                 WHERE id = \(id)::uuid AND state = 'completing'
                 """)
@@ -88,7 +96,8 @@ public struct PostgresClientUploadStore: ClientUploadStore {
     @discardableResult
     public func aborted(id: String) async throws -> Bool {
         try await pool.withConnection { connection in
-            !(try connection.query("""
+            !(try connection.query(
+                """
                 UPDATE uploads SET state = 'aborted', completed_at = now()
                 WHERE id = \(id)::uuid AND state IN ('open', 'creating', 'aborting', 'completing')
                 RETURNING 1 AS ok
@@ -99,11 +108,13 @@ public struct PostgresClientUploadStore: ClientUploadStore {
     public func idle(since cutoff: Double, prefixes: [String]) async throws -> [ClientUpload] {
         try await pool.withConnection { connection in
             try prefixes.flatMap { prefix in
-                try connection.query("""
+                try connection.query(
+                    """
                     SELECT \(Self.columns) FROM uploads
                     WHERE state IN ('open', 'creating', 'completing', 'aborting') AND starts_with(object_key, \(prefix))
                       AND coalesce(touched_at, created_at) <= to_timestamp(\(cutoff))
-                    """).map(Self.decode)
+                    """
+                ).map(Self.decode)
             }
         }
     }
@@ -112,9 +123,10 @@ public struct PostgresClientUploadStore: ClientUploadStore {
         guard let state = ClientUpload.State(rawValue: try row.string("state")) else {
             throw PostgresRow.DecodingError(column: "state", expected: "a known upload state")
         }
-        return ClientUpload(id: try row.string("id"), owner: try row.string("owner"), objectKey: try row.string("object_key"),
-                            s3UploadID: try row.optionalString("s3_upload_id"), size: Int64(try row.int("size")),
-                            partSize: Int64(try row.int("part_size")), partCount: try row.int("part_count"), state: state,
-                            etag: try row.optionalString("etag"), createdAt: Double(try row.string("created")) ?? 0)
+        return ClientUpload(
+            id: try row.string("id"), owner: try row.string("owner"), objectKey: try row.string("object_key"),
+            s3UploadID: try row.optionalString("s3_upload_id"), size: Int64(try row.int("size")),
+            partSize: Int64(try row.int("part_size")), partCount: try row.int("part_count"), state: state,
+            etag: try row.optionalString("etag"), createdAt: Double(try row.string("created")) ?? 0)
     }
 }

@@ -13,7 +13,8 @@ public struct PostgresJobStore: UploadJobStore {
         self.pool = pool
     }
 
-    static let columns = SQLFragment("""
+    static let columns = SQLFragment(
+        """
         id::text, owner, type, state, object_key, source::text, options::text, bytes_total, bytes_transferred, bytes_flowing,
         bytes_committed, part_size, parts_total, upload_id, part_checksum, etag, error::text, attempts, crashes, completing, source_etag, version,
         lease_owner, lease_token, (extract(epoch FROM lease_expires_at) * 1000)::bigint AS lease_expires_ms,
@@ -28,7 +29,8 @@ public struct PostgresJobStore: UploadJobStore {
     public func insert(_ job: Job, quota: OwnerQuota?) async throws -> Job {
         try await pool.withTransaction { connection in
             if let quota { try OwnerLimits.check(quota, owner: job.owner, creating: .job(upload: job.kind == .upload), on: connection) }
-            let rows = try connection.query("""
+            let rows = try connection.query(
+                """
                 INSERT INTO jobs (id, owner, type, state, object_key, source, options, bytes_total, part_size, etag, source_etag,
                                   bytes_transferred, bytes_committed, completed_at)
                 VALUES (\(job.id)::uuid, \(job.owner), \(job.kind.rawValue), \(job.state.rawValue), \(job.objectKey),
@@ -54,7 +56,8 @@ public struct PostgresJobStore: UploadJobStore {
         let claimable = JobLifecycle.textArray(from: .claim)
         let passedOver = JobLifecycle.arrayLiteral(excluding.sorted())
         return try await pool.withConnection { connection in
-            let rows = try connection.query("""
+            let rows = try connection.query(
+                """
                 WITH busy AS (SELECT owner, count(*) AS running FROM jobs
                               WHERE type <> 'upload' AND state = 'running' AND lease_expires_at >= now()
                               GROUP BY owner),
@@ -74,19 +77,25 @@ public struct PostgresJobStore: UploadJobStore {
                 """)
             guard let row = rows.first else { return nil }
             let job = try Self.decode(row)
-            return (job, Lease(jobID: job.id, owner: owner, token: Int64(try row.int("lease_token")),
-                               expiresAt: Int64(try row.int("lease_expires_ms"))))
+            return (
+                job,
+                Lease(
+                    jobID: job.id, owner: owner, token: Int64(try row.int("lease_token")),
+                    expiresAt: Int64(try row.int("lease_expires_ms")))
+            )
         }
     }
 
     public func waitingOwners(limit: Int) async throws -> [String] {
         let claimable = JobLifecycle.textArray(from: .claim)
         return try await pool.withConnection { connection in
-            try connection.query("""
+            try connection.query(
+                """
                 SELECT DISTINCT owner FROM jobs
                 WHERE type <> 'upload' AND (state = ANY(\(claimable)::text[]) OR (state = 'running' AND lease_expires_at < now()))
                 LIMIT \(limit)
-                """).map { try $0.string("owner") }
+                """
+            ).map { try $0.string("owner") }
         }
     }
 
@@ -94,7 +103,8 @@ public struct PostgresJobStore: UploadJobStore {
         try await pool.withConnection { connection in
             // With a figure, the row's version moves too (long polls and streams see progress);
             // without, only the lease's end changes, in place (HOT).
-            let rows = try connection.query("""
+            let rows = try connection.query(
+                """
                 UPDATE jobs SET lease_expires_at = now() + \(leaseMilliseconds)::bigint * interval '1 millisecond',
                        bytes_flowing = coalesce(\(flowing)::bigint, bytes_flowing),
                        version = version + CASE WHEN \(flowing)::bigint IS DISTINCT FROM NULL AND \(flowing)::bigint <> bytes_flowing THEN 1 ELSE 0 END
@@ -108,7 +118,8 @@ public struct PostgresJobStore: UploadJobStore {
 
     public func release(_ lease: Lease) async throws {
         try await pool.withConnection { connection in
-            try connection.query("""
+            try connection.query(
+                """
                 UPDATE jobs SET lease_expires_at = now() - interval '1 second', lease_owner = NULL,
                        version = version + 1, updated_at = now()
                 WHERE id = \(lease.jobID)::uuid AND lease_token = \(lease.token) AND state = 'running'
@@ -126,7 +137,8 @@ public struct PostgresJobStore: UploadJobStore {
             try Self.lock(lease, on: connection)
             var delta: Int64 = 0
             for part in parts { delta += part.size - (try Self.upsertPart(part, jobID: lease.jobID, on: connection)) }
-            try connection.query("""
+            try connection.query(
+                """
                 UPDATE jobs SET bytes_committed = bytes_committed + \(delta), bytes_transferred = bytes_transferred + \(delta),
                        version = version + 1, updated_at = now()
                 WHERE id = \(lease.jobID)::uuid
@@ -136,24 +148,33 @@ public struct PostgresJobStore: UploadJobStore {
 
     public func parts(of jobID: String) async throws -> [RecordedPart] {
         try await pool.withConnection { connection in
-            try connection.query("SELECT part_number, size, etag, checksum FROM job_parts WHERE job_id = \(jobID)::uuid ORDER BY part_number")
-                .map {
-                    RecordedPart(number: try $0.int("part_number"), size: Int64(try $0.int("size")), etag: try $0.string("etag"),
-                                 checksum: try $0.optionalString("checksum"))
-                }
+            try connection.query(
+                "SELECT part_number, size, etag, checksum FROM job_parts WHERE job_id = \(jobID)::uuid ORDER BY part_number"
+            )
+            .map {
+                RecordedPart(
+                    number: try $0.int("part_number"), size: Int64(try $0.int("size")), etag: try $0.string("etag"),
+                    checksum: try $0.optionalString("checksum"))
+            }
         }
     }
 
-    public func start(_ lease: Lease, uploadID: String?, partChecksum: PartChecksum?, partsTotal: Int, partSize: Int64,
-                      bytesTotal: Int64?, sourceETag: String?) async throws {
+    public func start(
+        _ lease: Lease, uploadID: String?, partChecksum: PartChecksum?, partsTotal: Int, partSize: Int64,
+        bytesTotal: Int64?, sourceETag: String?
+    ) async throws {
         try await pool.withTransaction { connection in
             try Self.lock(lease, on: connection)
             // Parts of an earlier plan belonged to another upload: their bytes no longer count.
-            let dropped = Int64(try connection.query("""
-                WITH gone AS (DELETE FROM job_parts WHERE job_id = \(lease.jobID)::uuid RETURNING size)
-                SELECT coalesce(sum(size), 0)::bigint AS bytes FROM gone
-                """).first?.int("bytes") ?? 0)
-            try connection.query("""
+            let dropped = Int64(
+                try connection.query(
+                    """
+                    WITH gone AS (DELETE FROM job_parts WHERE job_id = \(lease.jobID)::uuid RETURNING size)
+                    SELECT coalesce(sum(size), 0)::bigint AS bytes FROM gone
+                    """
+                ).first?.int("bytes") ?? 0)
+            try connection.query(
+                """
                 UPDATE jobs SET upload_id = \(uploadID), part_checksum = \(partChecksum?.rawValue), parts_total = \(partsTotal), part_size = \(partSize),
                        bytes_total = \(bytesTotal), source_etag = \(sourceETag),
                        bytes_committed = bytes_committed - \(dropped), bytes_transferred = bytes_transferred - \(dropped),
@@ -164,7 +185,9 @@ public struct PostgresJobStore: UploadJobStore {
     }
 
     public func beginCompleting(_ lease: Lease) async throws {
-        try await writeUnderLease(lease, """
+        try await writeUnderLease(
+            lease,
+            """
             UPDATE jobs SET completing = true
             WHERE id = \(lease.jobID)::uuid AND lease_token = \(lease.token) AND state = 'running'
             RETURNING 1 AS ok
@@ -174,7 +197,9 @@ public struct PostgresJobStore: UploadJobStore {
     public func finish(_ lease: Lease, state: Job.State, etag: String?, error: JobFailure?) async throws {
         let ending = JobLifecycle.ending(state)
         let state = JobLifecycle.target(of: ending)
-        try await writeUnderLease(lease, """
+        try await writeUnderLease(
+            lease,
+            """
             UPDATE jobs SET state = \(state.rawValue), etag = \(etag), error = \(JobColumns.json(error))::jsonb, lease_owner = NULL,
                    lease_expires_at = NULL, completed_at = now(), version = version + 1, updated_at = now(),
                    bytes_total = CASE WHEN \(state.rawValue) = 'completed' THEN coalesce(bytes_total, bytes_committed)
@@ -186,7 +211,8 @@ public struct PostgresJobStore: UploadJobStore {
 
     public func list(owner: String?, state: Job.State?, kind: Job.Kind?, limit: Int, after cursor: String?) async throws -> [Job] {
         try await pool.withConnection { connection in
-            try connection.query("""
+            try connection.query(
+                """
                 SELECT \(Self.columns) FROM jobs
                 WHERE (\(owner)::text IS NULL OR owner = \(owner))
                   AND (\(state?.rawValue)::text IS NULL OR state = \(state?.rawValue))
@@ -194,7 +220,8 @@ public struct PostgresJobStore: UploadJobStore {
                   AND (\(cursor)::uuid IS NULL OR (created_at, id) < (SELECT created_at, id FROM jobs WHERE id = \(cursor)::uuid))
                 ORDER BY created_at DESC, id DESC
                 LIMIT \(limit)
-                """).map(Self.decode)
+                """
+            ).map(Self.decode)
         }
     }
 
@@ -202,7 +229,8 @@ public struct PostgresJobStore: UploadJobStore {
         let from = JobLifecycle.textArray(from: action), to = JobLifecycle.target(of: action)
         let refusedWhileCompleting = JobLifecycle.refusedWhileCompleting(action)
         return try await pool.withConnection { connection in
-            _ = try connection.query("""
+            _ = try connection.query(
+                """
                 UPDATE jobs SET state = \(to.rawValue), version = version + 1, updated_at = now(),
                        completed_at = CASE WHEN \(to.isFinal) THEN now() ELSE completed_at END
                 WHERE id = \(id)::uuid AND state = ANY(\(from)::text[]) AND NOT (completing AND \(refusedWhileCompleting))
@@ -213,11 +241,14 @@ public struct PostgresJobStore: UploadJobStore {
 
     public func uploadIDsInUse(key: String) async throws -> Set<String> {
         try await pool.withConnection { connection in
-            Set(try connection.query("""
-                SELECT upload_id AS id FROM jobs
-                WHERE object_key = \(key) AND upload_id IS NOT NULL AND state = ANY(\(JobLifecycle.textArray(Job.State.active))::text[])
-                UNION SELECT s3_upload_id AS id FROM uploads WHERE object_key = \(key) AND state = 'open' AND s3_upload_id IS NOT NULL
-                """).map { try $0.string("id") })
+            Set(
+                try connection.query(
+                    """
+                    SELECT upload_id AS id FROM jobs
+                    WHERE object_key = \(key) AND upload_id IS NOT NULL AND state = ANY(\(JobLifecycle.textArray(Job.State.active))::text[])
+                    UNION SELECT s3_upload_id AS id FROM uploads WHERE object_key = \(key) AND state = 'open' AND s3_upload_id IS NOT NULL
+                    """
+                ).map { try $0.string("id") })
         }
     }
 
@@ -226,7 +257,8 @@ public struct PostgresJobStore: UploadJobStore {
     public func claimUpload(id: String, owner: String, leaseMilliseconds: Int64) async throws -> UploadClaim? {
         let waiting = JobLifecycle.textArray(from: .claimUpload)
         return try await pool.withConnection { connection in
-            let rows = try connection.query("""
+            let rows = try connection.query(
+                """
                 UPDATE jobs SET crashes = crashes + CASE WHEN state = 'running' AND lease_owner IS NOT NULL
                                                               AND lease_owner <> \(owner) THEN 1 ELSE 0 END,
                        state = 'running', lease_owner = \(owner), lease_token = lease_token + 1,
@@ -239,9 +271,12 @@ public struct PostgresJobStore: UploadJobStore {
                 """)
             guard let row = rows.first else { return nil }
             let job = try Self.decode(row)
-            return UploadClaim(job: job, lease: Lease(jobID: job.id, owner: owner, token: Int64(try row.int("lease_token")),
-                                                      expiresAt: Int64(try row.int("lease_expires_ms"))),
-                               tail: try Self.segments(row.string("tail")))
+            return UploadClaim(
+                job: job,
+                lease: Lease(
+                    jobID: job.id, owner: owner, token: Int64(try row.int("lease_token")),
+                    expiresAt: Int64(try row.int("lease_expires_ms"))),
+                tail: try Self.segments(row.string("tail")))
         }
     }
 
@@ -257,7 +292,8 @@ public struct PostgresJobStore: UploadJobStore {
             // bytes_committed (the right-hand sides read the row as it was).
             var delta: Int64 = 0
             for part in parts { delta += part.size - (try Self.upsertPart(part, jobID: lease.jobID, on: connection)) }
-            try connection.query("""
+            try connection.query(
+                """
                 UPDATE jobs SET upload_tail_segments = '[]', bytes_transferred = bytes_transferred + \(delta),
                        bytes_committed = bytes_transferred + \(delta), bytes_at = now(), version = version + 1, updated_at = now()
                 WHERE id = \(lease.jobID)::uuid
@@ -271,7 +307,8 @@ public struct PostgresJobStore: UploadJobStore {
         let bytes = segments.reduce(Int64(0)) { $0 + $1.size }
         return try await pool.withTransaction { connection in
             let before = try Self.lock(lease, on: connection)
-            try connection.query("""
+            try connection.query(
+                """
                 UPDATE jobs SET upload_tail_segments = \(json)::jsonb, bytes_committed = bytes_transferred + \(bytes),
                        bytes_at = now(), version = version + 1, updated_at = now()
                 WHERE id = \(lease.jobID)::uuid
@@ -283,7 +320,8 @@ public struct PostgresJobStore: UploadJobStore {
     public func releaseUpload(_ lease: Lease) async throws {
         let waiting = JobLifecycle.target(of: .releaseUpload).rawValue
         try await pool.withConnection { connection in
-            try connection.query("""
+            try connection.query(
+                """
                 UPDATE jobs SET state = \(waiting), lease_owner = NULL, lease_expires_at = NULL, bytes_flowing = 0, version = version + 1,
                        updated_at = now()
                 WHERE id = \(lease.jobID)::uuid AND lease_token = \(lease.token) AND state = 'running'
@@ -297,7 +335,8 @@ public struct PostgresJobStore: UploadJobStore {
     /// more, nothing is written: `LeaseLost`). Returns the tail's pieces as they were.
     @discardableResult
     private static func lock(_ lease: Lease, on connection: PostgresConnection) throws -> [TailSegment] {
-        let owned = try connection.query("""
+        let owned = try connection.query(
+            """
             SELECT upload_tail_segments::text AS tail FROM jobs
             WHERE id = \(lease.jobID)::uuid AND lease_token = \(lease.token) AND state = 'running' FOR UPDATE
             """)
@@ -307,10 +346,14 @@ public struct PostgresJobStore: UploadJobStore {
 
     /// Inserts or replaces the part; returns the size it had before (0 when new).
     private static func upsertPart(_ part: RecordedPart, jobID: String, on connection: PostgresConnection) throws -> Int64 {
-        let previous = try connection.query("""
-            SELECT size FROM job_parts WHERE job_id = \(jobID)::uuid AND part_number = \(part.number)
-            """).first.map { Int64(try $0.int("size")) } ?? 0
-        try connection.query("""
+        let previous =
+            try connection.query(
+                """
+                SELECT size FROM job_parts WHERE job_id = \(jobID)::uuid AND part_number = \(part.number)
+                """
+            ).first.map { Int64(try $0.int("size")) } ?? 0
+        try connection.query(
+            """
             INSERT INTO job_parts (job_id, part_number, size, etag, checksum)
             VALUES (\(jobID)::uuid, \(part.number), \(part.size), \(part.etag), \(part.checksum))
             ON CONFLICT (job_id, part_number) DO UPDATE SET size = EXCLUDED.size, etag = EXCLUDED.etag, checksum = EXCLUDED.checksum,
@@ -333,11 +376,13 @@ public struct PostgresJobStore: UploadJobStore {
             throw PostgresRow.DecodingError(column: "type/state", expected: "a known value")
         }
         let id = try row.string("id")
-        var job = Job(id: id, owner: try row.string("owner"), kind: kind, state: state,
-                      objectKey: try row.optionalString("object_key"),
-                      source: try JobColumns.source(try row.optionalString("source"), kind: kind, job: id),
-                      options: try JobColumns.options(try row.string("options"), job: id), bytesTotal: try row.optionalInt("bytes_total").map(Int64.init),
-                      partSize: Int64(try row.int("part_size")))
+        var job = Job(
+            id: id, owner: try row.string("owner"), kind: kind, state: state,
+            objectKey: try row.optionalString("object_key"),
+            source: try JobColumns.source(try row.optionalString("source"), kind: kind, job: id),
+            options: try JobColumns.options(try row.string("options"), job: id),
+            bytesTotal: try row.optionalInt("bytes_total").map(Int64.init),
+            partSize: Int64(try row.int("part_size")))
         job.bytesTransferred = Int64(try row.int("bytes_transferred"))
         job.bytesCommitted = Int64(try row.int("bytes_committed"))
         job.bytesFlowing = Int64(try row.int("bytes_flowing"))
@@ -364,7 +409,8 @@ extension JobLifecycle {
     /// The states `action` may move a job from, as a PostgreSQL `text[]` literal (a bind value).
     /// A text[] literal of any strings: each element quoted, `"` and `\` escaped.
     static func arrayLiteral(_ items: [String]) -> String {
-        "{" + items.map { "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
+        "{"
+            + items.map { "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
             .joined(separator: ",") + "}"
     }
 
@@ -391,12 +437,14 @@ enum OwnerLimits {
     static func check(_ quota: OwnerQuota, owner: String, creating: Creation, on connection: PostgresConnection) throws {
         try connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\("gateway-owner:" + owner), 0)) AS locked")
         let active = JobLifecycle.textArray(Job.State.active)
-        let row = try connection.query("""
+        let row = try connection.query(
+            """
             SELECT (SELECT count(*) FROM jobs WHERE owner = \(owner) AND state = ANY(\(active)::text[])) AS active,
                    (SELECT count(*) FROM jobs WHERE owner = \(owner) AND type = 'upload'
                                                 AND state = ANY(\(active)::text[]))
                  + (SELECT count(*) FROM uploads WHERE owner = \(owner) AND state IN ('creating', 'open')) AS uploads
-            """).first
+            """
+        ).first
         let activeJobs = try row?.int("active") ?? 0
         let uploads = try row?.int("uploads") ?? 0
         switch creating {

@@ -17,16 +17,19 @@ public struct PostgresMaintenanceStore: MaintenanceStore {
         let error = JobColumns.json(JobFailure(.uploadExpired))
         return try await pool.withConnection { connection in
             try prefixes.flatMap { prefix in
-                try connection.query("""
+                try connection.query(
+                    """
                     UPDATE jobs SET state = \(JobLifecycle.target(of: expiring).rawValue), error = \(error)::jsonb,
                            lease_owner = NULL, lease_expires_at = NULL, version = version + 1, updated_at = now(), completed_at = now()
                     WHERE type = 'upload' AND starts_with(object_key, \(prefix))
                       AND (state = ANY(\(from)::text[]) OR (state = 'running' AND lease_expires_at < now()))
                       AND coalesce(bytes_at, created_at) <= to_timestamp(\(cutoff))
                     RETURNING object_key, upload_id, upload_tail_segments::text AS tail
-                    """).map { row in
-                    ExpiredUpload(objectKey: try row.string("object_key"), uploadID: try row.optionalString("upload_id"),
-                                  tail: (try? JSONDecoder().decode([TailSegment].self, from: Data(row.string("tail").utf8))) ?? [])
+                    """
+                ).map { row in
+                    ExpiredUpload(
+                        objectKey: try row.string("object_key"), uploadID: try row.optionalString("upload_id"),
+                        tail: (try? JSONDecoder().decode([TailSegment].self, from: Data(row.string("tail").utf8))) ?? [])
                 }
             }
         }
@@ -35,7 +38,8 @@ public struct PostgresMaintenanceStore: MaintenanceStore {
     public func activeJobIDs() async throws -> Set<String> {
         try await pool.withConnection { connection in
             let working = JobLifecycle.textArray([Job.State.queued, .running])
-            return Set(try connection.query("SELECT id::text AS id FROM jobs WHERE state = ANY(\(working)::text[])").map { try $0.string("id") })
+            return Set(
+                try connection.query("SELECT id::text AS id FROM jobs WHERE state = ANY(\(working)::text[])").map { try $0.string("id") })
         }
     }
 
@@ -44,11 +48,13 @@ public struct PostgresMaintenanceStore: MaintenanceStore {
         let list = "{" + ids.joined(separator: ",") + "}"
         return try await pool.withConnection { connection in
             var known: [String: StagedTails] = [:]
-            for row in try connection.query("""
+            for row in try connection.query(
+                """
                 SELECT id::text AS id, upload_tail_segments::text AS tail,
                        state IN ('completed', 'failed', 'canceled') AS ended
                 FROM jobs WHERE id = ANY(\(list)::uuid[])
-                """) {
+                """)
+            {
                 let segments = (try? JSONDecoder().decode([TailSegment].self, from: Data(row.string("tail").utf8))) ?? []
                 known[try row.string("id")] = StagedTails(ended: try row.bool("ended"), keys: Set(segments.map(\.key)))
             }

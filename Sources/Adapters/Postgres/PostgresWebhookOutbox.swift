@@ -14,23 +14,27 @@ public struct PostgresWebhookOutbox: WebhookOutbox {
 
     public func claimDue(limit: Int, leaseSeconds: Int) async throws -> [WebhookEvent] {
         try await pool.withConnection { connection in
-            try connection.query("""
+            try connection.query(
+                """
                 UPDATE webhook_events SET attempts = attempts + 1,
                        next_attempt_at = clock_timestamp() + make_interval(secs => \(leaseSeconds))
                 WHERE id IN (SELECT id FROM webhook_events WHERE state = 'pending' AND next_attempt_at <= clock_timestamp()
                              ORDER BY next_attempt_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
                 RETURNING id::text AS id, type, subject_id::text AS subject, attempts,
                           extract(epoch FROM created_at)::float8::text AS created
-                """).map { row in
-                WebhookEvent(id: try row.string("id"), type: try row.string("type"), subjectID: try row.string("subject"),
-                             attempts: try row.int("attempts"), createdAt: Double(try row.string("created")) ?? 0)
+                """
+            ).map { row in
+                WebhookEvent(
+                    id: try row.string("id"), type: try row.string("type"), subjectID: try row.string("subject"),
+                    attempts: try row.int("attempts"), createdAt: Double(try row.string("created")) ?? 0)
             }
         }
     }
 
     public func delivered(_ event: WebhookEvent) async throws {
         try await pool.withConnection { connection in
-            try connection.query("""
+            try connection.query(
+                """
                 UPDATE webhook_events SET state = 'delivered', delivered_at = clock_timestamp(), last_error = NULL
                 WHERE id = \(event.id)::uuid AND state = 'pending' AND attempts = \(event.attempts)
                 """)
@@ -39,7 +43,8 @@ public struct PostgresWebhookOutbox: WebhookOutbox {
 
     public func retry(_ event: WebhookEvent, afterSeconds seconds: Double, error: String) async throws {
         try await pool.withConnection { connection in
-            try connection.query("""
+            try connection.query(
+                """
                 UPDATE webhook_events SET next_attempt_at = clock_timestamp() + make_interval(secs => \(seconds)),
                        last_error = \(String(error.prefix(500)))
                 WHERE id = \(event.id)::uuid AND state = 'pending' AND attempts = \(event.attempts)
@@ -49,7 +54,8 @@ public struct PostgresWebhookOutbox: WebhookOutbox {
 
     public func failed(_ event: WebhookEvent, error: String) async throws {
         try await pool.withConnection { connection in
-            try connection.query("""
+            try connection.query(
+                """
                 UPDATE webhook_events SET state = 'failed', last_error = \(String(error.prefix(500)))
                 WHERE id = \(event.id)::uuid AND state = 'pending' AND attempts = \(event.attempts)
                 """)
@@ -67,13 +73,15 @@ public struct PostgresWebhookOutbox: WebhookOutbox {
         var removed = 1000
         while removed >= 1000 {
             removed = try await pool.withConnection { connection in
-                try connection.query("""
+                try connection.query(
+                    """
                     WITH gone AS (DELETE FROM webhook_events WHERE id IN (
                         SELECT id FROM webhook_events WHERE state = 'delivered'
                            AND created_at < clock_timestamp() - make_interval(secs => \(seconds)) LIMIT 1000)
                         RETURNING 1)
                     SELECT count(*)::int AS n FROM gone
-                    """).first?.int("n") ?? 0
+                    """
+                ).first?.int("n") ?? 0
             }
         }
     }

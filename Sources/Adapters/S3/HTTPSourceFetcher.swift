@@ -1,3 +1,4 @@
+import Foundation
 import S3
 import TransferEngine
 
@@ -17,17 +18,21 @@ public struct HTTPSourceFetcher: SourceFetcher {
     public func probe(_ url: String) async throws -> SourceProbe {
         let response: URLFetcher.Response
         do {
-            response = try await mapped { try await fetcher.send("GET", url: url, headers: [("Range", "bytes=0-0")], sink: .memory(limit: 64)) }
+            response = try await mapped {
+                try await fetcher.send("GET", url: url, headers: [("Range", "bytes=0-0")], sink: .memory(limit: 64))
+            }
         } catch let error as TransferError where error.code == .responseTooLarge {
-            return SourceProbe(size: nil, etag: nil, acceptsRanges: false)   // the whole body came back: no ranges
+            return SourceProbe(size: nil, etag: nil, acceptsRanges: false)  // the whole body came back: no ranges
         }
         let etag = response.header("etag").flatMap { $0.hasPrefix("W/") ? nil : $0 }
         switch response.status {
         case 206:
-            let total = response.header("content-range")?.split(separator: "/").last.flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
+            let total = response.header("content-range")?.split(separator: "/").last.flatMap {
+                Int64($0.trimmingCharacters(in: .whitespaces))
+            }
             return SourceProbe(size: total, etag: etag, acceptsRanges: total != nil)
         case 416:
-            return SourceProbe(size: nil, etag: nil, acceptsRanges: false)   // an empty body: read it whole
+            return SourceProbe(size: nil, etag: nil, acceptsRanges: false)  // an empty body: read it whole
         default:
             try Self.check(response.status, expected: 200...299)
             return SourceProbe(size: nil, etag: etag, acceptsRanges: false)
@@ -43,7 +48,8 @@ public struct HTTPSourceFetcher: SourceFetcher {
         if response.status == 200 { throw TransferError(code: .rangeIgnored, retryable: false) }
         try Self.check(response.status, expected: 206...206)
         guard let contentRange = response.header("content-range"),
-              contentRange.hasPrefix("bytes \(range.lowerBound)-\(range.upperBound)/") else {
+            contentRange.hasPrefix("bytes \(range.lowerBound)-\(range.upperBound)/")
+        else {
             throw TransferError.sourceChanged
         }
     }
@@ -100,5 +106,3 @@ final class StreamedBody: ByteSource {
         }
     }
 }
-
-import Foundation

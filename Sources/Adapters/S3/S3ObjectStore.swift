@@ -19,34 +19,42 @@ public struct S3ObjectStore: ObjectStore {
     public func properties(of key: String) async throws -> ObjectProperties {
         try await mapped {
             let head = try await client.headObject(key: key)
-            return ObjectProperties(size: head.size, etag: head.etag, lastModified: head.lastModified,
-                                    attributes: ObjectAttributesSpec(contentType: head.contentType, cacheControl: head.cacheControl,
-                                                                     contentDisposition: head.contentDisposition,
-                                                                     serverSideEncryption: head.serverSideEncryption,
-                                                                     kmsKeyId: head.kmsKeyId, metadata: head.metadata))
+            return ObjectProperties(
+                size: head.size, etag: head.etag, lastModified: head.lastModified,
+                attributes: ObjectAttributesSpec(
+                    contentType: head.contentType, cacheControl: head.cacheControl,
+                    contentDisposition: head.contentDisposition,
+                    serverSideEncryption: head.serverSideEncryption,
+                    kmsKeyId: head.kmsKeyId, metadata: head.metadata))
         }
     }
 
     public func list(prefix: String, after: String?, limit: Int) async throws -> (objects: [ObjectSummary], next: String?) {
         try await mapped {
             let page = try await client.listObjectsPage(prefix: prefix, startAfter: after, limit: limit)
-            return (page.objects.map { ObjectSummary(key: $0.key, size: $0.size, etag: $0.etag, lastModified: $0.lastModified) },
-                    page.nextStartAfter)
+            return (
+                page.objects.map { ObjectSummary(key: $0.key, size: $0.size, etag: $0.etag, lastModified: $0.lastModified) },
+                page.nextStartAfter
+            )
         }
     }
 
     public func createMultipartUpload(key: String, attributes: ObjectAttributesSpec, checksum: PartChecksum?) async throws -> String {
         try await mapped {
-            try await client.createMultipartUpload(key: key, attributes: Self.attributes(attributes.withDefaultType),
-                                                   checksumAlgorithm: checksum == .crc32c ? "CRC32C" : nil)
+            try await client.createMultipartUpload(
+                key: key, attributes: Self.attributes(attributes.withDefaultType),
+                checksumAlgorithm: checksum == .crc32c ? "CRC32C" : nil)
         }
     }
 
-    public func copyPart(key: String, uploadID: String, part: Int, sourceKey: String, range: ClosedRange<Int64>?,
-                         ifMatch: String?) async throws -> String {
+    public func copyPart(
+        key: String, uploadID: String, part: Int, sourceKey: String, range: ClosedRange<Int64>?,
+        ifMatch: String?
+    ) async throws -> String {
         try await mapped {
-            try await client.uploadPartCopy(key: key, uploadId: uploadID, partNumber: part, sourceKey: sourceKey, range: range,
-                                            ifMatch: ifMatch)
+            try await client.uploadPartCopy(
+                key: key, uploadId: uploadID, partNumber: part, sourceKey: sourceKey, range: range,
+                ifMatch: ifMatch)
         }
     }
 
@@ -60,9 +68,11 @@ public struct S3ObjectStore: ObjectStore {
 
     public func completeMultipartUpload(key: String, uploadID: String, parts: [RecordedPart]) async throws -> String {
         try await mapped {
-            try await client.completeMultipartUpload(key: key, uploadId: uploadID, parts: parts.map { (partNumber: $0.number, etag: $0.etag) },
-                                                     checksums: Dictionary(parts.compactMap { part in part.checksum.map { (part.number, $0) } },
-                                                                           uniquingKeysWith: { _, later in later }))
+            try await client.completeMultipartUpload(
+                key: key, uploadId: uploadID, parts: parts.map { (partNumber: $0.number, etag: $0.etag) },
+                checksums: Dictionary(
+                    parts.compactMap { part in part.checksum.map { (part.number, $0) } },
+                    uniquingKeysWith: { _, later in later }))
         }
     }
 
@@ -79,7 +89,9 @@ public struct S3ObjectStore: ObjectStore {
         }
     }
 
-    public func copyObject(from sourceKey: String, to key: String, attributes: ObjectAttributesSpec?, ifMatch: String?) async throws -> String {
+    public func copyObject(
+        from sourceKey: String, to key: String, attributes: ObjectAttributesSpec?, ifMatch: String?
+    ) async throws -> String {
         try await mapped {
             try await client.copyObject(from: sourceKey, to: key, attributes: attributes.map(Self.attributes), ifMatch: ifMatch)
         }
@@ -112,8 +124,9 @@ public struct S3ObjectStore: ObjectStore {
         let md5 = checksum == .md5 ? try Self.contentMD5(data) : nil
         let crc = checksum == .crc32c ? try Self.crc32c(data) : nil
         return try await mapped {
-            try await client.putObject(key: key, body: Self.body(data), attributes: Self.attributes(attributes.withDefaultType),
-                                       contentMD5: md5, checksumCRC32C: crc)
+            try await client.putObject(
+                key: key, body: Self.body(data), attributes: Self.attributes(attributes.withDefaultType),
+                contentMD5: md5, checksumCRC32C: crc)
         }
     }
 
@@ -173,8 +186,9 @@ public struct S3ObjectStore: ObjectStore {
     }
 
     static func attributes(_ spec: ObjectAttributesSpec) -> ObjectAttributes {
-        ObjectAttributes(contentType: spec.contentType, cacheControl: spec.cacheControl, contentDisposition: spec.contentDisposition,
-                         serverSideEncryption: spec.serverSideEncryption, kmsKeyId: spec.kmsKeyId, metadata: spec.metadata)
+        ObjectAttributes(
+            contentType: spec.contentType, cacheControl: spec.cacheControl, contentDisposition: spec.contentDisposition,
+            serverSideEncryption: spec.serverSideEncryption, kmsKeyId: spec.kmsKeyId, metadata: spec.metadata)
     }
 
     private func mapped<T>(_ work: () async throws -> T) async throws -> T {

@@ -32,17 +32,19 @@ public struct DataLinks: Sendable {
     /// Whether `expires` and `signature` make a link to `jobID` that is valid now.
     func valid(jobID: String, expires: String?, signature: String?, for purpose: Purpose = .data) -> Bool {
         guard let expires, let signature, expires.utf8.count <= 12, let seconds = Int(expires), seconds >= now(),
-              seconds <= now() + lifetime else { return false }
+            seconds <= now() + lifetime
+        else { return false }
         return Digest.constantTimeEqual(Array(signature.utf8), Array(self.signature(jobID: jobID, expires: seconds, purpose: purpose).utf8))
     }
 
     /// A `Host` value fit to be written into a URL: a host name or address and a port, no more.
     static func plausibleHost(_ host: String) -> Bool {
-        !host.isEmpty && host.utf8.count <= 255 && host.utf8.allSatisfy { byte in
-            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
-                || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ":")
-                || byte == UInt8(ascii: "[") || byte == UInt8(ascii: "]")
-        }
+        !host.isEmpty && host.utf8.count <= 255
+            && host.utf8.allSatisfy { byte in
+                (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                    || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ":")
+                    || byte == UInt8(ascii: "[") || byte == UInt8(ascii: "]")
+            }
     }
 
     private func signature(jobID: String, expires: Int, purpose: Purpose) -> String {

@@ -53,13 +53,16 @@ extension JobRoutes {
         let length = range.map { $0.upperBound - $0.lowerBound + 1 } ?? size
         if let range { headers.add("Content-Range", "bytes \(range.lowerBound)-\(range.upperBound)/\(size)") }
         let status = range == nil ? 200 : 206
-        if http.method == "HEAD" || length == 0 { return HTTPResponse(status: status, headers: headers, body: .stream(length: Int(length)) { _ in }) }
+        if http.method == "HEAD" || length == 0 {
+            return HTTPResponse(status: status, headers: headers, body: .stream(length: Int(length)) { _ in })
+        }
         // Every stream counts against the job's owner, whoever holds the link.
         let slot = try context.limits.admitStream(job.owner)
         // The read-ahead's blocks come out of the memory budget, the owner's share of it, one
         // at a time; with no room soon for the first, 503.
-        let reads = ReadAhead(objects: jobs.objects, budget: context.engine.memory, owner: job.owner, key: source.key, etag: etag, from: start,
-                              length: length, block: Self.readAheadBlock, depth: Self.readAheadDepth)
+        let reads = ReadAhead(
+            objects: jobs.objects, budget: context.engine.memory, owner: job.owner, key: source.key, etag: etag, from: start,
+            length: length, block: Self.readAheadBlock, depth: Self.readAheadDepth)
         // The first block before the answer: a changed or vanished object is 412 while a status
         // can still say so.
         let first: ReadAhead.Block
@@ -74,33 +77,35 @@ extension JobRoutes {
         }
         // A whole single-part object is checked against its MD5 ETag before its last byte goes.
         let check = range == nil ? MultipartETag.plainMD5(etag) : nil
-        return HTTPResponse(status: status, headers: headers, body: .stream(length: Int(length)) { writer in
-            let watch = StallWatch(milliseconds: Self.stallMilliseconds) { reads.shrink() }
-            defer {
-                watch.stop()
-                reads.cancel()
-                slot.release()
-            }
-            let digest = check.map { _ in Digest.Context(.md5) }
-            var block = first, done: Int64 = 0
-            while true {
-                digest?.update(block.bytes)
-                done += Int64(block.bytes.count)
-                // The last block goes only if the whole object matches its MD5 ETag.
-                if done >= length, let check, let digest, digest.finish() != check {
-                    throw TransferError(code: .checksumMismatch, retryable: false)
+        return HTTPResponse(
+            status: status, headers: headers,
+            body: .stream(length: Int(length)) { writer in
+                let watch = StallWatch(milliseconds: Self.stallMilliseconds) { reads.shrink() }
+                defer {
+                    watch.stop()
+                    reads.cancel()
+                    slot.release()
                 }
-                var offset = 0
-                while offset < block.bytes.count {
-                    let slice = block.bytes[offset..<min(offset + Self.writeSlice, block.bytes.count)]
-                    try await watch.write { try await writer.write(slice) }
-                    offset += slice.count
+                let digest = check.map { _ in Digest.Context(.md5) }
+                var block = first, done: Int64 = 0
+                while true {
+                    digest?.update(block.bytes)
+                    done += Int64(block.bytes.count)
+                    // The last block goes only if the whole object matches its MD5 ETag.
+                    if done >= length, let check, let digest, digest.finish() != check {
+                        throw TransferError(code: .checksumMismatch, retryable: false)
+                    }
+                    var offset = 0
+                    while offset < block.bytes.count {
+                        let slice = block.bytes[offset..<min(offset + Self.writeSlice, block.bytes.count)]
+                        try await watch.write { try await writer.write(slice) }
+                        offset += slice.count
+                    }
+                    block.held.release()
+                    guard done < length, let following = try await reads.next() else { break }
+                    block = following
                 }
-                block.held.release()
-                guard done < length, let following = try await reads.next() else { break }
-                block = following
-            }
-        })
+            })
     }
 
     /// The download job a request names: by its owner's (or an admin's) token, or by a valid
@@ -108,7 +113,9 @@ extension JobRoutes {
     private func downloadJob(_ http: HTTPRequest, id: String) async throws -> Job {
         let query = try QueryParameters.read(http)
         guard query["signature"] != nil || query["expires"] != nil else { return try await visibleJob(http, id: id).0 }
-        guard let links, UUID(uuidString: id) != nil, links.valid(jobID: id.lowercased(), expires: query["expires"], signature: query["signature"]) else {
+        guard let links, UUID(uuidString: id) != nil,
+            links.valid(jobID: id.lowercased(), expires: query["expires"], signature: query["signature"])
+        else {
             throw APIError(.forbidden, "The link is not valid or has expired; ask the job for a fresh dataUrl.")
         }
         guard let job = try await jobs.store.job(id: id.lowercased()) else { throw APIError.notFound }
@@ -125,12 +132,14 @@ extension JobRoutes {
 
     /// `attachment` with the name twice: quoted ASCII for old clients, RFC 8187 UTF-8 for the rest.
     static func attachment(_ filename: String) -> String {
-        let ascii = String(filename.unicodeScalars.map { scalar -> Character in
-            scalar.value >= 0x20 && scalar.value < 0x7F && scalar != "\"" && scalar != "\\" ? Character(scalar) : "_"
-        })
+        let ascii = String(
+            filename.unicodeScalars.map { scalar -> Character in
+                scalar.value >= 0x20 && scalar.value < 0x7F && scalar != "\"" && scalar != "\\" ? Character(scalar) : "_"
+            })
         var encoded = ""
         for byte in filename.utf8 {
-            let unreserved = (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+            let unreserved =
+                (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
                 || "!#$&+-.^_`|~".utf8.contains(byte)
             encoded += unreserved ? String(UnicodeScalar(byte)) : String(format: "%%%02X", byte)
         }
@@ -173,5 +182,3 @@ extension JobRoutes {
         }
     }
 }
-
-import Foundation

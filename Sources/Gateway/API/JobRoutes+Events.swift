@@ -26,12 +26,16 @@ extension JobRoutes {
         }
         let slot = try WaitSlot(limits: context.limits, owner: holder)
         let routes = self
-        let headers = HTTPHeaders([("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-store"),
-                                   ("X-Accel-Buffering", "no")])
-        return HTTPResponse(status: 200, headers: headers, body: .stream(length: nil) { writer in
-            defer { slot.release() }
-            try await routes.stream(job, after: lastSeen, to: writer, http: http)
-        })
+        let headers = HTTPHeaders([
+            ("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-store"),
+            ("X-Accel-Buffering", "no"),
+        ])
+        return HTTPResponse(
+            status: 200, headers: headers,
+            body: .stream(length: nil) { writer in
+                defer { slot.release() }
+                try await routes.stream(job, after: lastSeen, to: writer, http: http)
+            })
     }
 
     /// The job a stream names, and whose wait slot it takes: by its owner's (or an admin's)
@@ -43,7 +47,8 @@ extension JobRoutes {
             return (job, identity.id ?? job.owner)
         }
         guard let links, UUID(uuidString: id) != nil,
-              links.valid(jobID: id.lowercased(), expires: query["expires"], signature: query["signature"], for: .events) else {
+            links.valid(jobID: id.lowercased(), expires: query["expires"], signature: query["signature"], for: .events)
+        else {
             throw APIError(.forbidden, "The link is not valid or has expired; ask the job for a fresh eventsUrl.")
         }
         guard let job = try await jobs.store.job(id: id.lowercased()) else { throw APIError.notFound }
@@ -63,7 +68,8 @@ extension JobRoutes {
                 try await writer.write(Self.event(job, json: json(job, http, eventsLink: false)))
             }
             if job.state.isFinal || http.serverIsShuttingDown || ContinuousClock.now >= end { return }
-            let next = try await waitForChange(of: job, from: sent ?? Self.etag(job), until: ContinuousClock.now + Self.heartbeat, http: http)
+            let next = try await waitForChange(
+                of: job, from: sent ?? Self.etag(job), until: ContinuousClock.now + Self.heartbeat, http: http)
             if Self.etag(next) == sent && !next.state.isFinal {
                 try await writer.write(Array(": keep-alive\n\n".utf8))
             }

@@ -48,8 +48,9 @@ extension Job {
     static func upload(owner: String, objectKey: String, size: Int64?, options: JobOptions, settings: EngineSettings) -> Job {
         var partSize = options.partSize ?? settings.partSize
         if let size, let plan = try? PartPlan(objectSize: size, requestedPartSize: partSize) { partSize = plan.partSize }
-        return Job(id: UUID().uuidString.lowercased(), owner: owner, kind: .upload, state: .pending, objectKey: objectKey,
-                   source: .uploaded(tusMetadata: nil), options: options, bytesTotal: size, partSize: partSize)
+        return Job(
+            id: UUID().uuidString.lowercased(), owner: owner, kind: .upload, state: .pending, objectKey: objectKey,
+            source: .uploaded(tusMetadata: nil), options: options, bytesTotal: size, partSize: partSize)
     }
 }
 

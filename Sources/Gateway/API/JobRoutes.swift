@@ -38,15 +38,19 @@ struct JobRoutes: Sendable {
         guard let owner = identity.id else { throw APIError.unauthorized }
         try context.limits.admitCreation(owner)
         let fields = try await Responses.fields(from: http, known: Self.knownFields)
-        return try await jobs.idempotency.run(http, owner: owner, scope: "jobs", request: fields.canonical, replay: { first in
-            // The job as it is now, with the first answer's status and the same id.
-            guard let id = first.location?.split(separator: "/").last, let job = try await jobs.store.job(id: String(id)),
-                  AccessPolicy.same(job.owner, owner) else { throw APIError.notFound }
-            var response = Responses.json(first.status, bytes: json(job, http))
-            response.headers.add("Location", "/v1/jobs/\(job.id)")
-            response.headers.add("ETag", Self.etag(job))
-            return response
-        }) {
+        return try await jobs.idempotency.run(
+            http, owner: owner, scope: "jobs", request: fields.canonical,
+            replay: { first in
+                // The job as it is now, with the first answer's status and the same id.
+                guard let id = first.location?.split(separator: "/").last, let job = try await jobs.store.job(id: String(id)),
+                    AccessPolicy.same(job.owner, owner)
+                else { throw APIError.notFound }
+                var response = Responses.json(first.status, bytes: json(job, http))
+                response.headers.add("Location", "/v1/jobs/\(job.id)")
+                response.headers.add("ETag", Self.etag(job))
+                return response
+            }
+        ) {
             try await create(fields, http, identity: identity, owner: owner)
         }
     }
@@ -60,7 +64,9 @@ struct JobRoutes: Sendable {
         }
         let options = try Self.options(fields, maxConcurrency: settings.maxConcurrency)
         if let partSize = options.partSize, partSize > settings.spoolCapacity {
-            throw APIError.validation("partSize may be at most one identity's share of the spool (GATEWAY_USER_SPOOL_SHARE of GATEWAY_SPOOL_BUDGET), \(settings.spoolCapacity) bytes.")
+            throw APIError.validation(
+                "partSize may be at most one identity's share of the spool (GATEWAY_USER_SPOOL_SHARE of GATEWAY_SPOOL_BUDGET), \(settings.spoolCapacity) bytes."
+            )
         }
         let objectKey: String, source: JobSource
         switch kind {
@@ -73,7 +79,8 @@ struct JobRoutes: Sendable {
             let url = try fields.requiredString("sourceUrl")
             let lower = url.lowercased()
             guard lower.hasPrefix("http://") || lower.hasPrefix("https://"), url.utf8.count <= 8192,
-                  url.utf8.allSatisfy({ $0 >= 0x20 && $0 <= 0x7E }) else {
+                url.utf8.allSatisfy({ $0 >= 0x20 && $0 <= 0x7E })
+            else {
                 throw APIError.validation("sourceUrl must be an http or https URL of at most 8192 printable ASCII characters.")
             }
             objectKey = try key(fields, mode: .write, identity: identity)
@@ -84,16 +91,20 @@ struct JobRoutes: Sendable {
             if let size, !(0...settings.maxObjectSize).contains(size) {
                 throw APIError.validation("size must be from 0 to \(settings.maxObjectSize) bytes.")
             }
-            let job = Job.upload(owner: owner, objectKey: try key(fields, mode: .write, identity: identity),
-                                 size: size, options: options, settings: settings)
+            let job = Job.upload(
+                owner: owner, objectKey: try key(fields, mode: .write, identity: identity),
+                size: size, options: options, settings: settings)
             guard job.partSize <= settings.spoolCapacity else {
-                throw APIError.validation("An upload of this size needs parts of \(job.partSize) bytes, more than one identity's share of the spool.")
+                throw APIError.validation(
+                    "An upload of this size needs parts of \(job.partSize) bytes, more than one identity's share of the spool.")
             }
             return try await created(job, http)
         }
-        return try await created(Job(id: UUID().uuidString.lowercased(), owner: owner, kind: kind, state: .queued,
-                                     objectKey: objectKey, source: source, options: options, bytesTotal: nil,
-                                     partSize: options.partSize ?? settings.partSize), http)
+        return try await created(
+            Job(
+                id: UUID().uuidString.lowercased(), owner: owner, kind: kind, state: .queued,
+                objectKey: objectKey, source: source, options: options, bytesTotal: nil,
+                partSize: options.partSize ?? settings.partSize), http)
     }
 
     /// A download pins the object as it is now (size, ETag, content type) and is complete at
@@ -103,16 +114,21 @@ struct JobRoutes: Sendable {
         let key = try object(fields, "source", mode: .read, identity: identity)
         let filename = try fields.string("filename")
         if let filename {
-            guard (1...255).contains(filename.utf8.count), !filename.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }),
-                  !filename.contains("/"), !filename.contains("\\") else {
+            guard (1...255).contains(filename.utf8.count),
+                !filename.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }),
+                !filename.contains("/"), !filename.contains("\\")
+            else {
                 throw APIError.validation("filename must be 1–255 bytes with no control character, / or \\.")
             }
         }
         let found = try await ObjectRoutes.found { try await jobs.objects.properties(of: key) }
-        guard found.size >= 0, found.etag.utf8.count > 2 else { throw APIError(.storageError, "S3 described the object without a size or ETag.") }
+        guard found.size >= 0, found.etag.utf8.count > 2 else {
+            throw APIError(.storageError, "S3 described the object without a size or ETag.")
+        }
         let source = ObjectSource(key: key, contentType: found.attributes.contentType, filename: filename)
-        var job = Job(id: UUID().uuidString.lowercased(), owner: owner, kind: .download, state: .completed, objectKey: key,
-                      source: .object(source), bytesTotal: found.size, partSize: settings.partSize)
+        var job = Job(
+            id: UUID().uuidString.lowercased(), owner: owner, kind: .download, state: .completed, objectKey: key,
+            source: .object(source), bytesTotal: found.size, partSize: settings.partSize)
         job.etag = found.etag
         job.sourceETag = found.etag
         job.bytesTransferred = found.size
@@ -132,10 +148,14 @@ struct JobRoutes: Sendable {
 
     /// Every member a job body may have, and those each type uses (any other is 400
     /// `option_not_supported`: nothing is accepted and then ignored).
-    static let optionFields: Set<String> = AttributeFields.names.union(["partSize", "concurrency", "retryLimit", "timeoutSeconds",
-                                                                        "bandwidthLimit"])
-    static let knownFields: Set<String> = optionFields.union(["type", "accessLevel", "key", "targetIdentityId", "size", "sourceUrl",
-                                                              "source", "destination", "filename"])
+    static let optionFields: Set<String> = AttributeFields.names.union([
+        "partSize", "concurrency", "retryLimit", "timeoutSeconds",
+        "bandwidthLimit",
+    ])
+    static let knownFields: Set<String> = optionFields.union([
+        "type", "accessLevel", "key", "targetIdentityId", "size", "sourceUrl",
+        "source", "destination", "filename",
+    ])
     static func fields(of kind: Job.Kind) -> Set<String> {
         switch kind {
         case .upload: return optionFields.union(["type", "accessLevel", "key", "targetIdentityId", "size"])
@@ -169,7 +189,9 @@ struct JobRoutes: Sendable {
             options.partSize = partSize
         }
         if let concurrency = try fields.integer("concurrency") {
-            guard (1...Int64(maxConcurrency)).contains(concurrency) else { throw APIError.validation("concurrency must be from 1 to \(maxConcurrency).") }
+            guard (1...Int64(maxConcurrency)).contains(concurrency) else {
+                throw APIError.validation("concurrency must be from 1 to \(maxConcurrency).")
+            }
             options.concurrency = Int(concurrency)
         }
         if let retries = try fields.integer("retryLimit") {
@@ -198,8 +220,9 @@ struct JobRoutes: Sendable {
 
     /// The job, if the caller may see it (its owner, or an admin); 404 otherwise.
     func visibleJob(_ http: HTTPRequest, id: String) async throws -> (Job, Identity) {
-        try await OwnedResource.find(http, id: id, authenticator: context.authenticator, adminMayRead: true,
-                                     load: { try await jobs.store.job(id: $0) }, owner: \.owner)
+        try await OwnedResource.find(
+            http, id: id, authenticator: context.authenticator, adminMayRead: true,
+            load: { try await jobs.store.job(id: $0) }, owner: \.owner)
     }
 
     private func show(_ http: HTTPRequest, id: String) async throws -> HTTPResponse {
@@ -207,7 +230,9 @@ struct JobRoutes: Sendable {
         let known = http.headers["if-none-match"]
         // ?wait=N (N ≤ 60): hold the answer until the job changes from what the client has.
         if let wait = try QueryParameters.read(http)["wait"] {
-            guard let seconds = DecimalNumber.parse(wait).map(Int.init), (0...60).contains(seconds) else { throw APIError.validation("wait must be from 0 to 60 seconds.") }
+            guard let seconds = DecimalNumber.parse(wait).map(Int.init), (0...60).contains(seconds) else {
+                throw APIError.validation("wait must be from 0 to 60 seconds.")
+            }
             let baseline = known ?? Self.etag(job)
             if seconds > 0 && Self.etag(job) == baseline && !job.state.isFinal {
                 job = try await context.limits.holdingWait(identity.id ?? "") {
@@ -227,8 +252,10 @@ struct JobRoutes: Sendable {
     /// The job once its ETag differs from `baseline` (or it ended), or as it is at `deadline` or
     /// at shutdown. Woken by the change itself (`JobChanges`), on whichever instance it happened;
     /// a client that hangs up cancels the wait at once.
-    func waitForChange(of job: Job, from baseline: String, until deadline: ContinuousClock.Instant,
-                       http: HTTPRequest) async throws -> Job {
+    func waitForChange(
+        of job: Job, from baseline: String, until deadline: ContinuousClock.Instant,
+        http: HTTPRequest
+    ) async throws -> Job {
         var job = job
         let store = jobs.store, changes = jobs.changes
         while Self.etag(job) == baseline && !job.state.isFinal && !http.serverIsShuttingDown {
@@ -265,7 +292,8 @@ struct JobRoutes: Sendable {
         if let raw = query["cursor"] {
             // A cursor is the last job of a page this identity was given: another's job is not one.
             guard UUID(uuidString: raw) != nil, let mark = try await jobs.store.job(id: raw.lowercased()),
-                  AccessPolicy.same(mark.owner, owner) else {
+                AccessPolicy.same(mark.owner, owner)
+            else {
                 throw APIError.validation("cursor is not one this API gave.")
             }
             cursor = mark.id
@@ -274,7 +302,11 @@ struct JobRoutes: Sendable {
         var text = JSONText()
         text.begin()
         text.rawField("jobs", Array("[".utf8) + Array(listed.map { json($0, http) }.joined(separator: Array(",".utf8))) + Array("]".utf8))
-        if listed.count == limit, let last = listed.last { text.field("nextCursor", .string(last.id)) } else { text.rawField("nextCursor", Array("null".utf8)) }
+        if listed.count == limit, let last = listed.last {
+            text.field("nextCursor", .string(last.id))
+        } else {
+            text.rawField("nextCursor", Array("null".utf8))
+        }
         text.end()
         return Responses.json(200, bytes: text.bytes)
     }
@@ -300,7 +332,8 @@ struct JobRoutes: Sendable {
             let transition = action == .resume ? JobLifecycle.resume(visible.kind) : action
             guard let after = try await jobs.store.transition(id: visible.id, transition) else { throw APIError.notFound }
             if after.completing, JobLifecycle.refusedWhileCompleting(action), after.state != JobLifecycle.target(of: action),
-               !after.state.isFinal {
+                !after.state.isFinal
+            {
                 throw APIError.jobCompleting
             }
             job = after

@@ -24,10 +24,12 @@ struct ObjectRoutes: Sendable {
     private func list(_ http: HTTPRequest) async throws -> HTTPResponse {
         let identity = try context.authenticator.identity(of: http, guestAllowed: true)
         let query = try QueryParameters.read(http, known: ["accessLevel", "prefix", "targetIdentityId", "limit", "cursor"])
-        let base = try context.policy.grantedPrefix(.read, level: try Self.level(query), identity: identity, target: query["targetIdentityId"])
+        let base = try context.policy.grantedPrefix(
+            .read, level: try Self.level(query), identity: identity, target: query["targetIdentityId"])
         let prefix = query["prefix"] ?? ""
         guard prefix.utf8.count <= 1024, prefix.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x7F }),
-              !UnicodeNoncharacters.occur(in: prefix) else {
+            !UnicodeNoncharacters.occur(in: prefix)
+        else {
             throw APIError(.invalidKey, "prefix must be at most 1024 bytes with no control character and no Unicode noncharacter.")
         }
         let limit = try PageLimit.read(query, fallback: 100, maximum: 1000)
@@ -86,8 +88,9 @@ struct ObjectRoutes: Sendable {
         let identity = try context.authenticator.identity(of: http, guestAllowed: true)
         let query = try QueryParameters.read(http, known: ["accessLevel", "key", "targetIdentityId"])
         guard let key = query["key"] else { throw APIError.validation("key is required.") }
-        let objectKey = try context.policy.granted(.read, level: try Self.level(query), key: key, identity: identity,
-                                           target: query["targetIdentityId"])
+        let objectKey = try context.policy.granted(
+            .read, level: try Self.level(query), key: key, identity: identity,
+            target: query["targetIdentityId"])
         let found = try await Self.found { try await jobs.objects.properties(of: objectKey) }
         let attributes = found.attributes
         var text = JSONText()
@@ -115,8 +118,9 @@ struct ObjectRoutes: Sendable {
         let identity = try context.authenticator.identity(of: http)
         let query = try QueryParameters.read(http, known: ["accessLevel", "key", "targetIdentityId"])
         guard let key = query["key"] else { throw APIError.validation("key is required.") }
-        let objectKey = try context.policy.granted(.write, level: try Self.level(query), key: key, identity: identity,
-                                           target: query["targetIdentityId"])
+        let objectKey = try context.policy.granted(
+            .write, level: try Self.level(query), key: key, identity: identity,
+            target: query["targetIdentityId"])
         let objects = jobs.objects
         // S3 answers a delete of a missing key as done; the API says 404, so it looks first.
         try await Shield.run {

@@ -13,8 +13,9 @@ struct OperationsRoutes: Sendable {
         router.addAtOnce("GET", "/healthz") { _ in Responses.json(200, bytes: Self.healthy) }
         router.add("GET", "/readyz") { _ in await ready() }
         router.add("GET", "/metrics") { [metrics = context.metrics] _ in
-            HTTPResponse(status: 200, headers: HTTPHeaders([("Content-Type", "text/plain; version=0.0.4; charset=utf-8")]),
-                         body: .bytes(Array(metrics.render().utf8)))
+            HTTPResponse(
+                status: 200, headers: HTTPHeaders([("Content-Type", "text/plain; version=0.0.4; charset=utf-8")]),
+                body: .bytes(Array(metrics.render().utf8)))
         }
         router.add("GET", "/openapi.yaml") { [openAPI] _ in
             guard let openAPI else { throw APIError.notFound }

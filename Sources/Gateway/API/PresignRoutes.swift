@@ -9,8 +9,10 @@ struct PresignRoutes: Sendable {
     let context: RouteContext
 
     struct PresignRequest {
-        static let known = AttributeFields.names.union(["operation", "accessLevel", "key", "targetIdentityId", "contentLength",
-                                                        "contentMD5", "expiresIn"])
+        static let known = AttributeFields.names.union([
+            "operation", "accessLevel", "key", "targetIdentityId", "contentLength",
+            "contentMD5", "expiresIn",
+        ])
         let operation: String
         let accessLevel: AccessLevel
         let key: String
@@ -53,8 +55,9 @@ struct PresignRoutes: Sendable {
     }
 
     func register(in router: inout Router<GatewayRoute>) {
-        router.add("POST", "/v1/presign", { request in try await presign(request.http) },
-                   atOnce: { request in try presignAtOnce(request.http) })
+        router.add(
+            "POST", "/v1/presign", { request in try await presign(request.http) },
+            atOnce: { request in try presignAtOnce(request.http) })
         router.add("POST", "/v1/presign/post") { request in try await presignPost(request.http) }
     }
 
@@ -82,8 +85,9 @@ struct PresignRoutes: Sendable {
         case "delete": (method, mode) = ("DELETE", .write)
         default: throw APIError.validation("operation must be get, put, head or delete.")
         }
-        let objectKey = try context.policy.granted(mode, level: body.accessLevel, key: body.key, identity: identity,
-                                           target: body.targetIdentityId)
+        let objectKey = try context.policy.granted(
+            mode, level: body.accessLevel, key: body.key, identity: identity,
+            target: body.targetIdentityId)
         let expires = try lifetime(body.expiresIn)
         var signed: [(String, String)] = []
         if method == "PUT" {
@@ -97,7 +101,8 @@ struct PresignRoutes: Sendable {
             }
             if let length = body.contentLength {
                 guard (0...min(context.engine.maxObjectSize, 5 << 30)).contains(length) else {
-                    throw APIError.validation("contentLength must be from 0 to \(min(context.engine.maxObjectSize, 5 << 30)) (a single PUT's limit).")
+                    throw APIError.validation(
+                        "contentLength must be from 0 to \(min(context.engine.maxObjectSize, 5 << 30)) (a single PUT's limit).")
                 }
                 signed.append(("Content-Length", String(length)))
             }
@@ -129,8 +134,9 @@ struct PresignRoutes: Sendable {
         let maxSize = body.maxSize ?? ceiling
         guard (1...ceiling).contains(maxSize) else { throw APIError.validation("maxSize must be from 1 to \(ceiling).") }
         let issued = context.now()
-        let form = context.presigner.postForm(key: objectKey, fields: AttributeFields.headers(body.attributes), maxSize: maxSize,
-                                      expires: expires, at: issued)
+        let form = context.presigner.postForm(
+            key: objectKey, fields: AttributeFields.headers(body.attributes), maxSize: maxSize,
+            expires: expires, at: issued)
         var json = JSONText()
         json.begin()
         json.field("url", .string(form.url))

@@ -39,8 +39,10 @@ final class ReadAhead: Sendable {
     private let block: Int64
     private let depth: Int
 
-    init(objects: any ObjectStore, budget: ByteBudget, owner: String, key: String, etag: String, from start: Int64, length: Int64,
-         block: Int64, depth: Int) {
+    init(
+        objects: any ObjectStore, budget: ByteBudget, owner: String, key: String, etag: String, from start: Int64, length: Int64,
+        block: Int64, depth: Int
+    ) {
         self.objects = objects
         self.budget = budget
         self.owner = owner
@@ -79,7 +81,8 @@ final class ReadAhead: Sendable {
     /// More reads, up to `depth`, while the budget has room for them now.
     private func fill(_ s: inout State) {
         while !s.cancelled, s.pending.count < depth, s.nextOffset < end,
-              let held = budget.tryReserve(length(at: s.nextOffset), owner: owner) {
+            let held = budget.tryReserve(length(at: s.nextOffset), owner: owner)
+        {
             launch(&s, held)
         }
     }
@@ -88,7 +91,8 @@ final class ReadAhead: Sendable {
     /// `retries` times, waiting longer each time.
     static let retries = 5
 
-    private static func read(_ objects: any ObjectStore, _ key: String, _ range: ClosedRange<Int64>, _ etag: String) async throws -> [UInt8] {
+    private static func read(_ objects: any ObjectStore, _ key: String, _ range: ClosedRange<Int64>, _ etag: String) async throws -> [UInt8]
+    {
         var attempt = 0
         while true {
             do {
@@ -110,7 +114,11 @@ final class ReadAhead: Sendable {
             return first
         }
         if let first {
-            let bytes = try await withTaskCancellationHandler { try await first.task.value } onCancel: { first.task.cancel() }
+            let bytes = try await withTaskCancellationHandler {
+                try await first.task.value
+            } onCancel: {
+                first.task.cancel()
+            }
             return Block(bytes: bytes, held: first.held)
         }
         let offset = state.withLock { $0.nextOffset }

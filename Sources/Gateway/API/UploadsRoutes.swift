@@ -46,13 +46,17 @@ struct UploadsRoutes: Sendable {
         let fields = try await Responses.fields(from: http, known: Self.createFields)
         // A repeat is answered afresh (its part URLs signed now), not from a stored copy: an
         // answer of up to 1,000 URLs is not kept, and old URLs may have expired.
-        return try await jobs.idempotency.run(http, owner: owner, scope: "uploads", request: fields.canonical, replay: { first in
-            guard let id = first.location?.split(separator: "/").last, let record = try await jobs.clientUploads.upload(id: String(id)),
-                  AccessPolicy.same(record.owner, owner), record.state == .open || record.state == .completed,
-                  let s3UploadID = record.s3UploadID,
-                  let plan = try? PartPlan(objectSize: record.size, requestedPartSize: record.partSize) else { throw APIError.notFound }
-            return try created(Upload(record: record, s3UploadID: s3UploadID, plan: plan))
-        }) {
+        return try await jobs.idempotency.run(
+            http, owner: owner, scope: "uploads", request: fields.canonical,
+            replay: { first in
+                guard let id = first.location?.split(separator: "/").last, let record = try await jobs.clientUploads.upload(id: String(id)),
+                    AccessPolicy.same(record.owner, owner), record.state == .open || record.state == .completed,
+                    let s3UploadID = record.s3UploadID,
+                    let plan = try? PartPlan(objectSize: record.size, requestedPartSize: record.partSize)
+                else { throw APIError.notFound }
+                return try created(Upload(record: record, s3UploadID: s3UploadID, plan: plan))
+            }
+        ) {
             try await create(fields, identity: identity, owner: owner)
         }
     }
@@ -70,11 +74,13 @@ struct UploadsRoutes: Sendable {
         } catch {
             throw APIError.validation("partSize must be from 5 MiB to 5 GiB.")
         }
-        let objectKey = try context.policy.granted(.write, level: level, key: key, identity: identity,
-                                           target: try fields.string("targetIdentityId"))
+        let objectKey = try context.policy.granted(
+            .write, level: level, key: key, identity: identity,
+            target: try fields.string("targetIdentityId"))
         let attributes = try AttributeFields.read(fields)
-        let record = ClientUpload(id: UUID().uuidString.lowercased(), owner: owner, objectKey: objectKey, s3UploadID: nil,
-                                  size: size, partSize: plan.partSize, partCount: plan.partCount, state: .creating)
+        let record = ClientUpload(
+            id: UUID().uuidString.lowercased(), owner: owner, objectKey: objectKey, s3UploadID: nil,
+            size: size, partSize: plan.partSize, partCount: plan.partCount, state: .creating)
         let store = jobs.clientUploads, objects = jobs.objects, quota = context.limits.quota, chosen = attributes
         // Recorded before S3 is asked (`creating`), within the owner's quota: a crash between the
         // two leaves a record the janitor can act on, never an upload nobody knows.
@@ -123,9 +129,10 @@ struct UploadsRoutes: Sendable {
             parts.append(contentsOf: #"{"partNumber":"#.utf8)
             parts.append(contentsOf: String(number).utf8)
             parts.append(contentsOf: #","url":""#.utf8)
-            presigner.appendURL(to: &parts, method: "PUT", key: upload.objectKey, expires: expiry,
-                                headers: [("Content-Length", String(upload.plan.size(ofPart: number)))],
-                                query: [("partNumber", String(number)), ("uploadId", upload.s3UploadID)], at: issued)
+            presigner.appendURL(
+                to: &parts, method: "PUT", key: upload.objectKey, expires: expiry,
+                headers: [("Content-Length", String(upload.plan.size(ofPart: number)))],
+                query: [("partNumber", String(number)), ("uploadId", upload.s3UploadID)], at: issued)
             parts.append(contentsOf: #""}"#.utf8)
         }
         parts.append(UInt8(ascii: "]"))
@@ -137,8 +144,9 @@ struct UploadsRoutes: Sendable {
 
     /// The caller's own upload (404 for anyone else's, once aborted, and while still created).
     private func upload(_ http: HTTPRequest, id: String) async throws -> Upload {
-        let (record, _) = try await OwnedResource.find(http, id: id, authenticator: context.authenticator,
-                                                       load: { try await jobs.clientUploads.upload(id: $0) }, owner: \.owner)
+        let (record, _) = try await OwnedResource.find(
+            http, id: id, authenticator: context.authenticator,
+            load: { try await jobs.clientUploads.upload(id: $0) }, owner: \.owner)
         guard record.state != .creating, record.state != .aborted, let s3UploadID = record.s3UploadID else {
             throw APIError.notFound
         }
@@ -215,7 +223,8 @@ struct UploadsRoutes: Sendable {
         if let raw = query["cursor"] {
             // A cursor is the last upload of a page this identity was given.
             guard UUID(uuidString: raw) != nil, let mark = try await jobs.clientUploads.upload(id: raw.lowercased()),
-                  AccessPolicy.same(mark.owner, owner) else {
+                AccessPolicy.same(mark.owner, owner)
+            else {
                 throw APIError.validation("cursor is not one this API gave.")
             }
             cursor = mark.id
@@ -224,7 +233,8 @@ struct UploadsRoutes: Sendable {
         var items: [UInt8] = [UInt8(ascii: "[")]
         for (index, record) in records.enumerated() {
             guard let s3UploadID = record.s3UploadID,
-                  let plan = try? PartPlan(objectSize: record.size, requestedPartSize: record.partSize) else { continue }
+                let plan = try? PartPlan(objectSize: record.size, requestedPartSize: record.partSize)
+            else { continue }
             let held: [UInt8]
             do {
                 held = try await describe(Upload(record: record, s3UploadID: s3UploadID, plan: plan))
@@ -238,7 +248,9 @@ struct UploadsRoutes: Sendable {
         var text = JSONText()
         text.begin(capacity: items.count + 128)
         text.rawField("uploads", items)
-        if records.count == limit, let last = records.last { text.field("nextCursor", .string(last.id)) } else {
+        if records.count == limit, let last = records.last {
+            text.field("nextCursor", .string(last.id))
+        } else {
             text.rawField("nextCursor", Array("null".utf8))
         }
         text.end()
@@ -368,7 +380,8 @@ struct UploadsRoutes: Sendable {
         if let sent = try fields.array("parts") {
             for value in sent {
                 guard case .object(let members) = value, members.pairs.allSatisfy({ $0.key == "partNumber" || $0.key == "etag" }),
-                      let n = Self.partNumber(members["partNumber"]), case .string(let etag)? = members["etag"] else {
+                    let n = Self.partNumber(members["partNumber"]), case .string(let etag)? = members["etag"]
+                else {
                     throw APIError.validation("parts must be [{partNumber, etag}], part numbers whole from 1 to 10000.")
                 }
                 guard let part = byNumber[n], MultipartETag.same(part.etag, etag) else {
@@ -379,7 +392,9 @@ struct UploadsRoutes: Sendable {
         var parts: [RecordedPart] = []
         for number in 1...upload.plan.partCount {
             guard let part = byNumber[number], upload.plan.holds(part) else {
-                throw APIError(.partsMissing, "Part \(number) of \(upload.plan.partCount) is missing or not \(upload.plan.size(ofPart: number)) bytes.")
+                throw APIError(
+                    .partsMissing, "Part \(number) of \(upload.plan.partCount) is missing or not \(upload.plan.size(ofPart: number)) bytes."
+                )
             }
             parts.append(part)
         }
@@ -390,8 +405,9 @@ struct UploadsRoutes: Sendable {
     /// their multipart ETag), else nil.
     private static func madeBefore(_ objects: any ObjectStore, _ upload: Upload, _ parts: [RecordedPart]) async -> String? {
         guard let expected = MultipartETag.expected(for: parts.map(\.etag)),
-              let current = try? await objects.size(of: upload.objectKey),
-              current.size == upload.size, MultipartETag.same(current.etag, expected) else { return nil }
+            let current = try? await objects.size(of: upload.objectKey),
+            current.size == upload.size, MultipartETag.same(current.etag, expected)
+        else { return nil }
         return current.etag
     }
 

@@ -23,9 +23,11 @@ public struct Janitor: Sendable {
     let downloadTTLSeconds: Int
     let stagingPrefix: String
 
-    public init(jobs: any MaintenanceStore, clientUploads: any ClientUploadStore, jobStore: any JobStore, bucket: any BucketMaintenance,
-                ttlSeconds: Int, spool: (any SpoolMaintenance)? = nil, downloadTTLSeconds: Int = 3600,
-                stagingPrefix: String = EngineSettings().stagingPrefix) {
+    public init(
+        jobs: any MaintenanceStore, clientUploads: any ClientUploadStore, jobStore: any JobStore, bucket: any BucketMaintenance,
+        ttlSeconds: Int, spool: (any SpoolMaintenance)? = nil, downloadTTLSeconds: Int = 3600,
+        stagingPrefix: String = EngineSettings().stagingPrefix
+    ) {
         self.jobs = jobs
         self.clientUploads = clientUploads
         self.jobStore = jobStore
@@ -43,8 +45,10 @@ public struct Janitor: Sendable {
         guard let spool else { return [] }
         let running = try await jobs.activeJobIDs()
         var removed: [String] = []
-        for file in spool.files() where !running.contains(file.jobID)
-            && now.timeIntervalSince1970 - file.modified >= Double(downloadTTLSeconds) {
+        for file in spool.files()
+        where !running.contains(file.jobID)
+            && now.timeIntervalSince1970 - file.modified >= Double(downloadTTLSeconds)
+        {
             if spool.remove(fileNamed: file.name) { removed.append(file.name) }
         }
         return removed
@@ -77,7 +81,10 @@ public struct Janitor: Sendable {
             guard let uploadID = upload.s3UploadID else { continue }
             // The bytes go straight to S3: its record of the newest part counts as activity too.
             if let newest = try? await bucket.newestPart(key: upload.objectKey, uploadID: uploadID),
-               newest.timeIntervalSince1970 > cutoff { continue }
+                newest.timeIntervalSince1970 > cutoff
+            {
+                continue
+            }
             guard try await clientUploads.aborted(id: upload.id) else { continue }
             try await bucket.abortIfOpen(key: upload.objectKey, uploadID: uploadID)
             aborted.append(uploadID)

@@ -45,8 +45,10 @@ public final class WebhookDelivery: Sendable {
     private let failureLogged = Atomic<Int>(0)
 
     /// `render` answers the event's `data` (the job's or the upload's JSON), nil when its subject is gone.
-    public init(outbox: any WebhookOutbox, poster: any WebhookPoster, render: @escaping @Sendable (WebhookEvent) async throws -> [UInt8]?,
-                changes: JobChanges, settings: Settings, now: @escaping @Sendable () -> Double, logger: Logger, metrics: Metrics) {
+    public init(
+        outbox: any WebhookOutbox, poster: any WebhookPoster, render: @escaping @Sendable (WebhookEvent) async throws -> [UInt8]?,
+        changes: JobChanges, settings: Settings, now: @escaping @Sendable () -> Double, logger: Logger, metrics: Metrics
+    ) {
         self.outbox = outbox
         self.poster = poster
         self.render = render
@@ -55,7 +57,9 @@ public final class WebhookDelivery: Sendable {
         self.now = now
         self.logger = logger
         self.metrics = metrics
-        metrics.registerGauge(name: "gateway_webhook_events_failed", help: "Webhook events given up after 24 hours of retries, kept in the outbox.") {
+        metrics.registerGauge(
+            name: "gateway_webhook_events_failed", help: "Webhook events given up after 24 hours of retries, kept in the outbox."
+        ) {
             [weak self] in self?.failedKept.load(ordering: .relaxed) ?? 0
         }
     }
@@ -128,17 +132,23 @@ public final class WebhookDelivery: Sendable {
         let minute = Int(now() / 60)
         if failureLogged.exchange(minute, ordering: .relaxed) != minute {
             // The receiver's URL stays out of the log: it may carry a credential of the receiver's.
-            logger.warn("webhook delivery failed", ["event": .string(event.id), "attempts": .int(event.attempts), "error": .string(reason)])
+            logger.warn(
+                "webhook delivery failed", ["event": .string(event.id), "attempts": .int(event.attempts), "error": .string(reason)])
         }
         if now() - event.createdAt >= settings.giveUpAfterSeconds {
             try await outbox.failed(event, error: reason)
             metrics.increment("gateway_webhook_deliveries_total{result=\"failed\"}")
-            logger.warn("webhook event given up", ["event": .string(event.id), "type": .string(event.type),
-                                                   "attempts": .int(event.attempts), "error": .string(reason)])
+            logger.warn(
+                "webhook event given up",
+                [
+                    "event": .string(event.id), "type": .string(event.type),
+                    "attempts": .int(event.attempts), "error": .string(reason),
+                ])
             return
         }
-        let delay = Self.retryDelay(attempts: event.attempts, first: settings.firstRetrySeconds, max: settings.maxRetrySeconds,
-                                    jitter: Double.random(in: 0.5...1))
+        let delay = Self.retryDelay(
+            attempts: event.attempts, first: settings.firstRetrySeconds, max: settings.maxRetrySeconds,
+            jitter: Double.random(in: 0.5...1))
         try await outbox.retry(event, afterSeconds: delay, error: reason)
         metrics.increment("gateway_webhook_deliveries_total{result=\"retried\"}")
     }
@@ -176,7 +186,9 @@ public final class WebhookDelivery: Sendable {
     /// The signature covers the time and the body: `v1` is hex HMAC-SHA256 of `"<t>.<body>"`.
     static func headers(body: [UInt8], secret: [UInt8], time: Int, eventID: String) -> [(String, String)] {
         let signature = Digest.hex(Digest.hmacSHA256(key: secret, Array("\(time).".utf8) + body))
-        return [("Content-Type", "application/json"), ("User-Agent", "transfer-gateway"),
-                ("Gateway-Event-Id", eventID), ("Gateway-Signature", "t=\(time),v1=\(signature)")]
+        return [
+            ("Content-Type", "application/json"), ("User-Agent", "transfer-gateway"),
+            ("Gateway-Event-Id", eventID), ("Gateway-Signature", "t=\(time),v1=\(signature)"),
+        ]
     }
 }

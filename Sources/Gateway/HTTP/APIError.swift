@@ -66,14 +66,16 @@ public struct APIError: Error, Sendable, Equatable {
         public var status: Int {
             switch self {
             case .badRequest, .invalidJSON, .validationFailed, .unknownField, .optionNotSupported, .invalidKey, .forbiddenAddress,
-                 .duplicateAuthorization, .checksumAlgorithmUnsupported: return 400
+                .duplicateAuthorization, .checksumAlgorithmUnsupported:
+                return 400
             case .unauthorized: return 401
             case .forbidden, .originNotAllowed: return 403
             case .notFound: return 404
             case .methodNotAllowed: return 405
             case .requestTimeout: return 408
             case .jobNotCompleted, .offsetMismatch, .uploadInProgress, .jobNotPending, .jobPaused, .jobCompleting, .uploadNotOpen,
-                 .partMismatch, .partsMissing, .sizeMismatch, .partOutOfRange: return 409
+                .partMismatch, .partsMissing, .sizeMismatch, .partOutOfRange:
+                return 409
             case .downloadExpired, .gone: return 410
             case .tusVersionUnsupported, .sourceChanged: return 412
             case .payloadTooLarge: return 413
@@ -111,8 +113,9 @@ public struct APIError: Error, Sendable, Equatable {
     }
     /// No room (memory or spool) for more bytes now.
     public static func noRoom(retryAfter: Int = 5) -> APIError {
-        APIError(.insufficientStorage, "The gateway has no room for more bytes right now; send them again shortly.",
-                 retryAfter: retryAfter)
+        APIError(
+            .insufficientStorage, "The gateway has no room for more bytes right now; send them again shortly.",
+            retryAfter: retryAfter)
     }
     public static func optionNotSupported(_ name: String, _ type: String) -> APIError {
         APIError(.optionNotSupported, "A \(type) job does not use '\(name)'.")
@@ -121,8 +124,9 @@ public struct APIError: Error, Sendable, Equatable {
     public static let jobPaused = APIError(.jobPaused, "The job was paused; resume it, then send the rest.")
     /// Pause or cancel of a job that has begun to write its object: it can only end completed
     /// (or failed), so the change would report what did not happen.
-    public static let jobCompleting = APIError(.jobCompleting,
-                                               "The job is writing its object and can no longer be paused or canceled; it ends completed or failed.")
+    public static let jobCompleting = APIError(
+        .jobCompleting,
+        "The job is writing its object and can no longer be paused or canceled; it ends completed or failed.")
     /// The client went away before the answer (logged, never seen by it).
     public static let clientClosedRequest = APIError(.clientClosedRequest, "The client closed the request.")
 

@@ -23,8 +23,9 @@ public struct Authenticator: Sendable {
         let generation = keySet.generation
         if generation == 0 { return await keySet.waitForSet(after: 0, milliseconds: Self.keyWaitMilliseconds) }
         guard let authorization = try? Self.authorization(request), let space = authorization.utf8.firstIndex(of: UInt8(ascii: " ")),
-              let kid = verifier.unknownKid(of: authorization[authorization.utf8.index(after: space)...].trimmingOWS()),
-              keySet.unknownKid(kid, now: now()) || keySet.fetchAskedRecently(now: now()) else { return }
+            let kid = verifier.unknownKid(of: authorization[authorization.utf8.index(after: space)...].trimmingOWS()),
+            keySet.unknownKid(kid, now: now()) || keySet.fetchAskedRecently(now: now())
+        else { return }
         await keySet.waitForSet(after: generation, milliseconds: Self.keyWaitMilliseconds)
     }
 
@@ -40,7 +41,8 @@ public struct Authenticator: Sendable {
         // `Bearer` (any case), one space, the token.
         let bytes = authorization.utf8
         guard let space = bytes.firstIndex(of: UInt8(ascii: " ")),
-              authorization[..<space].equalsIgnoringASCIICase("bearer") else { throw APIError.unauthorized }
+            authorization[..<space].equalsIgnoringASCIICase("bearer")
+        else { throw APIError.unauthorized }
         do {
             return try verifier.verify(authorization[bytes.index(after: space)...].trimmingOWS(), now: now())
         } catch {
@@ -98,8 +100,10 @@ extension APIError {
 
 extension AccessPolicy {
     /// `objectKey(for:…)`, its refusal turned into the API's answer (400, 401 or 403).
-    func granted(_ mode: AccessMode, level: AccessLevel, key: String, identity: Identity,
-                 target: String? = nil) throws(APIError) -> String {
+    func granted(
+        _ mode: AccessMode, level: AccessLevel, key: String, identity: Identity,
+        target: String? = nil
+    ) throws(APIError) -> String {
         do {
             return try objectKey(for: mode, level: level, key: key, identity: identity, targetIdentityID: target)
         } catch {

@@ -9,10 +9,12 @@ public struct CORS: Sendable {
     let allowCredentials: Bool
 
     static let allowedMethods = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"
-    static let allowedHeaders = "Authorization, Content-Type, Content-MD5, If-None-Match, If-Match, Range, "
+    static let allowedHeaders =
+        "Authorization, Content-Type, Content-MD5, If-None-Match, If-Match, Range, "
         + "Upload-Offset, Upload-Length, Upload-Metadata, Upload-Checksum, Upload-Defer-Length, Upload-Concat, "
         + "Tus-Resumable, X-HTTP-Method-Override, X-Requested-With, X-Request-Id"
-    static let exposedHeaders = "ETag, Location, Upload-Offset, Upload-Length, Upload-Metadata, Upload-Expires, "
+    static let exposedHeaders =
+        "ETag, Location, Upload-Offset, Upload-Length, Upload-Metadata, Upload-Expires, "
         + "Tus-Resumable, Tus-Version, Tus-Extension, Tus-Max-Size, Tus-Checksum-Algorithm, Content-Range, "
         + "Content-Length, Content-Disposition, Accept-Ranges, Retry-After, WWW-Authenticate, Idempotent-Replayed, X-Request-Id"
 
@@ -67,12 +69,15 @@ public struct CORS: Sendable {
     /// 64 of them; nil for anything else (the fixed list is answered then).
     static func headerList(_ requested: String) -> String? {
         let names = requested.split(separator: ",").map { $0.trimmingOWS() }.filter { !$0.isEmpty }
-        guard !names.isEmpty, names.count <= 64, names.allSatisfy({ name in
-            name.utf8.count <= 64 && name.utf8.allSatisfy { byte in
-                (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
-                    || "!#$%&'*+-.^_`|~".utf8.contains(byte)
-            }
-        }) else { return nil }
+        guard !names.isEmpty, names.count <= 64,
+            names.allSatisfy({ name in
+                name.utf8.count <= 64
+                    && name.utf8.allSatisfy { byte in
+                        (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                            || "!#$%&'*+-.^_`|~".utf8.contains(byte)
+                    }
+            })
+        else { return nil }
         return names.joined(separator: ", ")
     }
 }

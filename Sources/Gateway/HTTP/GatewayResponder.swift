@@ -1,6 +1,6 @@
-import TransferEngine
 import HTTPServer
 import Synchronization
+import TransferEngine
 
 /// The gateway's answer to every parsed request: CORS, routing, errors as problem+json, one
 /// log line and metrics per request. The HTTP server sees only this `HTTPResponder`.
@@ -17,9 +17,11 @@ public final class GatewayResponder: HTTPResponder {
     /// Runs before a matched route (the authenticator's wait for an identity provider's keys).
     private let beforeRoute: (@Sendable (HTTPRequest) async -> Void)?
 
-    public init(router: Router<GatewayRoute>, cors: CORS, logger: Logger, metrics: Metrics, instancePrefix: String,
-         isUnavailable: @escaping @Sendable (any Error) -> Bool = { _ in false },
-         beforeRoute: (@Sendable (HTTPRequest) async -> Void)? = nil) {
+    public init(
+        router: Router<GatewayRoute>, cors: CORS, logger: Logger, metrics: Metrics, instancePrefix: String,
+        isUnavailable: @escaping @Sendable (any Error) -> Bool = { _ in false },
+        beforeRoute: (@Sendable (HTTPRequest) async -> Void)? = nil
+    ) {
         self.beforeRoute = beforeRoute
         self.router = router
         self.cors = cors
@@ -41,9 +43,10 @@ public final class GatewayResponder: HTTPResponder {
     public func respondAtOnce(to request: HTTPRequest) -> HTTPResponse? {
         let started = ContinuousClock.now
         guard request.body.isWhole, beforeRoute == nil || request.headers["authorization"] == nil,
-              request.method == "GET" || request.method == "POST",
-              let match = router.exactMatch(method: request.method, path: request.path),
-              let atOnce = match.handler.atOnce else { return nil }
+            request.method == "GET" || request.method == "POST",
+            let match = router.exactMatch(method: request.method, path: request.path),
+            let atOnce = match.handler.atOnce
+        else { return nil }
         let response: HTTPResponse
         do {
             _ = try QueryParameters.read(request)
@@ -55,8 +58,11 @@ public final class GatewayResponder: HTTPResponder {
     }
 
     /// CORS, the request id, metrics and the log line: what every answer gets.
-    private func finish(_ response: HTTPResponse, pattern: String, for request: HTTPRequest, started: ContinuousClock.Instant)
-        -> HTTPResponse {
+    private func finish(
+        _ response: HTTPResponse, pattern: String, for request: HTTPRequest, started: ContinuousClock.Instant
+    )
+        -> HTTPResponse
+    {
         var response = response
         let requestID = instancePrefix + String(requestCounter.add(1, ordering: .relaxed).newValue, radix: 36)
         if let origin = request.headers["origin"], cors.enabled, cors.allows(origin), !CORS.isPreflight(request) {
@@ -66,9 +72,10 @@ public final class GatewayResponder: HTTPResponder {
         let elapsed = ContinuousClock.now - started
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         metrics.recordRequest(route: pattern, method: Metrics.methodLabel(request.method), status: response.status, seconds: seconds)
-        logger.request(id: requestID, method: request.method, route: pattern, path: request.path,
-                       status: response.status, microseconds: Int(seconds * 1_000_000),
-                       remote: request.clientAddress == request.remoteAddress ? request.remoteAddress : request.clientAddress)
+        logger.request(
+            id: requestID, method: request.method, route: pattern, path: request.path,
+            status: response.status, microseconds: Int(seconds * 1_000_000),
+            remote: request.clientAddress == request.remoteAddress ? request.remoteAddress : request.clientAddress)
         return response
     }
 
@@ -80,8 +87,9 @@ public final class GatewayResponder: HTTPResponder {
         if let origin, cors.enabled, cors.allows(origin) { headers += cors.headers(origin: origin) }
         headers.append(("X-Request-Id", requestID))
         metrics.recordRequest(route: "refused", method: "OTHER", status: error.status, seconds: 0)
-        logger.request(id: requestID, method: "-", route: "refused", path: "", status: error.status, microseconds: 0,
-                       remote: remoteAddress)
+        logger.request(
+            id: requestID, method: "-", route: "refused", path: "", status: error.status, microseconds: 0,
+            remote: remoteAddress)
         return headers
     }
 
@@ -93,8 +101,9 @@ public final class GatewayResponder: HTTPResponder {
         // X-HTTP-Method-Override (tus): clients and proxies that can send only GET and POST.
         var method = request.method
         if method == "POST", request.path.utf8.starts(with: "/v1/tus/".utf8),
-           let override = request.headers["x-http-method-override"]?.uppercased(),
-           ["PATCH", "DELETE", "HEAD"].contains(override) {
+            let override = request.headers["x-http-method-override"]?.uppercased(),
+            ["PATCH", "DELETE", "HEAD"].contains(override)
+        {
             method = override
         }
         switch router.route(method: method, path: request.path) {
@@ -125,8 +134,10 @@ public final class GatewayResponder: HTTPResponder {
             if error.status == 401 { response.headers.add("WWW-Authenticate", "Bearer") }
             return response
         case let quota as QuotaExceeded:
-            return Responses.problem(.quotaExceeded("This identity has \(quota.maximum) \(quota.limit.rawValue), the most allowed.",
-                                                    retryAfter: 5))
+            return Responses.problem(
+                .quotaExceeded(
+                    "This identity has \(quota.maximum) \(quota.limit.rawValue), the most allowed.",
+                    retryAfter: 5))
         case is CancellationError:
             // The client hung up (its connection cancelled the request's task).
             return Responses.problem(.clientClosedRequest)

@@ -7,7 +7,8 @@ enum HeaderRules {
         // Not only spaces either: the signature covers the trimmed value, empty then, and an
         // HTTP client may drop a header with no value (curl does), so S3 would see it unsigned.
         if value.isEmpty || value.utf8.count > 1024 || !value.utf8.allSatisfy({ $0 >= 0x20 && $0 <= 0x7E })
-            || value.utf8.allSatisfy({ $0 == 0x20 }) {
+            || value.utf8.allSatisfy({ $0 == 0x20 })
+        {
             throw APIError.validation("\(field) must be 1–1024 printable ASCII characters, not only spaces.")
         }
     }
@@ -19,10 +20,12 @@ enum HeaderRules {
         var out: [(String, String)] = []
         var seen = Set<String>()
         for (name, value) in metadata.sorted(by: { $0.key < $1.key }) {
-            guard !name.isEmpty, name.utf8.allSatisfy({ byte in
-                (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x30 && byte <= 0x39)
-                    || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
-            }) else { throw APIError.validation("metadata names must be ASCII letters, digits, - and _.") }
+            guard !name.isEmpty,
+                name.utf8.allSatisfy({ byte in
+                    (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x30 && byte <= 0x39)
+                        || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
+                })
+            else { throw APIError.validation("metadata names must be ASCII letters, digits, - and _.") }
             let lower = name.lowercased()
             guard seen.insert(lower).inserted else { throw APIError.validation("metadata names must differ in more than case.") }
             try checkValue(value, field: "metadata.\(lower)")

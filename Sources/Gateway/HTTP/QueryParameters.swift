@@ -21,7 +21,8 @@ enum QueryParameters {
         for pair in query.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             guard let name = PercentDecoding.decode(parts[0], plusAsSpace: true),
-                  let value = parts.count > 1 ? PercentDecoding.decode(parts[1], plusAsSpace: true) : "" else {
+                let value = parts.count > 1 ? PercentDecoding.decode(parts[1], plusAsSpace: true) : ""
+            else {
                 throw APIError.validation("The query is not percent-encoded UTF-8.")
             }
             if let known, !known.contains(name) {

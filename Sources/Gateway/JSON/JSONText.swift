@@ -42,7 +42,8 @@ struct JSONText {
         while i < utf8.count {
             // Eight plain bytes at a time: long values (presigned URLs) rarely need escaping.
             if i + 8 <= utf8.count,
-               !Self.mayNeedEscape(UnsafeRawPointer(utf8.baseAddress! + i).loadUnaligned(as: UInt64.self)) {
+                !Self.mayNeedEscape(UnsafeRawPointer(utf8.baseAddress! + i).loadUnaligned(as: UInt64.self))
+            {
                 i += 8
                 continue
             }
@@ -107,8 +108,9 @@ struct JSONText {
         bytes.append(contentsOf: #":""#.utf8)
         let start = bytes.count
         write(&bytes)
-        assert(bytes[start...].allSatisfy { $0 >= 0x20 && $0 < 0x7F && $0 != 0x22 && $0 != 0x5C },
-               "a plain string field needs escaping")
+        assert(
+            bytes[start...].allSatisfy { $0 >= 0x20 && $0 < 0x7F && $0 != 0x22 && $0 != 0x5C },
+            "a plain string field needs escaping")
         bytes.append(UInt8(ascii: "\""))
     }
 

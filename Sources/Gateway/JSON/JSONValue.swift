@@ -31,7 +31,9 @@ enum JSONValue: Equatable, Sendable {
             out.append(UInt8(ascii: "]"))
         case .object(let members):
             out.append(UInt8(ascii: "{"))
-            for (index, member) in members.pairs.sorted(by: { Array($0.key.utf8).lexicographicallyPrecedes(Array($1.key.utf8)) }).enumerated() {
+            for (index, member) in members.pairs.sorted(by: { Array($0.key.utf8).lexicographicallyPrecedes(Array($1.key.utf8)) })
+                .enumerated()
+            {
                 if index > 0 { out.append(UInt8(ascii: ",")) }
                 Self.quoted(member.key, into: &out)
                 out.append(UInt8(ascii: ":"))

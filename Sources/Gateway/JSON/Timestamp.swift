@@ -1,7 +1,8 @@
 import Foundation
 import Striped
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// UTC time as `2026-11-29T22:50:01.123Z`, formatted at most once per second plus milliseconds.
@@ -31,8 +32,9 @@ enum Timestamp {
             return value
         }
         guard let day = number(5..<7), let month = months.firstIndex(of: String(decoding: b[8..<11], as: UTF8.self)),
-              let year = number(12..<16), let hour = number(17..<19), let minute = number(20..<22), let second = number(23..<25),
-              (1...31).contains(day), hour < 24, minute < 60, second < 61 else { return nil }
+            let year = number(12..<16), let hour = number(17..<19), let minute = number(20..<22), let second = number(23..<25),
+            (1...31).contains(day), hour < 24, minute < 60, second < 61
+        else { return nil }
         // Days from 1970-01-01 to the civil date (proleptic Gregorian).
         let y = month < 2 ? year - 1 : year, m = month < 2 ? month + 13 : month + 1
         let era = y / 400, yearOfEra = y - era * 400
@@ -103,8 +105,11 @@ enum Timestamp {
                 var parts = tm()
                 gmtime_r(&t, &parts)
                 func two(_ n: Int32) -> String { n < 10 ? "0\(n)" : "\(n)" }
-                c = (second, "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
-                     + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))")
+                c = (
+                    second,
+                    "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
+                        + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))"
+                )
             }
             return c.1
         }

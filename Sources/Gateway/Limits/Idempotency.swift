@@ -22,9 +22,11 @@ struct Idempotency: Sendable {
 
     /// Runs `create` once per key: a repeat with the same `request` bytes is answered by
     /// `replay` from what the first made (its `Location`); without a key, `create` just runs.
-    func run(_ http: HTTPRequest, owner: String, scope: String, request: [UInt8],
-             replay: (StoredAnswer) async throws -> HTTPResponse,
-             create: () async throws -> HTTPResponse) async throws -> HTTPResponse {
+    func run(
+        _ http: HTTPRequest, owner: String, scope: String, request: [UInt8],
+        replay: (StoredAnswer) async throws -> HTTPResponse,
+        create: () async throws -> HTTPResponse
+    ) async throws -> HTTPResponse {
         guard let key = try Self.key(of: http) else { return try await create() }
         let fingerprint = Digest.hex(Digest.sha256(request))
         let deadline = ContinuousClock.now + .milliseconds(Self.waitMilliseconds)
@@ -60,7 +62,8 @@ struct Idempotency: Sendable {
             case .inProgress(let first):
                 guard first == fingerprint else { throw Self.reused }
                 guard ContinuousClock.now < deadline else {
-                    throw APIError(.serviceUnavailable, "A request with this Idempotency-Key is still being served; try again.", retryAfter: 1)
+                    throw APIError(
+                        .serviceUnavailable, "A request with this Idempotency-Key is still being served; try again.", retryAfter: 1)
                 }
                 try await Task.sleep(for: .milliseconds(100))
             }

@@ -13,8 +13,9 @@ struct RequestLimits: Sendable {
     /// One creation (job, upload) for `owner`, or 429 `quota_exceeded` with `Retry-After`.
     func admitCreation(_ owner: String) throws(APIError) {
         if let seconds = rate.take(owner) {
-            throw APIError.quotaExceeded("This identity creates more than \(Int(rate.perSecond)) jobs or uploads a second.",
-                                         retryAfter: seconds)
+            throw APIError.quotaExceeded(
+                "This identity creates more than \(Int(rate.perSecond)) jobs or uploads a second.",
+                retryAfter: seconds)
         }
     }
 
@@ -31,8 +32,9 @@ struct RequestLimits: Sendable {
     /// until the last reference goes (an answer dropped unsent gives it back too).
     func admitStream(_ owner: String) throws(APIError) -> HeldSlot {
         guard streams.acquire(owner) else {
-            throw APIError.quotaExceeded("This identity's job data is being streamed \(streams.limit) times at once already.",
-                                         retryAfter: 5)
+            throw APIError.quotaExceeded(
+                "This identity's job data is being streamed \(streams.limit) times at once already.",
+                retryAfter: 5)
         }
         return HeldSlot(streams, owner)
     }

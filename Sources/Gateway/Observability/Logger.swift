@@ -1,8 +1,9 @@
 import Dispatch
 import Synchronization
+
 #if canImport(Glibc)
-import Glibc
-import Striped
+    import Glibc
+    import Striped
 #endif
 
 /// A value in a log line.
@@ -66,8 +67,10 @@ public final class Logger: Sendable {
 
     /// The per-request line, written straight into bytes: it runs for every request, so it
     /// skips the general path's enum boxing and intermediate strings.
-    public func request(id: String, method: String, route: String, path: Substring, status: Int,
-                        microseconds: Int, remote: String) {
+    public func request(
+        id: String, method: String, route: String, path: Substring, status: Int,
+        microseconds: Int, remote: String
+    ) {
         guard level <= .info else { return }
         var line = JSONText()
         line.bytes.reserveCapacity(256)
@@ -181,4 +184,3 @@ public final class MemorySink: LogSink {
     }
     public var all: [String] { lines.withLock { $0 } }
 }
-

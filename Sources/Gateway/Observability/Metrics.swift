@@ -1,5 +1,5 @@
-import Synchronization
 import Striped
+import Synchronization
 
 /// Prometheus metrics kept in memory and rendered in the text exposition format (0.0.4).
 /// Labels are route patterns, never raw paths, so the number of series stays bounded.
@@ -73,7 +73,9 @@ public final class Metrics: Sendable {
         }
         var out = "# HELP gateway_http_requests_total HTTP requests by route, method and status.\n"
         out += "# TYPE gateway_http_requests_total counter\n"
-        for (key, count) in s.requests.sorted(by: { ($0.key.route, $0.key.method, $0.key.status) < ($1.key.route, $1.key.method, $1.key.status) }) {
+        for (key, count) in s.requests.sorted(by: {
+            ($0.key.route, $0.key.method, $0.key.status) < ($1.key.route, $1.key.method, $1.key.status)
+        }) {
             out += "gateway_http_requests_total{route=\"\(key.route)\",method=\"\(key.method)\",status=\"\(key.status)\"} \(count)\n"
         }
         out += "# HELP gateway_http_request_duration_seconds Time from request head to response, by route.\n"

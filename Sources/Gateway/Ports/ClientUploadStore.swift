@@ -22,8 +22,10 @@ public struct ClientUpload: Sendable, Equatable {
     /// Seconds since 1970.
     public var createdAt: Double
 
-    public init(id: String, owner: String, objectKey: String, s3UploadID: String?, size: Int64, partSize: Int64,
-                partCount: Int, state: State, etag: String? = nil, createdAt: Double = 0) {
+    public init(
+        id: String, owner: String, objectKey: String, s3UploadID: String?, size: Int64, partSize: Int64,
+        partCount: Int, state: State, etag: String? = nil, createdAt: Double = 0
+    ) {
         self.id = id
         self.owner = owner
         self.objectKey = objectKey

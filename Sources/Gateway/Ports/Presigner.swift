@@ -7,13 +7,16 @@ public protocol Presigner: Sendable {
 
     /// Appends a presigned URL (query signing, unsigned payload) for `method` on `key`, valid
     /// `expires` seconds from `at`; `headers` are signed too and the client must send them.
-    func appendURL(to out: inout [UInt8], method: String, key: String, expires: Int, headers: [(String, String)],
-                   query: [(String, String)], at: Int)
+    func appendURL(
+        to out: inout [UInt8], method: String, key: String, expires: Int, headers: [(String, String)],
+        query: [(String, String)], at: Int)
 
     /// A browser form upload (POST policy) for `key`: the URL to post to and the form fields,
     /// the policy pinning the key, each of `fields` (content type, metadata…) to its value,
     /// and a `content-length-range`.
-    func postForm(key: String, fields: [(String, String)], maxSize: Int64, expires: Int, at: Int) -> (url: String, fields: [(String, String)])
+    func postForm(
+        key: String, fields: [(String, String)], maxSize: Int64, expires: Int, at: Int
+    ) -> (url: String, fields: [(String, String)])
 }
 
 extension Presigner {
@@ -26,8 +29,10 @@ extension Presigner {
     }
 
     /// The URL as a string.
-    func url(method: String, key: String, expires: Int, headers: [(String, String)] = [], query: [(String, String)] = [],
-             at: Int) -> String {
+    func url(
+        method: String, key: String, expires: Int, headers: [(String, String)] = [], query: [(String, String)] = [],
+        at: Int
+    ) -> String {
         var out: [UInt8] = []
         appendURL(to: &out, method: method, key: key, expires: expires, headers: headers, query: query, at: at)
         return String(decoding: out, as: UTF8.self)

@@ -27,7 +27,9 @@ public struct SourceAddressRefusal: Sendable, Equatable {
 
     /// What the 400 says: the host, the rule, and the setting that would allow it.
     public var detail: String {
-        let named = host == address || "[\(host)]" == address ? "sourceUrl's host \(address)" : "sourceUrl's host \(host) resolves to \(address), which"
+        let named =
+            host == address || "[\(host)]" == address
+            ? "sourceUrl's host \(address)" : "sourceUrl's host \(host) resolves to \(address), which"
         return "\(named) is \(rule): URL imports may not reach loopback, private, link-local or metadata addresses. "
             + "To allow this host, add \(host) (or \(host):\(port)) to GATEWAY_IMPORT_ALLOW_HOSTS and restart the gateway."
     }

@@ -2,6 +2,7 @@ import Auth
 import Crypto
 import Foundation
 import HTTPServer
+import Synchronization
 import TransferEngine
 
 /// tus 1.0 at `/v1/tus/` (core, creation, creation-with-upload, termination, expiration,
@@ -49,8 +50,12 @@ struct TusRoutes: Sendable {
     }
 
     private func options() -> HTTPResponse {
-        answer(200, [("Tus-Version", Self.version), ("Tus-Extension", Self.extensions),
-                     ("Tus-Max-Size", String(context.engine.maxObjectSize)), ("Tus-Checksum-Algorithm", "sha1,md5")])
+        answer(
+            200,
+            [
+                ("Tus-Version", Self.version), ("Tus-Extension", Self.extensions),
+                ("Tus-Max-Size", String(context.engine.maxObjectSize)), ("Tus-Checksum-Algorithm", "sha1,md5"),
+            ])
     }
 
     /// Every request but OPTIONS names the protocol version it speaks (412 otherwise).
@@ -71,12 +76,20 @@ struct TusRoutes: Sendable {
         try context.limits.admitCreation(owner)
         // A retried creation is the same upload: the answer gives its offset now.
         let fingerprint = Array("\(http.headers["upload-length"] ?? "")\n\(http.headers["upload-metadata"] ?? "")".utf8)
-        return try await jobs.idempotency.run(http, owner: owner, scope: "tus", request: fingerprint, replay: { first in
-            guard let location = first.location, let id = location.split(separator: "/").last,
-                  let job = try await jobs.store.job(id: String(id)) else { throw APIError.notFound }
-            return answer(201, [("Location", location), ("Upload-Offset", String(job.bytesCommitted)),
-                                ("Upload-Expires", httpDate(secondsSince1970: expires(job)))])
-        }) {
+        return try await jobs.idempotency.run(
+            http, owner: owner, scope: "tus", request: fingerprint,
+            replay: { first in
+                guard let location = first.location, let id = location.split(separator: "/").last,
+                    let job = try await jobs.store.job(id: String(id))
+                else { throw APIError.notFound }
+                return answer(
+                    201,
+                    [
+                        ("Location", location), ("Upload-Offset", String(job.bytesCommitted)),
+                        ("Upload-Expires", httpDate(secondsSince1970: expires(job))),
+                    ])
+            }
+        ) {
             try await create(http, identity: identity, owner: owner)
         }
     }
@@ -129,8 +142,10 @@ struct TusRoutes: Sendable {
     static let asciiAlphanumerics = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
 
     /// `Upload-Metadata` keys the gateway reads itself; every other one is user metadata.
-    static let attributeKeys: Set<String> = ["accessLevel", "filetype", "contentType", "cacheControl", "contentDisposition",
-                                             "serverSideEncryption", "kmsKeyId"]
+    static let attributeKeys: Set<String> = [
+        "accessLevel", "filetype", "contentType", "cacheControl", "contentDisposition",
+        "serverSideEncryption", "kmsKeyId",
+    ]
 
     /// The job's options from `Upload-Metadata`: the object's attributes where named, every
     /// other key (but the one naming the object) as user metadata. A value that is not
@@ -153,7 +168,8 @@ struct TusRoutes: Sendable {
         }
         var user: [String: String] = [:]
         for (key, value) in metadata where key != nameKey && !attributeKeys.contains(key) && !value.isEmpty {
-            user[key] = value.utf8.allSatisfy({ $0 >= 0x20 && $0 <= 0x7E }) && !value.utf8.allSatisfy({ $0 == 0x20 })
+            user[key] =
+                value.utf8.allSatisfy({ $0 >= 0x20 && $0 <= 0x7E }) && !value.utf8.allSatisfy({ $0 == 0x20 })
                 ? value : value.addingPercentEncoding(withAllowedCharacters: Self.asciiAlphanumerics) ?? ""
         }
         if !user.isEmpty {
@@ -190,8 +206,9 @@ struct TusRoutes: Sendable {
     private func upload(_ http: HTTPRequest, id: String) async throws -> Lookup {
         let job: Job
         do {
-            (job, _) = try await OwnedResource.find(http, id: id, authenticator: context.authenticator,
-                                                    load: { try await jobs.store.job(id: $0) }, owner: \.owner)
+            (job, _) = try await OwnedResource.find(
+                http, id: id, authenticator: context.authenticator,
+                load: { try await jobs.store.job(id: $0) }, owner: \.owner)
         } catch let error as APIError where error.code == .notFound {
             return .failure(refuse(.notFound, "No such upload."))
         }
@@ -209,8 +226,10 @@ struct TusRoutes: Sendable {
         case .success(let found): job = found
         case .failure(let refusal): return refusal
         }
-        var headers = [("Upload-Offset", String(job.bytesCommitted)), ("Cache-Control", "no-store"),
-                       ("Upload-Expires", httpDate(secondsSince1970: expires(job)))]
+        var headers = [
+            ("Upload-Offset", String(job.bytesCommitted)), ("Cache-Control", "no-store"),
+            ("Upload-Expires", httpDate(secondsSince1970: expires(job))),
+        ]
         if let length = job.bytesTotal { headers.append(("Upload-Length", String(length))) }
         if let metadata = job.source.tusMetadata { headers.append(("Upload-Metadata", metadata)) }
         return answer(200, headers)
@@ -230,8 +249,9 @@ struct TusRoutes: Sendable {
         case .failure(let refusal): return refusal
         }
         guard job.state != .paused else {
-            return refuse(.jobPaused, "The upload is paused; resume its job, then send the rest.",
-                          [("Upload-Offset", String(job.bytesCommitted))])
+            return refuse(
+                .jobPaused, "The upload is paused; resume its job, then send the rest.",
+                [("Upload-Offset", String(job.bytesCommitted))])
         }
         guard offset == job.bytesCommitted else {
             return refuse(.offsetMismatch, "The upload is at \(job.bytesCommitted) bytes.", [("Upload-Offset", String(job.bytesCommitted))])
@@ -281,5 +301,3 @@ struct TusRoutes: Sendable {
         return answer(204)
     }
 }
-
-import Synchronization

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// An IP address or a CIDR block (`10.0.0.0/8`, `192.0.2.7`, `fd00::/8`, `::1`), for the
@@ -40,7 +40,8 @@ public struct AddressBlock: Sendable, Equatable {
     public func contains(_ text: String) -> Bool {
         guard var address = Self.parse(text) else { return false }
         if address.count == 16 && network.count == 4 && address[0..<10].allSatisfy({ $0 == 0 })
-            && address[10] == 0xFF && address[11] == 0xFF {
+            && address[10] == 0xFF && address[11] == 0xFF
+        {
             address = Array(address[12..<16])
         }
         guard address.count == network.count else { return false }

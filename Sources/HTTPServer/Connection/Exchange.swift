@@ -27,8 +27,9 @@ final class Exchange: @unchecked Sendable {
         case .chunked:
             (bodyDone, remaining) = (false, nil)
         }
-        state = ExchangeState(keepAlive: head.keepAlive, expectContinue: head.expectContinue, chunked: head.framing == .chunked,
-                              bodyDone: bodyDone, remainingLength: remaining)
+        state = ExchangeState(
+            keepAlive: head.keepAlive, expectContinue: head.expectContinue, chunked: head.framing == .chunked,
+            bodyDone: bodyDone, remainingLength: remaining)
     }
 
     /// One step of body framing over the buffered bytes.

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Reading: the socket into the inbound buffer, heads through the parser, bodies to handlers.
@@ -128,11 +128,14 @@ extension HTTPConnection {
         var client: String?
         if peerIsProxy {
             // Behind a trusted proxy the cap counts each forwarded client's requests in flight.
-            let forwarded = ForwardedClient.resolve(peer: peerAddress, forwardedFor: head.headers.values("x-forwarded-for"),
-                                                    trusted: context.configuration.trustedProxies)
+            let forwarded = ForwardedClient.resolve(
+                peer: peerAddress, forwardedFor: head.headers.values("x-forwarded-for"),
+                trusted: context.configuration.trustedProxies)
             guard context.take(forwarded) else {
-                return refuse(HTTPParseError(status: 429, code: "client_connection_limit",
-                                             detail: "This client has too many requests in flight."))
+                return refuse(
+                    HTTPParseError(
+                        status: 429, code: "client_connection_limit",
+                        detail: "This client has too many requests in flight."))
             }
             client = forwarded
         }
@@ -142,8 +145,9 @@ extension HTTPConnection {
         switch head.framing {
         case .none:
             body = RequestBody.shared
-        case .length(let n) where n <= inbound.readableCount && n <= context.configuration.bodyHighWater
-                                  && !head.expectContinue:
+        case .length(let n)
+        where n <= inbound.readableCount && n <= context.configuration.bodyHighWater
+            && !head.expectContinue:
             // The usual small JSON body, already here with its head: handed over whole.
             body = RequestBody.whole(inbound.copy(0..<n))
             inbound.consume(n)

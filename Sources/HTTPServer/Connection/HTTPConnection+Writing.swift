@@ -1,6 +1,7 @@
 import Synchronization
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Writing: answers into the outbound buffer and the socket, streamed bodies with backpressure.
@@ -175,15 +176,19 @@ extension HTTPConnection {
 
     /// Encodes the response head, the connection's fate for this exchange decided by the state
     /// machine.
-    private func startResponse(_ response: HTTPResponse, for exchange: Exchange,
-                               framing: ResponseHead.Framing, bodyCapacity: Int = 0) -> [UInt8] {
+    private func startResponse(
+        _ response: HTTPResponse, for exchange: Exchange,
+        framing: ResponseHead.Framing, bodyCapacity: Int = 0
+    ) -> [UInt8] {
         exchange.state.responseStarted = true
-        let close = state.closesAfter(exchange.state,
-                                      answerSaysClose: response.headers.listElements("connection").contains { $0.equalsIgnoringASCIICase("close") },
-                                      untilClose: framing == .untilClose)
+        let close = state.closesAfter(
+            exchange.state,
+            answerSaysClose: response.headers.listElements("connection").contains { $0.equalsIgnoringASCIICase("close") },
+            untilClose: framing == .untilClose)
         exchange.state.closeAfter = close
-        return ResponseHead.encode(status: response.status, headers: response.headers, version: exchange.head.version,
-                                   framing: framing, close: close, date: date.now(), bodyCapacity: bodyCapacity)
+        return ResponseHead.encode(
+            status: response.status, headers: response.headers, version: exchange.head.version,
+            framing: framing, close: close, date: date.now(), bodyCapacity: bodyCapacity)
     }
 
     private func responseFinished(_ exchange: Exchange) {

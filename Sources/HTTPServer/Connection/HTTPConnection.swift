@@ -1,7 +1,8 @@
 import CSystem
 import Synchronization
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// One client connection: the shell around `ConnectionState`. It reads the socket and parses
@@ -174,8 +175,9 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
     // MARK: interest and deadlines
 
     func wantsRead() -> Bool {
-        state.wantsRead(exchange: exchange?.state, bodyWantsData: exchange.map { $0.body.wantsData } ?? false,
-                        pendingOutbound: pendingOutbound, buffered: inbound.readableCount)
+        state.wantsRead(
+            exchange: exchange?.state, bodyWantsData: exchange.map { $0.body.wantsData } ?? false,
+            pendingOutbound: pendingOutbound, buffered: inbound.readableCount)
     }
 
     /// Reads again if bytes are wanted and may be waiting, and moves the deadline. With
@@ -185,8 +187,10 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
         guard !closed else { return }
         let want = wantsRead()
         if want && socketReadable && !inReadLoop { scheduleRead() }
-        deadline.store(state.deadline(reading: want, pendingOutbound: pendingOutbound, exchange: exchange?.state,
-                                      bodyHasDemand: exchange?.body.hasDemand ?? false), ordering: .relaxed)
+        deadline.store(
+            state.deadline(
+                reading: want, pendingOutbound: pendingOutbound, exchange: exchange?.state,
+                bodyHasDemand: exchange?.body.hasDemand ?? false), ordering: .relaxed)
     }
 
     func onTimeout() {

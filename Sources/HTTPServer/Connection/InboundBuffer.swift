@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Bytes read from a socket and not yet consumed by the parser or body decoder.

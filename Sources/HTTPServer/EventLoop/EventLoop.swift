@@ -1,7 +1,8 @@
 import CSystem
 import Synchronization
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Something registered with an event loop that wants to hear about its descriptor.
@@ -44,12 +45,14 @@ final class EventLoop: TaskExecutor, @unchecked Sendable {
     func start() {
         var thread = pthread_t()
         let box = Unmanaged.passRetained(self).toOpaque()
-        let rc = pthread_create(&thread, nil, { argument in
-            guard let argument else { return nil }
-            let loop = Unmanaged<EventLoop>.fromOpaque(argument).takeRetainedValue()
-            loop.run()
-            return nil
-        }, box)
+        let rc = pthread_create(
+            &thread, nil,
+            { argument in
+                guard let argument else { return nil }
+                let loop = Unmanaged<EventLoop>.fromOpaque(argument).takeRetainedValue()
+                loop.run()
+                return nil
+            }, box)
         precondition(rc == 0, "cannot start an event loop thread")
         pthread_detach(thread)
     }

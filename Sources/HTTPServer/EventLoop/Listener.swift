@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Opening the listening socket and naming peers.
@@ -25,7 +25,8 @@ enum Listener {
         var cursor: UnsafeMutablePointer<addrinfo>? = first
         while let info = cursor {
             cursor = info.pointee.ai_next
-            let fd = socket(info.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            let fd = socket(
+                info.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
             if fd < 0 { lastError = errno; continue }
             SystemCall.setOption(fd, SOL_SOCKET, SO_REUSEADDR, 1)
             if Glibc.bind(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) != 0 || listen(fd, backlog) != 0 {

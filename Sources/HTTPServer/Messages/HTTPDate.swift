@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The `Date` header value (IMF-fixdate, RFC 9110 §5.6.7), formatted at most once a second.
 /// Each connection keeps its own, so no lock is shared between connections.

@@ -23,8 +23,9 @@ public struct HTTPResponse: Sendable {
 
     /// Plain text, for the server's own answers and simple handlers.
     public static func text(_ status: Int, _ text: String) -> HTTPResponse {
-        HTTPResponse(status: status, headers: HTTPHeaders([("Content-Type", "text/plain; charset=utf-8")]),
-                     body: .bytes(Array(text.utf8)))
+        HTTPResponse(
+            status: status, headers: HTTPHeaders([("Content-Type", "text/plain; charset=utf-8")]),
+            body: .bytes(Array(text.utf8)))
     }
 }
 

@@ -167,7 +167,9 @@ public final class RequestBody: Sendable {
     public func collect(upTo limit: Int) async throws -> [UInt8] {
         if let expectedLength, expectedLength > limit { throw RequestBodyError.tooLarge(limit: limit) }
         // A body that came with its head is handed over as it is, without a copy.
-        if let whole = state.withLock({ s -> [UInt8]? in defer { s.whole = nil }; return s.whole }) {
+        if let whole = state.withLock({ s -> [UInt8]? in
+            defer { s.whole = nil }; return s.whole
+        }) {
             return whole
         }
         var out: [UInt8] = []

@@ -11,8 +11,10 @@ enum ResponseHead {
     }
 
     /// `bodyCapacity`: room kept after the head for a body the caller appends.
-    static func encode(status: Int, headers: HTTPHeaders, version: HTTPVersion, framing: Framing,
-                       close: Bool, date: String, bodyCapacity: Int = 0) -> [UInt8] {
+    static func encode(
+        status: Int, headers: HTTPHeaders, version: HTTPVersion, framing: Framing,
+        close: Bool, date: String, bodyCapacity: Int = 0
+    ) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(192 + headers.count * 48 + bodyCapacity)
         out.append(text: version.text)
@@ -23,7 +25,8 @@ enum ResponseHead {
         out.append(contentsOf: crlf)
         for (name, value) in headers {
             if name.equalsIgnoringASCIICase("content-length") || name.equalsIgnoringASCIICase("transfer-encoding")
-                || name.equalsIgnoringASCIICase("connection") || name.equalsIgnoringASCIICase("date") {
+                || name.equalsIgnoringASCIICase("connection") || name.equalsIgnoringASCIICase("date")
+            {
                 continue
             }
             // A name that is not a token, or a value with CR, LF or NUL, would split the
@@ -73,11 +76,13 @@ enum ResponseHead {
 
     /// A complete answer for a request refused before any handler saw it.
     static func refusal(_ error: HTTPParseError, date: String, extra: [(String, String)] = []) -> [UInt8] {
-        let body = "{\"type\":\"about:blank\",\"title\":\"\(HTTPStatus.reason(error.status))\","
+        let body =
+            "{\"type\":\"about:blank\",\"title\":\"\(HTTPStatus.reason(error.status))\","
             + "\"status\":\(error.status),\"code\":\"\(error.code)\",\"detail\":\"\(error.detail)\"}"
-        var head = encode(status: error.status,
-                          headers: HTTPHeaders([("Content-Type", "application/problem+json")] + extra.map { (name: $0.0, value: $0.1) }),
-                          version: .http11, framing: .length(body.utf8.count), close: true, date: date)
+        var head = encode(
+            status: error.status,
+            headers: HTTPHeaders([("Content-Type", "application/problem+json")] + extra.map { (name: $0.0, value: $0.1) }),
+            version: .http11, framing: .length(body.utf8.count), close: true, date: date)
         head.append(contentsOf: body.utf8)
         return head
     }

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Finds and parses one request head (request line and header section, RFC 9112 §2–§5) at the
@@ -113,16 +113,21 @@ public struct HTTPHeadParser: Sendable {
             }
             start = stop + 2
         }
-        switch HTTPRequestHead.validated(method: method, target: target, version: version,
-                                         headers: HTTPHeaders(fields)) {
+        switch HTTPRequestHead.validated(
+            method: method, target: target, version: version,
+            headers: HTTPHeaders(fields))
+        {
         case .success(let head): return .complete(head, consumed: headEnd)
         case .failure(let error): return .invalid(error)
         }
     }
 
     /// request-line = method SP request-target SP HTTP-version (RFC 9112 §3).
-    static func parseRequestLine(_ line: UnsafeRawBufferPointer)
-        -> Result<(String, String, HTTPVersion), HTTPParseError> {
+    static func parseRequestLine(
+        _ line: UnsafeRawBufferPointer
+    )
+        -> Result<(String, String, HTTPVersion), HTTPParseError>
+    {
         guard let firstSpace = line.firstIndex(of: ByteClass.sp), firstSpace > 0 else {
             return .failure(.badRequestLine)
         }
@@ -185,7 +190,10 @@ public struct HTTPHeadParser: Sendable {
         guard ByteClass.allFieldValue(UnsafeRawBufferPointer(rebasing: line[valueStart..<valueEnd])) else {
             return .failure(.badHeaderValue)
         }
-        return .success((String(decoding: line[..<colon], as: UTF8.self),
-                         String(decoding: line[valueStart..<valueEnd], as: UTF8.self)))
+        return .success(
+            (
+                String(decoding: line[..<colon], as: UTF8.self),
+                String(decoding: line[valueStart..<valueEnd], as: UTF8.self)
+            ))
     }
 }

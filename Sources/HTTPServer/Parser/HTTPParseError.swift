@@ -37,8 +37,9 @@ public struct HTTPParseError: Error, Equatable, Sendable, CustomStringConvertibl
     static let missingHost = bad("missing_host", "An HTTP/1.1 request needs exactly one Host header.")
     static let duplicateHost = bad("duplicate_host", "The request has more than one Host header.")
     static let badHost = bad("bad_host", "The Host header is malformed.")
-    static let lengthAndChunked = bad("content_length_with_transfer_encoding",
-                                      "Content-Length and Transfer-Encoding may not be sent together.")
+    static let lengthAndChunked = bad(
+        "content_length_with_transfer_encoding",
+        "Content-Length and Transfer-Encoding may not be sent together.")
     static let badContentLength = bad("bad_content_length", "Content-Length is not a valid number.")
     static let conflictingContentLength = bad("conflicting_content_length", "Content-Length values disagree.")
     static let chunkedNotFinal = bad("bad_transfer_encoding", "Transfer-Encoding must end with chunked, once.")

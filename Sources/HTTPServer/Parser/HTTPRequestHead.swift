@@ -17,8 +17,10 @@ public struct HTTPRequestHead: Sendable {
     /// The query part of the target without the `?`, or nil.
     public private(set) var query: Substring?
 
-    init(method: String, target: String, version: HTTPVersion, headers: HTTPHeaders,
-         framing: BodyFraming, keepAlive: Bool, expectContinue: Bool) {
+    init(
+        method: String, target: String, version: HTTPVersion, headers: HTTPHeaders,
+        framing: BodyFraming, keepAlive: Bool, expectContinue: Bool
+    ) {
         self.method = method
         self.target = target
         self.version = version
@@ -51,8 +53,10 @@ public struct HTTPRequestHead: Sendable {
 extension HTTPRequestHead {
     /// Applies the message-level rules of RFC 9112 §3.2, §6 and RFC 9110 §10.1.1 to a head
     /// whose syntax is already known good: Host, body framing, connection persistence, Expect.
-    static func validated(method: String, target: String, version: HTTPVersion,
-                          headers: HTTPHeaders) -> Result<HTTPRequestHead, HTTPParseError> {
+    static func validated(
+        method: String, target: String, version: HTTPVersion,
+        headers: HTTPHeaders
+    ) -> Result<HTTPRequestHead, HTTPParseError> {
         // One pass over the fields picks out the few that frame the message. Most requests
         // carry one Host and at most one Content-Length: those are kept without an array.
         var hostCount = 0, host: String?
@@ -123,9 +127,11 @@ extension HTTPRequestHead {
             expectContinue = framing != .none
         }
 
-        return .success(HTTPRequestHead(method: method, target: target, version: version,
-                                        headers: headers, framing: framing,
-                                        keepAlive: keepAlive, expectContinue: expectContinue))
+        return .success(
+            HTTPRequestHead(
+                method: method, target: target, version: version,
+                headers: headers, framing: framing,
+                keepAlive: keepAlive, expectContinue: expectContinue))
     }
 
     /// Adds one Content-Length field value to what the earlier ones said: a list of identical
@@ -162,13 +168,13 @@ extension HTTPRequestHead {
         for byte in host.utf8 {
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                 UInt8(ascii: "0")...UInt8(ascii: "9"):
+                UInt8(ascii: "0")...UInt8(ascii: "9"):
                 continue
             case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"),
-                 UInt8(ascii: "%"), UInt8(ascii: ":"), UInt8(ascii: "["), UInt8(ascii: "]"),
-                 UInt8(ascii: "!"), UInt8(ascii: "$"), UInt8(ascii: "&"), UInt8(ascii: "'"),
-                 UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: "*"), UInt8(ascii: "+"),
-                 UInt8(ascii: ","), UInt8(ascii: ";"), UInt8(ascii: "="):
+                UInt8(ascii: "%"), UInt8(ascii: ":"), UInt8(ascii: "["), UInt8(ascii: "]"),
+                UInt8(ascii: "!"), UInt8(ascii: "$"), UInt8(ascii: "&"), UInt8(ascii: "'"),
+                UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: "*"), UInt8(ascii: "+"),
+                UInt8(ascii: ","), UInt8(ascii: ";"), UInt8(ascii: "="):
                 continue
             default:
                 return false

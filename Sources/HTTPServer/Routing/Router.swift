@@ -109,7 +109,8 @@ public enum PercentDecoding {
         while let byte = iterator.next() {
             if byte == UInt8(ascii: "%") {
                 guard let high = iterator.next().flatMap(ByteClass.hexValue),
-                      let low = iterator.next().flatMap(ByteClass.hexValue) else { return nil }
+                    let low = iterator.next().flatMap(ByteClass.hexValue)
+                else { return nil }
                 bytes.append(UInt8(high * 16 + low))
             } else if plusAsSpace && byte == UInt8(ascii: "+") {
                 bytes.append(0x20)

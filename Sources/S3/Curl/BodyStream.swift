@@ -166,17 +166,20 @@ public final class BodyStream: Sendable {
     /// The transfer ended, with `error` when it failed. A failure already recorded (the limit)
     /// is kept.
     func finish(_ error: (any Error)?) {
-        let (reader, starter, result): (CheckedContinuation<ArraySlice<UInt8>?, any Error>?, CheckedContinuation<Void, Never>?,
-                                        Result<ArraySlice<UInt8>?, any Error>) = state.withLock { s in
-            s.finished = true
-            if let error, s.failure == nil { s.failure = error }
-            s.onRoom = nil
-            s.cancel = nil
-            defer { s.reader = nil; s.startWaiter = nil }
-            let result: Result<ArraySlice<UInt8>?, any Error> = s.failure.map { .failure($0) } ?? .success(nil)
-            // A reader waits only when nothing is buffered: it gets the end (or the failure) now.
-            return (s.reader, s.startWaiter, result)
-        }
+        let (reader, starter, result):
+            (
+                CheckedContinuation<ArraySlice<UInt8>?, any Error>?, CheckedContinuation<Void, Never>?,
+                Result<ArraySlice<UInt8>?, any Error>
+            ) = state.withLock { s in
+                s.finished = true
+                if let error, s.failure == nil { s.failure = error }
+                s.onRoom = nil
+                s.cancel = nil
+                defer { s.reader = nil; s.startWaiter = nil }
+                let result: Result<ArraySlice<UInt8>?, any Error> = s.failure.map { .failure($0) } ?? .success(nil)
+                // A reader waits only when nothing is buffered: it gets the end (or the failure) now.
+                return (s.reader, s.startWaiter, result)
+            }
         starter?.resume()
         reader?.resume(with: result)
     }

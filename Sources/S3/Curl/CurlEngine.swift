@@ -1,7 +1,8 @@
 import CCurl
 import Synchronization
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Many HTTP transfers in flight on one thread the engine owns, through libcurl's multi
@@ -27,11 +28,13 @@ final class CurlEngine: @unchecked Sendable {
         _ = tg_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, options.maxHostConnections)
         var thread = pthread_t()
         let box = Unmanaged.passRetained(self).toOpaque()
-        let rc = pthread_create(&thread, nil, { argument in
-            guard let argument else { return nil }
-            Unmanaged<CurlEngine>.fromOpaque(argument).takeRetainedValue().run()
-            return nil
-        }, box)
+        let rc = pthread_create(
+            &thread, nil,
+            { argument in
+                guard let argument else { return nil }
+                Unmanaged<CurlEngine>.fromOpaque(argument).takeRetainedValue().run()
+                return nil
+            }, box)
         precondition(rc == 0, "cannot start the curl engine thread")
         pthread_detach(thread)
     }
@@ -59,7 +62,9 @@ final class CurlEngine: @unchecked Sendable {
     private func run() {
         var running: Int32 = 0
         while true {
-            for transfer in resumed.withLock({ list -> [CurlTransfer] in defer { list.removeAll() }; return list })
+            for transfer in resumed.withLock({ list -> [CurlTransfer] in
+                defer { list.removeAll() }; return list
+            })
             where active[transfer.handle] === transfer {
                 _ = curl_easy_pause(transfer.handle, 0)  // CURLPAUSE_CONT
             }
@@ -73,7 +78,8 @@ final class CurlEngine: @unchecked Sendable {
                     continue
                 }
                 guard curl_multi_add_handle(multi, transfer.handle) == CURLM_OK else {
-                    transfer.finish(.failure(S3Error(kind: .transport, status: 0, code: "CurlMulti", message: "libcurl refused the transfer")))
+                    transfer.finish(
+                        .failure(S3Error(kind: .transport, status: 0, code: "CurlMulti", message: "libcurl refused the transfer")))
                     continue
                 }
                 active[transfer.handle] = transfer
@@ -106,8 +112,11 @@ final class CurlEngine: @unchecked Sendable {
             return transfer.finish(.failure(S3Error.cancelled))
         }
         if transfer.sinkOverflowed {
-            return transfer.finish(.failure(S3Error(kind: .protocolViolation, status: transfer.response.status,
-                                                    code: "ResponseTooLarge", message: "the answer was larger than expected")))
+            return transfer.finish(
+                .failure(
+                    S3Error(
+                        kind: .protocolViolation, status: transfer.response.status,
+                        code: "ResponseTooLarge", message: "the answer was larger than expected")))
         }
         let code: String
         switch result {
@@ -117,7 +126,10 @@ final class CurlEngine: @unchecked Sendable {
         case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION: code = "SSLError"
         default: code = "Transport\(result.rawValue)"
         }
-        transfer.finish(.failure(S3Error(kind: .transport, status: 0, code: code,
-                                         message: String(cString: curl_easy_strerror(result)))))
+        transfer.finish(
+            .failure(
+                S3Error(
+                    kind: .transport, status: 0, code: code,
+                    message: String(cString: curl_easy_strerror(result)))))
     }
 }

@@ -1,7 +1,8 @@
 import CCurl
 import Synchronization
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Where a request body comes from.
@@ -61,8 +62,10 @@ final class CurlTransfer: @unchecked Sendable {
     /// `pinnedAddress` (`host:port:address`) makes curl connect to an address the caller
     /// already checked, never to what a second DNS lookup might say; such a transfer speaks
     /// only http(s), follows no redirect and ignores proxy variables.
-    init?(method: String, url: String, headers: [(String, String)], source: RequestBodySource,
-          sink: ResponseBodySink, options: CurlOptions, pinnedAddress: String? = nil) {
+    init?(
+        method: String, url: String, headers: [(String, String)], source: RequestBodySource,
+        sink: ResponseBodySink, options: CurlOptions, pinnedAddress: String? = nil
+    ) {
         guard let handle = curl_easy_init() else { return nil }
         self.handle = handle
         self.source = source
@@ -99,10 +102,11 @@ final class CurlTransfer: @unchecked Sendable {
     }
 
     static func isToken(_ name: String) -> Bool {
-        !name.isEmpty && name.utf8.allSatisfy { byte in
-            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
-                || "!#$%&'*+-.^_`|~".utf8.contains(byte)
-        }
+        !name.isEmpty
+            && name.utf8.allSatisfy { byte in
+                (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                    || "!#$%&'*+-.^_`|~".utf8.contains(byte)
+            }
     }
 
     deinit {

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The private-network block of URL imports: loopback, private, link-local,
@@ -35,7 +35,7 @@ public struct AddressGuard: Sendable {
     /// or AWS's IPv6 metadata address (fd00:ec2::254).
     public static func isLinkLocalOrMetadataIPv6(_ a: [UInt8]) -> Bool {
         if a[0..<10].allSatisfy({ $0 == 0 }) && a[10] == 0xFF && a[11] == 0xFF { return isLinkLocalOrMetadataIPv4(Array(a[12..<16])) }
-        if a[0..<12].allSatisfy({ $0 == 0 }) { return isLinkLocalOrMetadataIPv4(Array(a[12..<16])) }   // IPv4-compatible
+        if a[0..<12].allSatisfy({ $0 == 0 }) { return isLinkLocalOrMetadataIPv4(Array(a[12..<16])) }  // IPv4-compatible
         if a[0] == 0x00 && a[1] == 0x64 && a[2] == 0xFF && a[3] == 0x9B && a[4..<12].allSatisfy({ $0 == 0 }) {
             return isLinkLocalOrMetadataIPv4(Array(a[12..<16]))
         }
@@ -54,16 +54,16 @@ public struct AddressGuard: Sendable {
     /// Whether an IPv4 address (4 bytes, network order) may be contacted.
     public static func isPublicIPv4(_ a: [UInt8]) -> Bool {
         switch (a[0], a[1]) {
-        case (0, _), (10, _), (127, _): return false                  // this network, private, loopback
-        case (100, 64...127): return false                              // shared (carrier-grade NAT)
-        case (169, 254): return false                                   // link-local, cloud metadata
-        case (172, 16...31): return false                               // private
-        case (192, 168): return false                                   // private
-        case (192, 0) where a[2] == 0 || a[2] == 2: return false        // IETF protocol, TEST-NET-1
-        case (198, 18...19): return false                               // benchmarking
-        case (198, 51) where a[2] == 100: return false                  // TEST-NET-2
-        case (203, 0) where a[2] == 113: return false                   // TEST-NET-3
-        case (224...255, _): return false                               // multicast, reserved, broadcast
+        case (0, _), (10, _), (127, _): return false  // this network, private, loopback
+        case (100, 64...127): return false  // shared (carrier-grade NAT)
+        case (169, 254): return false  // link-local, cloud metadata
+        case (172, 16...31): return false  // private
+        case (192, 168): return false  // private
+        case (192, 0) where a[2] == 0 || a[2] == 2: return false  // IETF protocol, TEST-NET-1
+        case (198, 18...19): return false  // benchmarking
+        case (198, 51) where a[2] == 100: return false  // TEST-NET-2
+        case (203, 0) where a[2] == 113: return false  // TEST-NET-3
+        case (224...255, _): return false  // multicast, reserved, broadcast
         default: return true
         }
     }
@@ -71,17 +71,17 @@ public struct AddressGuard: Sendable {
     /// Whether an IPv6 address (16 bytes) may be contacted; embedded IPv4 is judged as IPv4.
     public static func isPublicIPv6(_ a: [UInt8]) -> Bool {
         let zeroPrefix10 = a[0..<10].allSatisfy { $0 == 0 }
-        if zeroPrefix10 && a[10] == 0xFF && a[11] == 0xFF { return isPublicIPv4(Array(a[12..<16])) }   // ::ffff:a.b.c.d
-        if a[0..<12].allSatisfy({ $0 == 0 }) { return false }           // ::, ::1, IPv4-compatible
+        if zeroPrefix10 && a[10] == 0xFF && a[11] == 0xFF { return isPublicIPv4(Array(a[12..<16])) }  // ::ffff:a.b.c.d
+        if a[0..<12].allSatisfy({ $0 == 0 }) { return false }  // ::, ::1, IPv4-compatible
         if a[0] == 0x00 && a[1] == 0x64 && a[2] == 0xFF && a[3] == 0x9B && a[4..<12].allSatisfy({ $0 == 0 }) {
-            return isPublicIPv4(Array(a[12..<16]))                      // 64:ff9b::/96 NAT64
+            return isPublicIPv4(Array(a[12..<16]))  // 64:ff9b::/96 NAT64
         }
-        if a[0] == 0x20 && a[1] == 0x02 { return isPublicIPv4(Array(a[2..<6])) }   // 2002::/16 6to4
-        if a[0] & 0xFE == 0xFC { return false }                         // fc00::/7 unique local
-        if a[0] == 0xFE && a[1] & 0xC0 == 0x80 { return false }         // fe80::/10 link-local
-        if a[0] == 0xFE && a[1] & 0xC0 == 0xC0 { return false }         // fec0::/10 site-local
-        if a[0] == 0xFF { return false }                                // multicast
-        if a[0] == 0x20 && a[1] == 0x01 && a[2] == 0x0D && a[3] == 0xB8 { return false }   // documentation
+        if a[0] == 0x20 && a[1] == 0x02 { return isPublicIPv4(Array(a[2..<6])) }  // 2002::/16 6to4
+        if a[0] & 0xFE == 0xFC { return false }  // fc00::/7 unique local
+        if a[0] == 0xFE && a[1] & 0xC0 == 0x80 { return false }  // fe80::/10 link-local
+        if a[0] == 0xFE && a[1] & 0xC0 == 0xC0 { return false }  // fec0::/10 site-local
+        if a[0] == 0xFF { return false }  // multicast
+        if a[0] == 0x20 && a[1] == 0x01 && a[2] == 0x0D && a[3] == 0xB8 { return false }  // documentation
         return true
     }
 

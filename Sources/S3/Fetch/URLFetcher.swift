@@ -27,8 +27,10 @@ public struct URLFetcher: Sendable {
     }
 
     /// `method` on `url`; 3xx answers with a `Location` are followed (GET and HEAD only).
-    public func send(_ method: String, url: String, headers: [(String, String)] = [],
-                     sink: ResponseBodySink = .memory(limit: 1 << 20)) async throws -> Response {
+    public func send(
+        _ method: String, url: String, headers: [(String, String)] = [],
+        sink: ResponseBodySink = .memory(limit: 1 << 20)
+    ) async throws -> Response {
         var current = url
         for _ in 0...5 {
             let target = try Self.parse(current)
@@ -36,8 +38,11 @@ public struct URLFetcher: Sendable {
             // An IPv6 literal names its one address (checked above) and needs no lookup; libcurl
             // 7.88 refuses a `[host]:port:[address]` pin anyway.
             let pin = target.host.hasPrefix("[") ? nil : "\(target.host):\(target.port):\(address)"
-            guard let transfer = CurlTransfer(method: method, url: target.url, headers: headers, source: .none, sink: sink,
-                                              options: options, pinnedAddress: pin) else {
+            guard
+                let transfer = CurlTransfer(
+                    method: method, url: target.url, headers: headers, source: .none, sink: sink,
+                    options: options, pinnedAddress: pin)
+            else {
                 throw FetchError.badURL("a header cannot be sent")
             }
             let response = try await engine.perform(transfer)
@@ -59,8 +64,11 @@ public struct URLFetcher: Sendable {
         let pin = target.host.hasPrefix("[") ? nil : "\(target.host):\(target.port):\(address)"
         var bounded = options
         bounded.totalTimeoutMilliseconds = timeoutSeconds * 1000
-        guard let transfer = CurlTransfer(method: "POST", url: target.url, headers: headers, source: .bytes(body),
-                                          sink: .discard, options: bounded, pinnedAddress: pin) else {
+        guard
+            let transfer = CurlTransfer(
+                method: "POST", url: target.url, headers: headers, source: .bytes(body),
+                sink: .discard, options: bounded, pinnedAddress: pin)
+        else {
             throw FetchError.badURL("a header cannot be sent")
         }
         return try await engine.perform(transfer).status
@@ -76,16 +84,21 @@ public struct URLFetcher: Sendable {
     /// GET `url`, following redirects as `send` does, and hands the final answer's body over as
     /// it arrives: at most `capacity` bytes wait for the reader, and a body past `limit` bytes
     /// fails with `BodyStream.TooLarge` as soon as it goes past.
-    public func stream(_ url: String, headers: [(String, String)] = [], limit: Int64,
-                       capacity: Int = 1 << 20) async throws -> StreamedResponse {
+    public func stream(
+        _ url: String, headers: [(String, String)] = [], limit: Int64,
+        capacity: Int = 1 << 20
+    ) async throws -> StreamedResponse {
         var current = url
         for _ in 0...5 {
             let target = try Self.parse(current)
             let address = try await resolve(target)
             let pin = target.host.hasPrefix("[") ? nil : "\(target.host):\(target.port):\(address)"
             let body = BodyStream(capacity: capacity, limit: limit)
-            guard let transfer = CurlTransfer(method: "GET", url: target.url, headers: headers, source: .none, sink: .stream(body),
-                                              options: options, pinnedAddress: pin) else {
+            guard
+                let transfer = CurlTransfer(
+                    method: "GET", url: target.url, headers: headers, source: .none, sink: .stream(body),
+                    options: options, pinnedAddress: pin)
+            else {
                 throw FetchError.badURL("a header cannot be sent")
             }
             let engine = self.engine
@@ -146,8 +159,9 @@ public struct URLFetcher: Sendable {
             throw FetchError.badURL("URLs with user info are not accepted")
         }
         guard let host = part(CURLUPART_HOST), !host.isEmpty,
-              let portText = part(CURLUPART_PORT, UInt32(CURLU_DEFAULT_PORT)), let port = Int(portText),
-              let url = part(CURLUPART_URL) else {
+            let portText = part(CURLUPART_PORT, UInt32(CURLU_DEFAULT_PORT)), let port = Int(portText),
+            let url = part(CURLUPART_URL)
+        else {
             throw FetchError.badURL(text)
         }
         return Target(url: url, host: host, port: port)
@@ -158,7 +172,8 @@ public struct URLFetcher: Sendable {
         guard let handle = curl_url() else { throw FetchError.badURL(location) }
         defer { curl_url_cleanup(handle) }
         guard curl_url_set(handle, CURLUPART_URL, base, 0) == CURLUE_OK,
-              curl_url_set(handle, CURLUPART_URL, location, 0) == CURLUE_OK else { throw FetchError.badURL(location) }
+            curl_url_set(handle, CURLUPART_URL, location, 0) == CURLUE_OK
+        else { throw FetchError.badURL(location) }
         var value: UnsafeMutablePointer<CChar>?
         guard curl_url_get(handle, CURLUPART_URL, &value, 0) == CURLUE_OK, let value else { throw FetchError.badURL(location) }
         defer { curl_free(value) }
@@ -170,9 +185,10 @@ public struct URLFetcher: Sendable {
         let guardian = addressGuard
         let result: Result<String, AddressGuard.Refusal> = await withCheckedContinuation { continuation in
             DispatchQueue.global().async {
-                continuation.resume(returning: Result { () throws(AddressGuard.Refusal) -> String in
-                    try guardian.resolve(host: target.host, port: target.port)
-                })
+                continuation.resume(
+                    returning: Result { () throws(AddressGuard.Refusal) -> String in
+                        try guardian.resolve(host: target.host, port: target.port)
+                    })
             }
         }
         switch result {

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Moves a local file to or from an object with multipart parallelism: the upload reads each
@@ -41,8 +41,9 @@ public struct MultipartFileTransfer: Sendable {
             let etags = try await forEachPart(count) { index in
                 let offset = Int64(index) * partSize
                 let length = min(partSize, size - offset)
-                return try await client.uploadPart(key: key, uploadId: uploadId, partNumber: index + 1,
-                                                   body: .file(fd: fd, offset: offset, length: length))
+                return try await client.uploadPart(
+                    key: key, uploadId: uploadId, partNumber: index + 1,
+                    body: .file(fd: fd, offset: offset, length: length))
             }
             return try await client.completeMultipartUpload(
                 key: key, uploadId: uploadId, parts: etags.enumerated().map { (partNumber: $0.offset + 1, etag: $0.element) })

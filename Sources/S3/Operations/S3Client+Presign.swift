@@ -4,35 +4,44 @@ extension S3Client {
     /// A presigned URL (SigV4 query signing, unsigned payload) for `method` on `key`, valid
     /// `expires` seconds. `headers` are signed too, and the client must send them unchanged.
     /// `endpointOverride` is the public endpoint clients reach S3 by, when it differs.
-    public func presignedURL(method: String, key: String, expires: Int, headers: [(String, String)] = [],
-                             query: [(String, String)] = [], at time: Int? = nil,
-                             endpointOverride: S3Endpoint? = nil) -> String {
+    public func presignedURL(
+        method: String, key: String, expires: Int, headers: [(String, String)] = [],
+        query: [(String, String)] = [], at time: Int? = nil,
+        endpointOverride: S3Endpoint? = nil
+    ) -> String {
         var url: [UInt8] = []
-        appendPresignedURL(to: &url, method: method, key: key, expires: expires, headers: headers, query: query,
-                           at: time, endpointOverride: endpointOverride)
+        appendPresignedURL(
+            to: &url, method: method, key: key, expires: expires, headers: headers, query: query,
+            at: time, endpointOverride: endpointOverride)
         return String(decoding: url, as: UTF8.self)
     }
 
     /// The same URL, appended to `out` (an answer being written). Every byte of it is ASCII
     /// and none needs escaping in a JSON string: the scheme and host were checked when the
     /// endpoint was parsed, the bucket when it was configured, and the rest is URI-encoded.
-    public func appendPresignedURL(to out: inout [UInt8], method: String, key: String, expires: Int,
-                                   headers: [(String, String)] = [], query: [(String, String)] = [],
-                                   at time: Int? = nil, endpointOverride: S3Endpoint? = nil) {
+    public func appendPresignedURL(
+        to out: inout [UInt8], method: String, key: String, expires: Int,
+        headers: [(String, String)] = [], query: [(String, String)] = [],
+        at time: Int? = nil, endpointOverride: S3Endpoint? = nil
+    ) {
         let time = SigningTime(secondsSince1970: time ?? currentTime())
         if let target = endpointOverride {
             let signer = Signer(credentials: signingCredentials, region: target.region, keyCache: keyCache)
-            Self.appendPresignedURL(to: &out, method: method, key: key, expires: expires, headers: headers, query: query,
-                                    time: time, target: target, host: target.hostHeader, signer: signer)
+            Self.appendPresignedURL(
+                to: &out, method: method, key: key, expires: expires, headers: headers, query: query,
+                time: time, target: target, host: target.hostHeader, signer: signer)
         } else {
-            Self.appendPresignedURL(to: &out, method: method, key: key, expires: expires, headers: headers, query: query,
-                                    time: time, target: endpoint, host: ownHostHeader, signer: ownSigner)
+            Self.appendPresignedURL(
+                to: &out, method: method, key: key, expires: expires, headers: headers, query: query,
+                time: time, target: endpoint, host: ownHostHeader, signer: ownSigner)
         }
     }
 
-    private static func appendPresignedURL(to out: inout [UInt8], method: String, key: String, expires: Int,
-                                           headers: [(String, String)], query: [(String, String)], time: SigningTime,
-                                           target: S3Endpoint, host: String, signer: Signer) {
+    private static func appendPresignedURL(
+        to out: inout [UInt8], method: String, key: String, expires: Int,
+        headers: [(String, String)], query: [(String, String)], time: SigningTime,
+        target: S3Endpoint, host: String, signer: Signer
+    ) {
         // One buffer for the whole URL: the query alone is some 400 bytes.
         out.reserveCapacity(out.count + target.scheme.utf8.count + host.utf8.count + key.utf8.count * 3 + 600)
         out.append(contentsOf: target.scheme.utf8)
@@ -46,7 +55,8 @@ extension S3Client {
         signed.reserveCapacity(headers.count + 1)
         signed.append(("Host", host))
         signed.append(contentsOf: headers)
-        signer.appendPresignedQuery(to: &out, method: method, encodedPathIn: path, query: query, headers: signed,
-                                    expires: expires, time: time)
+        signer.appendPresignedQuery(
+            to: &out, method: method, encodedPathIn: path, query: query, headers: signed,
+            expires: expires, time: time)
     }
 }

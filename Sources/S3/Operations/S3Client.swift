@@ -17,8 +17,10 @@ public final class S3Client: Sendable {
     /// The signer for `endpoint`, made once: presigning needs nothing else per URL.
     let ownSigner: Signer
 
-    public init(endpoint: S3Endpoint, credentials: Credentials, options: CurlOptions = CurlOptions(),
-                now: @escaping @Sendable () -> Int) {
+    public init(
+        endpoint: S3Endpoint, credentials: Credentials, options: CurlOptions = CurlOptions(),
+        now: @escaping @Sendable () -> Int
+    ) {
         self.endpoint = endpoint
         self.ownHostHeader = endpoint.hostHeader
         self.credentials = credentials
@@ -39,8 +41,10 @@ public final class S3Client: Sendable {
 
     /// PutObject. `checksumCRC32C` (base64, `x-amz-checksum-crc32c`) or `contentMD5` makes S3
     /// refuse a body that changed on the way.
-    public func putObject(key: String, body: RequestBodySource, attributes: ObjectAttributes = ObjectAttributes(),
-                          contentMD5: String? = nil, checksumCRC32C: String? = nil) async throws -> String {
+    public func putObject(
+        key: String, body: RequestBodySource, attributes: ObjectAttributes = ObjectAttributes(),
+        contentMD5: String? = nil, checksumCRC32C: String? = nil
+    ) async throws -> String {
         var headers = attributes.headers
         if let contentMD5 { headers.append(("Content-MD5", contentMD5)) }
         if let checksumCRC32C { headers.append(("x-amz-checksum-crc32c", checksumCRC32C)) }
@@ -51,8 +55,10 @@ public final class S3Client: Sendable {
     /// GetObject into `sink`, optionally a byte range (inclusive, RFC 9110 §14.1.2).
     /// With a range, only 206 is success (a 200 would be the whole object landing where one
     /// range should); `ifMatch` pins the object version across several ranged GETs.
-    public func getObject(key: String, range: ClosedRange<Int64>? = nil, ifMatch: String? = nil,
-                          sink: ResponseBodySink = .memory(limit: 64 << 20)) async throws -> (headers: [(String, String)], body: [UInt8]) {
+    public func getObject(
+        key: String, range: ClosedRange<Int64>? = nil, ifMatch: String? = nil,
+        sink: ResponseBodySink = .memory(limit: 64 << 20)
+    ) async throws -> (headers: [(String, String)], body: [UInt8]) {
         var headers: [(String, String)] = []
         if let range { headers.append(("Range", "bytes=\(range.lowerBound)-\(range.upperBound)")) }
         if let ifMatch { headers.append(("If-Match", ifMatch)) }
@@ -66,12 +72,13 @@ public final class S3Client: Sendable {
         for (name, value) in response.headers where name.lowercased().hasPrefix("x-amz-meta-") {
             metadata[String(name.lowercased().dropFirst("x-amz-meta-".count))] = value
         }
-        return ObjectHead(size: Int64(response.header("content-length") ?? "") ?? 0, etag: Self.quoted(response.header("etag") ?? ""),
-                          contentType: response.header("content-type"), lastModified: response.header("last-modified"),
-                          metadata: metadata, cacheControl: response.header("cache-control"),
-                          contentDisposition: response.header("content-disposition"),
-                          serverSideEncryption: response.header("x-amz-server-side-encryption"),
-                          kmsKeyId: response.header("x-amz-server-side-encryption-aws-kms-key-id"))
+        return ObjectHead(
+            size: Int64(response.header("content-length") ?? "") ?? 0, etag: Self.quoted(response.header("etag") ?? ""),
+            contentType: response.header("content-type"), lastModified: response.header("last-modified"),
+            metadata: metadata, cacheControl: response.header("cache-control"),
+            contentDisposition: response.header("content-disposition"),
+            serverSideEncryption: response.header("x-amz-server-side-encryption"),
+            kmsKeyId: response.header("x-amz-server-side-encryption-aws-kms-key-id"))
     }
 
     public func deleteObject(key: String) async throws {
@@ -82,8 +89,10 @@ public final class S3Client: Sendable {
     /// the source's ETag with `x-amz-copy-source-if-match` when `ifMatch` is given (a source
     /// replaced meanwhile answers 412 `PreconditionFailed`). Without `attributes` the copy keeps
     /// the source's (S3's `COPY` directive); with them, they replace the source's.
-    public func copyObject(from sourceKey: String, to key: String, attributes: ObjectAttributes? = nil,
-                           ifMatch: String? = nil) async throws -> String {
+    public func copyObject(
+        from sourceKey: String, to key: String, attributes: ObjectAttributes? = nil,
+        ifMatch: String? = nil
+    ) async throws -> String {
         var headers = [("x-amz-copy-source", copySource(sourceKey))]
         if let ifMatch { headers.append(("x-amz-copy-source-if-match", ifMatch)) }
         if let attributes {
@@ -97,16 +106,19 @@ public final class S3Client: Sendable {
     /// PutBucketCors: `xml` is the whole `CORSConfiguration` (S3 requires its Content-MD5).
     public func putBucketCors(xml: String) async throws {
         let body = Array(xml.utf8)
-        _ = try await send("PUT", key: nil, query: [("cors", "")],
-                           headers: [("Content-Type", "application/xml"), ("Content-MD5", Self.contentMD5(body))], body: .bytes(body))
+        _ = try await send(
+            "PUT", key: nil, query: [("cors", "")],
+            headers: [("Content-Type", "application/xml"), ("Content-MD5", Self.contentMD5(body))], body: .bytes(body))
     }
 
     // MARK: multipart
 
     /// CreateMultipartUpload. With `checksumAlgorithm` ("CRC32C") every part must carry that
     /// checksum and the completion lists each part's (AWS refuses either missing).
-    public func createMultipartUpload(key: String, attributes: ObjectAttributes = ObjectAttributes(),
-                                      checksumAlgorithm: String? = nil) async throws -> String {
+    public func createMultipartUpload(
+        key: String, attributes: ObjectAttributes = ObjectAttributes(),
+        checksumAlgorithm: String? = nil
+    ) async throws -> String {
         var headers = attributes.headers
         if let checksumAlgorithm { headers.append(("x-amz-checksum-algorithm", checksumAlgorithm)) }
         let response = try await send("POST", key: key, query: [("uploads", "")], headers: headers)
@@ -115,24 +127,30 @@ public final class S3Client: Sendable {
         return uploadId
     }
 
-    public func uploadPart(key: String, uploadId: String, partNumber: Int, body: RequestBodySource,
-                           contentMD5: String? = nil, checksumCRC32C: String? = nil) async throws -> String {
+    public func uploadPart(
+        key: String, uploadId: String, partNumber: Int, body: RequestBodySource,
+        contentMD5: String? = nil, checksumCRC32C: String? = nil
+    ) async throws -> String {
         var headers: [(String, String)] = []
         if let contentMD5 { headers.append(("Content-MD5", contentMD5)) }
         if let checksumCRC32C { headers.append(("x-amz-checksum-crc32c", checksumCRC32C)) }
-        let response = try await send("PUT", key: key, query: [("partNumber", String(partNumber)), ("uploadId", uploadId)],
-                                      headers: headers, body: body)
+        let response = try await send(
+            "PUT", key: key, query: [("partNumber", String(partNumber)), ("uploadId", uploadId)],
+            headers: headers, body: body)
         return try etag(of: response)
     }
 
     /// UploadPartCopy: a part of `key`'s upload copied from `sourceKey`, optionally a byte range.
-    public func uploadPartCopy(key: String, uploadId: String, partNumber: Int, sourceKey: String,
-                               range: ClosedRange<Int64>? = nil, ifMatch: String? = nil) async throws -> String {
+    public func uploadPartCopy(
+        key: String, uploadId: String, partNumber: Int, sourceKey: String,
+        range: ClosedRange<Int64>? = nil, ifMatch: String? = nil
+    ) async throws -> String {
         var headers = [("x-amz-copy-source", copySource(sourceKey))]
         if let ifMatch { headers.append(("x-amz-copy-source-if-match", ifMatch)) }
         if let range { headers.append(("x-amz-copy-source-range", "bytes=\(range.lowerBound)-\(range.upperBound)")) }
-        let response = try await send("PUT", key: key, query: [("partNumber", String(partNumber)), ("uploadId", uploadId)],
-                                      headers: headers)
+        let response = try await send(
+            "PUT", key: key, query: [("partNumber", String(partNumber)), ("uploadId", uploadId)],
+            headers: headers)
         return try xmlETag(response, root: "CopyPartResult")
     }
 
@@ -148,12 +166,15 @@ public final class S3Client: Sendable {
                 // S3's own limits, checked here: a number or size past them (a broken or hostile
                 // server) is not an answer we can use, and sums of such sizes would overflow.
                 guard let number = Int(part.text("PartNumber") ?? ""), (1...10_000).contains(number),
-                      let size = Int64(part.text("Size") ?? ""), (0...(5 << 30)).contains(size),
-                      let etag = part.text("ETag") else {
+                    let size = Int64(part.text("Size") ?? ""), (0...(5 << 30)).contains(size),
+                    let etag = part.text("ETag")
+                else {
                     throw protocolError("a part in ListParts is outside S3's limits")
                 }
-                parts.append(UploadedPart(partNumber: number, etag: Self.quoted(etag), size: size,
-                                          lastModified: part.text("LastModified"), checksumCRC32C: part.text("ChecksumCRC32C")))
+                parts.append(
+                    UploadedPart(
+                        partNumber: number, etag: Self.quoted(etag), size: size,
+                        lastModified: part.text("LastModified"), checksumCRC32C: part.text("ChecksumCRC32C")))
             }
             let next = tree.text("IsTruncated") == "true" ? tree.text("NextPartNumberMarker") : nil
             // A server that repeats its marker would loop us forever.
@@ -205,9 +226,13 @@ public final class S3Client: Sendable {
         var objects: [ObjectListing] = []
         for item in tree.all("Contents") {
             guard let raw = item.text("Key"), let size = Int64(item.text("Size") ?? ""), size >= 0 else { continue }
-            guard let key = ListingEncoding.decode(raw, encoded: encoded) else { throw protocolError("a listed key is not URL-encoded UTF-8") }
-            objects.append(ObjectListing(key: key, size: size, etag: Self.quoted(item.text("ETag") ?? ""),
-                                         lastModified: item.text("LastModified") ?? ""))
+            guard let key = ListingEncoding.decode(raw, encoded: encoded) else {
+                throw protocolError("a listed key is not URL-encoded UTF-8")
+            }
+            objects.append(
+                ObjectListing(
+                    key: key, size: size, etag: Self.quoted(item.text("ETag") ?? ""),
+                    lastModified: item.text("LastModified") ?? ""))
         }
         return (objects, tree.text("IsTruncated") == "true", tree.text("NextContinuationToken"))
     }
@@ -245,8 +270,10 @@ public final class S3Client: Sendable {
     /// (AWS S3 API Reference, CompleteMultipartUpload): that is an error here too.
     /// `checksums` holds the CRC-32C of each part by number, for an upload created with that
     /// algorithm.
-    public func completeMultipartUpload(key: String, uploadId: String, parts: [(partNumber: Int, etag: String)],
-                                        checksums: [Int: String] = [:]) async throws -> String {
+    public func completeMultipartUpload(
+        key: String, uploadId: String, parts: [(partNumber: Int, etag: String)],
+        checksums: [Int: String] = [:]
+    ) async throws -> String {
         var xml = "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
         for part in parts.sorted(by: { $0.partNumber < $1.partNumber }) {
             xml += "<Part><PartNumber>\(part.partNumber)</PartNumber><ETag>\(xmlEscape(part.etag))</ETag>"
@@ -254,8 +281,9 @@ public final class S3Client: Sendable {
             xml += "</Part>"
         }
         xml += "</CompleteMultipartUpload>"
-        let response = try await send("POST", key: key, query: [("uploadId", uploadId)],
-                                      headers: [("Content-Type", "application/xml")], body: .bytes(Array(xml.utf8)))
+        let response = try await send(
+            "POST", key: key, query: [("uploadId", uploadId)],
+            headers: [("Content-Type", "application/xml")], body: .bytes(Array(xml.utf8)))
         return try Self.completionETag(status: response.status, body: response.body)
     }
 
@@ -297,9 +325,11 @@ public final class S3Client: Sendable {
     func currentTime() -> Int { now() }
 
     /// Signs and sends one request; a status outside 2xx (or `expecting`) becomes an `S3Error`.
-    func send(_ method: String, key: String?, query: [(String, String)] = [], headers: [(String, String)] = [],
-              body: RequestBodySource = .none, sink: ResponseBodySink = .memory(limit: 16 << 20),
-              expecting: Range<Int>? = 200..<300) async throws -> CurlTransfer.Response {
+    func send(
+        _ method: String, key: String?, query: [(String, String)] = [], headers: [(String, String)] = [],
+        body: RequestBodySource = .none, sink: ResponseBodySink = .memory(limit: 16 << 20),
+        expecting: Range<Int>? = 200..<300
+    ) async throws -> CurlTransfer.Response {
         let path = endpoint.encodedPath(key: key)
         let payloadHash: String
         switch body {
@@ -312,13 +342,18 @@ public final class S3Client: Sendable {
         if case .bytes = body, !headers.contains(where: { $0.0.lowercased() == "content-type" }) {
             toSign.append(("Content-Type", "application/octet-stream"))
         }
-        let added = signer.signedHeaders(method: method, encodedPath: path, query: query, headers: toSign,
-                                         payloadHash: payloadHash, time: SigningTime(secondsSince1970: now()))
+        let added = signer.signedHeaders(
+            method: method, encodedPath: path, query: query, headers: toSign,
+            payloadHash: payloadHash, time: SigningTime(secondsSince1970: now()))
         let url = endpoint.url(encodedPath: path) + (query.isEmpty ? "" : "?" + URIEncoding.query(query))
-        guard let transfer = CurlTransfer(method: method, url: url, headers: Array(toSign.dropFirst()) + added,
-                                          source: body, sink: sink, options: options) else {
-            throw S3Error(kind: .protocolViolation, status: 0, code: "InvalidHeader",
-                          message: "a header name or value cannot be sent (control or non-ASCII character, or empty)")
+        guard
+            let transfer = CurlTransfer(
+                method: method, url: url, headers: Array(toSign.dropFirst()) + added,
+                source: body, sink: sink, options: options)
+        else {
+            throw S3Error(
+                kind: .protocolViolation, status: 0, code: "InvalidHeader",
+                message: "a header name or value cannot be sent (control or non-ASCII character, or empty)")
         }
         let response = try await engine.perform(transfer)
         if let expecting, !expecting.contains(response.status) {

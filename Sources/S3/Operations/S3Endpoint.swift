@@ -28,20 +28,24 @@ public struct S3Endpoint: Sendable, Equatable {
     }
 
     /// From a URL like `http://127.0.0.1:8333`; nil `url` means AWS's regional endpoint.
-    public static func parse(url: String?, bucket: String, region: String, pathStyle: Bool?,
-                             accelerate: Bool) throws -> S3Endpoint {
+    public static func parse(
+        url: String?, bucket: String, region: String, pathStyle: Bool?,
+        accelerate: Bool
+    ) throws -> S3Endpoint {
         try checkBucket(bucket)
         // The region is spelled into AWS host names and signed scopes.
         guard !region.isEmpty, region.utf8.allSatisfy(URIEncoding.isUnreserved) else {
             throw ParseError(description: "has a region that is not made of letters, digits, -, ., _ or ~")
         }
         if accelerate {
-            return S3Endpoint(scheme: "https", host: "s3-accelerate.amazonaws.com", port: nil,
-                              bucket: bucket, region: region, style: .accelerate)
+            return S3Endpoint(
+                scheme: "https", host: "s3-accelerate.amazonaws.com", port: nil,
+                bucket: bucket, region: region, style: .accelerate)
         }
         guard let url, !url.isEmpty else {
-            return S3Endpoint(scheme: "https", host: "s3.\(region).amazonaws.com", port: nil, bucket: bucket,
-                              region: region, style: pathStyle == true ? .path : .virtualHosted)
+            return S3Endpoint(
+                scheme: "https", host: "s3.\(region).amazonaws.com", port: nil, bucket: bucket,
+                region: region, style: pathStyle == true ? .path : .virtualHosted)
         }
         guard let schemeEnd = url.firstIndex(of: ":"), url[schemeEnd...].hasPrefix("://") else {
             throw ParseError(description: "must be an http:// or https:// URL")
@@ -61,7 +65,7 @@ public struct S3Endpoint: Sendable, Equatable {
             guard let close = host.firstIndex(of: "]") else { throw ParseError(description: "has a broken IPv6 literal") }
             let after = host[host.index(after: close)...]
             host = host[host.index(after: host.startIndex)..<close]
-            if after.hasPrefix(":") { port = Int(after.dropFirst()) ; if port == nil { throw ParseError(description: "has a bad port") } }
+            if after.hasPrefix(":") { port = Int(after.dropFirst()); if port == nil { throw ParseError(description: "has a bad port") } }
         } else if let colon = host.lastIndex(of: ":") {
             guard let p = Int(host[host.index(after: colon)...]), (1...65535).contains(p) else {
                 throw ParseError(description: "has a bad port")
@@ -75,8 +79,9 @@ public struct S3Endpoint: Sendable, Equatable {
         guard host.utf8.allSatisfy({ URIEncoding.isUnreserved($0) || Self.hostPunctuation.utf8.contains($0) }) else {
             throw ParseError(description: "has a character a host name cannot have")
         }
-        return S3Endpoint(scheme: scheme, host: String(host), port: port, bucket: bucket, region: region,
-                          style: pathStyle == false ? .virtualHosted : .path)
+        return S3Endpoint(
+            scheme: scheme, host: String(host), port: port, bucket: bucket, region: region,
+            style: pathStyle == false ? .virtualHosted : .path)
     }
 
     private static let hostPunctuation = "%!$&'()*+,;=:"

@@ -31,8 +31,10 @@ public struct S3Error: Error, Sendable, Equatable, CustomStringConvertible {
         case .cancelled, .protocolViolation: return false
         case .transport: return code != "SSLError"
         case .service:
-            if ["InternalError", "SlowDown", "RequestTimeout", "ServiceUnavailable", "RequestTimeTooSkewed",
-                "Throttling", "ThrottlingException", "OperationAborted", "IncompleteBody"].contains(code) {
+            if [
+                "InternalError", "SlowDown", "RequestTimeout", "ServiceUnavailable", "RequestTimeTooSkewed",
+                "Throttling", "ThrottlingException", "OperationAborted", "IncompleteBody",
+            ].contains(code) {
                 return true
             }
             return status == 500 || status == 502 || status == 503 || status == 504 || status == 429
@@ -48,8 +50,9 @@ public struct S3Error: Error, Sendable, Equatable, CustomStringConvertible {
     /// Builds the error for a non-2xx answer (or a 200 carrying `<Error>`) from its body.
     static func fromResponse(status: Int, body: [UInt8]) -> S3Error {
         if let tree = try? XMLTree.parse(body), tree.name == "Error" {
-            return S3Error(kind: .service, status: status, code: tree.text("Code") ?? "HTTP\(status)",
-                           message: tree.text("Message") ?? "")
+            return S3Error(
+                kind: .service, status: status, code: tree.text("Code") ?? "HTTP\(status)",
+                message: tree.text("Message") ?? "")
         }
         let code: String
         switch status {

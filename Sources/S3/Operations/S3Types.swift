@@ -67,8 +67,10 @@ public struct ObjectAttributes: Sendable, Equatable {
     public var kmsKeyId: String?
     public var metadata: [String: String]
 
-    public init(contentType: String? = nil, cacheControl: String? = nil, contentDisposition: String? = nil,
-                serverSideEncryption: String? = nil, kmsKeyId: String? = nil, metadata: [String: String] = [:]) {
+    public init(
+        contentType: String? = nil, cacheControl: String? = nil, contentDisposition: String? = nil,
+        serverSideEncryption: String? = nil, kmsKeyId: String? = nil, metadata: [String: String] = [:]
+    ) {
         self.contentType = contentType
         self.cacheControl = cacheControl
         self.contentDisposition = contentDisposition

@@ -1,6 +1,7 @@
 import Foundation
+
 #if canImport(FoundationXML)
-import FoundationXML
+    import FoundationXML
 #endif
 
 /// A parsed XML document as a plain tree: element names (namespace prefixes dropped), text and
@@ -34,8 +35,10 @@ struct XMLTree: Sendable {
         var stack: [XMLTree] = []
         var root: XMLTree?
 
-        func parser(_ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?,
-                    qualifiedName qName: String?, attributes attributeDict: [String: String] = [:]) {
+        func parser(
+            _ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?,
+            qualifiedName qName: String?, attributes attributeDict: [String: String] = [:]
+        ) {
             let local = elementName.split(separator: ":").last.map(String.init) ?? elementName
             stack.append(XMLTree(name: local, text: "", children: []))
         }
@@ -44,8 +47,10 @@ struct XMLTree: Sendable {
             if !stack.isEmpty { stack[stack.count - 1].text += string }
         }
 
-        func parser(_ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?,
-                    qualifiedName qName: String?) {
+        func parser(
+            _ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?,
+            qualifiedName qName: String?
+        ) {
             guard var done = stack.popLast() else { return }
             if !done.children.isEmpty { done.text = done.text.trimmingCharacters(in: .whitespacesAndNewlines) }
             if stack.isEmpty { root = done } else { stack[stack.count - 1].children.append(done) }

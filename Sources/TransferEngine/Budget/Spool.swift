@@ -1,7 +1,8 @@
 import Crypto
 import Synchronization
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Local files a job's bytes wait in on their way: the parts of upload and import jobs (sent to
@@ -89,8 +90,10 @@ public final class SpoolFile: Sendable {
 
     /// Reads `range` back in blocks of at most `block` bytes, handing each to `body`; false when
     /// the file is shorter than the range.
-    public func forEachBlock(of range: ClosedRange<Int64>, block: Int = 256 * 1024,
-                             _ body: (UnsafeRawBufferPointer) -> Void) -> Bool {
+    public func forEachBlock(
+        of range: ClosedRange<Int64>, block: Int = 256 * 1024,
+        _ body: (UnsafeRawBufferPointer) -> Void
+    ) -> Bool {
         var buffer = [UInt8](repeating: 0, count: Int(min(Int64(block), range.upperBound - range.lowerBound + 1)))
         var offset = range.lowerBound
         while offset <= range.upperBound {

@@ -64,8 +64,10 @@ public struct Job: Sendable, Equatable {
     public var bytesAt: Int64 = 0
     public var completedAt: Int64?
 
-    public init(id: String, owner: String, kind: Kind, state: State, objectKey: String?, source: JobSource,
-                options: JobOptions = JobOptions(), bytesTotal: Int64?, partSize: Int64) {
+    public init(
+        id: String, owner: String, kind: Kind, state: State, objectKey: String?, source: JobSource,
+        options: JobOptions = JobOptions(), bytesTotal: Int64?, partSize: Int64
+    ) {
         self.id = id
         self.owner = owner
         self.kind = kind

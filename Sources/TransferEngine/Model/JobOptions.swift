@@ -15,8 +15,9 @@ public struct JobOptions: Codable, Sendable, Equatable {
     public init() {}
 
     public var attributes: ObjectAttributesSpec {
-        ObjectAttributesSpec(contentType: contentType, cacheControl: cacheControl, contentDisposition: contentDisposition,
-                             serverSideEncryption: serverSideEncryption, kmsKeyId: kmsKeyId, metadata: metadata ?? [:])
+        ObjectAttributesSpec(
+            contentType: contentType, cacheControl: cacheControl, contentDisposition: contentDisposition,
+            serverSideEncryption: serverSideEncryption, kmsKeyId: kmsKeyId, metadata: metadata ?? [:])
     }
 }
 

@@ -29,5 +29,5 @@ public struct SystemClock: EngineClock {
 }
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif

@@ -37,8 +37,9 @@ public protocol JobStore: Sendable {
     /// `bytesTotal` nil: not known yet (a streamed source); the job's size is then its
     /// committed bytes once it completes.
     /// `partChecksum`: how the new upload's parts are checked (`Job.partChecksum`).
-    func start(_ lease: Lease, uploadID: String?, partChecksum: PartChecksum?, partsTotal: Int, partSize: Int64,
-               bytesTotal: Int64?, sourceETag: String?) async throws
+    func start(
+        _ lease: Lease, uploadID: String?, partChecksum: PartChecksum?, partsTotal: Int, partSize: Int64,
+        bytesTotal: Int64?, sourceETag: String?) async throws
     /// Ends the job as completed or failed.
     func finish(_ lease: Lease, state: Job.State, etag: String?, error: JobFailure?) async throws
 
@@ -68,10 +69,13 @@ extension JobStore {
 
     /// `start` for a plan without a multipart upload of its own (one part) or with parts
     /// checked by `Content-MD5`.
-    public func start(_ lease: Lease, uploadID: String?, partsTotal: Int, partSize: Int64, bytesTotal: Int64?,
-                      sourceETag: String?) async throws {
-        try await start(lease, uploadID: uploadID, partChecksum: nil, partsTotal: partsTotal, partSize: partSize,
-                        bytesTotal: bytesTotal, sourceETag: sourceETag)
+    public func start(
+        _ lease: Lease, uploadID: String?, partsTotal: Int, partSize: Int64, bytesTotal: Int64?,
+        sourceETag: String?
+    ) async throws {
+        try await start(
+            lease, uploadID: uploadID, partChecksum: nil, partsTotal: partsTotal, partSize: partSize,
+            bytesTotal: bytesTotal, sourceETag: sourceETag)
     }
 }
 

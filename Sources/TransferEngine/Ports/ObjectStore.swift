@@ -11,8 +11,10 @@ public protocol ObjectStore: Sendable {
     func createMultipartUpload(key: String, attributes: ObjectAttributesSpec, checksum: PartChecksum?) async throws -> String
     /// UploadPartCopy, pinned to the source's ETag when `ifMatch` is given (a source replaced
     /// meanwhile fails with `TransferError.sourceChanged`).
-    func copyPart(key: String, uploadID: String, part: Int, sourceKey: String, range: ClosedRange<Int64>?,
-                  ifMatch: String?) async throws -> String
+    func copyPart(
+        key: String, uploadID: String, part: Int, sourceKey: String, range: ClosedRange<Int64>?,
+        ifMatch: String?
+    ) async throws -> String
     func listParts(key: String, uploadID: String) async throws -> [RecordedPart]
     func completeMultipartUpload(key: String, uploadID: String, parts: [RecordedPart]) async throws -> String
     func abortMultipartUpload(key: String, uploadID: String) async throws
@@ -64,8 +66,10 @@ public struct ObjectAttributesSpec: Sendable, Equatable {
     public var kmsKeyId: String?
     public var metadata: [String: String]
 
-    public init(contentType: String? = nil, cacheControl: String? = nil, contentDisposition: String? = nil,
-                serverSideEncryption: String? = nil, kmsKeyId: String? = nil, metadata: [String: String] = [:]) {
+    public init(
+        contentType: String? = nil, cacheControl: String? = nil, contentDisposition: String? = nil,
+        serverSideEncryption: String? = nil, kmsKeyId: String? = nil, metadata: [String: String] = [:]
+    ) {
         self.contentType = contentType
         self.cacheControl = cacheControl
         self.contentDisposition = contentDisposition
@@ -80,11 +84,12 @@ public struct ObjectAttributesSpec: Sendable, Equatable {
     /// These attributes where set, `base`'s elsewhere (a copy keeps what its options leave
     /// alone); metadata given replaces the source's as a whole, as S3's `REPLACE` does.
     public func over(_ base: ObjectAttributesSpec) -> ObjectAttributesSpec {
-        ObjectAttributesSpec(contentType: contentType ?? base.contentType, cacheControl: cacheControl ?? base.cacheControl,
-                             contentDisposition: contentDisposition ?? base.contentDisposition,
-                             serverSideEncryption: serverSideEncryption ?? base.serverSideEncryption,
-                             kmsKeyId: serverSideEncryption == nil ? base.kmsKeyId : kmsKeyId,
-                             metadata: metadata.isEmpty ? base.metadata : metadata)
+        ObjectAttributesSpec(
+            contentType: contentType ?? base.contentType, cacheControl: cacheControl ?? base.cacheControl,
+            contentDisposition: contentDisposition ?? base.contentDisposition,
+            serverSideEncryption: serverSideEncryption ?? base.serverSideEncryption,
+            kmsKeyId: serverSideEncryption == nil ? base.kmsKeyId : kmsKeyId,
+            metadata: metadata.isEmpty ? base.metadata : metadata)
     }
 
     /// The type S3 stores when a writer names none is `binary/octet-stream`; the gateway's is

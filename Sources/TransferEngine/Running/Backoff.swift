@@ -26,8 +26,10 @@ public struct Backoff: Sendable, Equatable {
 extension EngineClock {
     /// Runs `body`, again after a backoff (full jitter from `random`) while it fails in a way a
     /// retry can help, at most `limit` more times.
-    func retrying<T: Sendable>(limit: Int, backoff: Backoff, random: @Sendable () -> Double,
-                               _ body: @Sendable () async throws -> T) async throws -> T {
+    func retrying<T: Sendable>(
+        limit: Int, backoff: Backoff, random: @Sendable () -> Double,
+        _ body: @Sendable () async throws -> T
+    ) async throws -> T {
         var attempt = 1
         while true {
             do {

@@ -6,9 +6,10 @@ extension JobRunner {
     func completedBefore(_ job: Job, key: String, plan: PartPlan) async throws -> String? {
         let parts = try await store.parts(of: job.id)
         guard parts.count == plan.partCount, parts.allSatisfy(plan.holds),
-              let expected = MultipartETag.expected(for: parts.map(\.etag)),
-              let current = try? await objects.size(of: key),
-              current.size == plan.objectSize, MultipartETag.same(current.etag, expected) else { return nil }
+            let expected = MultipartETag.expected(for: parts.map(\.etag)),
+            let current = try? await objects.size(of: key),
+            current.size == plan.objectSize, MultipartETag.same(current.etag, expected)
+        else { return nil }
         return current.etag
     }
 

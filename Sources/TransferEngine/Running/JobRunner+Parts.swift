@@ -33,14 +33,17 @@ extension JobRunner {
         var savedAt = Int.min / 2
     }
 
-
-    func moveParts(_ job: Job, _ options: JobOptions, _ lease: Lease, _ work: Work, _ upload: MultipartUploadHandle,
-                   _ done: [Int: RecordedPart], _ control: JobControl) async throws -> Outcome {
+    func moveParts(
+        _ job: Job, _ options: JobOptions, _ lease: Lease, _ work: Work, _ upload: MultipartUploadHandle,
+        _ done: [Int: RecordedPart], _ control: JobControl
+    ) async throws -> Outcome {
         let concurrency = min(max(options.concurrency ?? settings.concurrency, 1), settings.maxConcurrency)
-        var loop = PartLoop(scheduler: PartScheduler(partCount: work.plan.partCount, concurrency: concurrency,
-                                                     retryLimit: options.retryLimit ?? settings.retryLimit,
-                                                     backoff: settings.backoff, completed: Set(done.keys), random: settings.random),
-                            recorded: done, pace: Pace(bytesPerSecond: options.bandwidthLimit, clock: clock))
+        var loop = PartLoop(
+            scheduler: PartScheduler(
+                partCount: work.plan.partCount, concurrency: concurrency,
+                retryLimit: options.retryLimit ?? settings.retryLimit,
+                backoff: settings.backoff, completed: Set(done.keys), random: settings.random),
+            recorded: done, pace: Pace(bytesPerSecond: options.bandwidthLimit, clock: clock))
         let uploadID = upload.id, checksum = upload.checksum
         let ending = try await withThrowingTaskGroup(of: PartEvent.self) { group in
             try await runParts(&group, &loop, job, lease, work, (uploadID, checksum), control)
@@ -73,8 +76,10 @@ extension JobRunner {
     }
 
     /// Runs parts until every one is done, one failed for good, or the job yields (nil).
-    private func runParts(_ group: inout PartTasks, _ loop: inout PartLoop, _ job: Job, _ lease: Lease, _ work: Work,
-                          _ upload: Target, _ control: JobControl) async throws -> PartScheduler.Action? {
+    private func runParts(
+        _ group: inout PartTasks, _ loop: inout PartLoop, _ job: Job, _ lease: Lease, _ work: Work,
+        _ upload: Target, _ control: JobControl
+    ) async throws -> PartScheduler.Action? {
         var terminal = launch(&group, &loop, work, upload)
         while terminal == nil, let event = try await group.next() {
             switch event {
@@ -130,8 +135,10 @@ extension JobRunner {
     }
 
     /// One part, its buffers reserved from the memory budget first; its failure as an event.
-    private func move(_ part: Int, size: Int64, _ work: Work, _ upload: Target, notBefore: Int?,
-                      doneNotBefore: Int?) async throws -> PartEvent {
+    private func move(
+        _ part: Int, size: Int64, _ work: Work, _ upload: Target, notBefore: Int?,
+        doneNotBefore: Int?
+    ) async throws -> PartEvent {
         do {
             if let notBefore { try await clock.sleep(until: notBefore) }
             let moved = try await settings.transferring(for: work.owner) {

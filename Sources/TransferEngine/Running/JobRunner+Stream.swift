@@ -16,16 +16,19 @@ struct StreamSource: Sendable {
 /// stream, or a run that resumes after a crash, reads the source again from its first byte and
 /// sends only the parts whose bytes S3 does not already hold (same size and MD5).
 extension JobRunner {
-    func stream(_ job: Job, _ options: JobOptions, _ lease: Lease, _ source: StreamSource, _ upload: MultipartUploadHandle,
-                _ control: JobControl) async throws -> Outcome {
+    func stream(
+        _ job: Job, _ options: JobOptions, _ lease: Lease, _ source: StreamSource, _ upload: MultipartUploadHandle,
+        _ control: JobControl
+    ) async throws -> Outcome {
         do {
             try checkPinned(job, size: source.size, etag: source.etag)
             let partSize = job.partsTotal != nil ? job.partSize : options.partSize ?? settings.partSize
             var recorded: [Int: RecordedPart] = [:]
             if let existing = upload.id {
                 do {
-                    let held = Dictionary(try await objects.listParts(key: source.key, uploadID: existing).map { ($0.number, $0) },
-                                          uniquingKeysWith: { _, later in later })
+                    let held = Dictionary(
+                        try await objects.listParts(key: source.key, uploadID: existing).map { ($0.number, $0) },
+                        uniquingKeysWith: { _, later in later })
                     for part in try await store.parts(of: job.id) where held[part.number]?.etag == part.etag && part.size <= partSize {
                         recorded[part.number] = part
                     }
@@ -38,8 +41,9 @@ extension JobRunner {
             var attempt = 1
             while true {
                 do {
-                    return try await streamOnce(job, options, lease, source, partSize: partSize, upload: upload, recorded: &recorded,
-                                                control: control)
+                    return try await streamOnce(
+                        job, options, lease, source, partSize: partSize, upload: upload, recorded: &recorded,
+                        control: control)
                 } catch let error as TransferError where error.retryable && attempt <= retryLimit {
                     observer.partFailed(kind: job.kind, code: error.code)
                     try await clock.sleep(milliseconds: settings.backoff.delay(retry: attempt, unit: settings.random()))
@@ -81,15 +85,18 @@ extension JobRunner {
     /// Asked to yield, the read stops once it has sent a part of its own (so every run moves the
     /// job forward), the parts in flight are recorded and the job goes back to the queue; the
     /// next run reads the source again and skips what S3 holds.
-    private func streamOnce(_ job: Job, _ options: JobOptions, _ lease: Lease, _ source: StreamSource, partSize: Int64,
-                            upload: MultipartUploadHandle, recorded: inout [Int: RecordedPart], control: JobControl) async throws -> Outcome {
+    private func streamOnce(
+        _ job: Job, _ options: JobOptions, _ lease: Lease, _ source: StreamSource, partSize: Int64,
+        upload: MultipartUploadHandle, recorded: inout [Int: RecordedPart], control: JobControl
+    ) async throws -> Outcome {
         guard let fetcher else { throw Failure(code: FailureCode.invalidJob) }
         let streamBuffer = try await settings.memory.reserve(settings.transferBufferBytes, owner: job.owner)
         defer { streamBuffer.release() }
         let body = try await fetcher.stream(source.url, limit: settings.maxObjectSize)
-        var pass = StreamPass(source: source, partSize: partSize,
-                              concurrency: min(max(options.concurrency ?? settings.concurrency, 1), settings.maxConcurrency),
-                              retryLimit: options.retryLimit ?? settings.retryLimit, known: recorded)
+        var pass = StreamPass(
+            source: source, partSize: partSize,
+            concurrency: min(max(options.concurrency ?? settings.concurrency, 1), settings.maxConcurrency),
+            retryLimit: options.retryLimit ?? settings.retryLimit, known: recorded)
         let yielded = try await withThrowingTaskGroup(of: RecordedPart.self) { group in
             while let chunk = try await body.next() {
                 // Bytes read so far show as the job's progress, inside the part being filled.
@@ -135,12 +142,18 @@ extension JobRunner {
 
     /// A chunk of the body into the part being filled; every full part is sealed. With a
     /// `control`, a wait for room for the next part gives up when a yield is requested.
-    private func write(_ chunk: ArraySlice<UInt8>, _ pass: inout StreamPass, _ group: inout StreamTasks, _ job: Job,
-                       _ options: JobOptions, _ lease: Lease, _ upload: MultipartUploadHandle, _ control: JobControl?) async throws {
+    private func write(
+        _ chunk: ArraySlice<UInt8>, _ pass: inout StreamPass, _ group: inout StreamTasks, _ job: Job,
+        _ options: JobOptions, _ lease: Lease, _ upload: MultipartUploadHandle, _ control: JobControl?
+    ) async throws {
         var rest = chunk
         while !rest.isEmpty {
             var part: (file: SpoolFile, filled: Int64, md5: Digest.Context)
-            if let open = pass.current { part = open } else { part = try await openPart(pass.number, pass.partSize, job.id, job.owner, control) }
+            if let open = pass.current {
+                part = open
+            } else {
+                part = try await openPart(pass.number, pass.partSize, job.id, job.owner, control)
+            }
             let take = Int(min(pass.partSize - part.filled, Int64(rest.count)))
             try rest.prefix(take).withUnsafeBytes { bytes in
                 try part.file.write(bytes, at: part.filled)
@@ -155,8 +168,10 @@ extension JobRunner {
     }
 
     /// A part file, reserved on the spool first (the stream waits for room).
-    private func openPart(_ number: Int, _ partSize: Int64, _ jobID: String, _ owner: String,
-                          _ control: JobControl?) async throws -> (file: SpoolFile, filled: Int64, md5: Digest.Context) {
+    private func openPart(
+        _ number: Int, _ partSize: Int64, _ jobID: String, _ owner: String,
+        _ control: JobControl?
+    ) async throws -> (file: SpoolFile, filled: Int64, md5: Digest.Context) {
         guard let spool else { throw Failure(code: FailureCode.invalidJob) }
         guard number <= PartPlan.maximumPartCount else { throw Failure(code: FailureCode.entityTooLarge) }
         if let control {
@@ -172,8 +187,10 @@ extension JobRunner {
 
     /// Sends the part being filled (unless S3 holds its bytes already), at most `concurrency`
     /// in flight: the stream waits for a slot.
-    private func seal(_ pass: inout StreamPass, _ group: inout StreamTasks, _ job: Job, _ options: JobOptions, _ lease: Lease,
-                      _ upload: MultipartUploadHandle) async throws {
+    private func seal(
+        _ pass: inout StreamPass, _ group: inout StreamTasks, _ job: Job, _ options: JobOptions, _ lease: Lease,
+        _ upload: MultipartUploadHandle
+    ) async throws {
         guard let part = pass.current else { return }
         pass.current = nil
         let number = pass.number, size = part.filled, file = part.file, jobID = job.id
@@ -184,8 +201,9 @@ extension JobRunner {
             pass.done.append(held)
             return
         }
-        let uploadID = try await openUpload(job, options, lease, key: pass.source.key, partSize: pass.partSize, size: pass.source.size,
-                                            etag: pass.source.etag, upload: upload)
+        let uploadID = try await openUpload(
+            job, options, lease, key: pass.source.key, partSize: pass.partSize, size: pass.source.size,
+            etag: pass.source.etag, upload: upload)
         while pass.inFlight >= pass.concurrency, let finished = try await group.next() {
             pass.inFlight -= 1
             pass.done.append(finished)
@@ -198,8 +216,9 @@ extension JobRunner {
             let settings = self.settings, clock = self.clock, objects = self.objects
             let recorded = try await settings.transferring(for: job.owner) {
                 try await clock.retrying(limit: retryLimit, backoff: settings.backoff, random: settings.random) {
-                    try await objects.uploadPart(key: key, uploadID: uploadID, part: number, data: .file(file, offset: 0, length: size),
-                                                 checksum: checksum)
+                    try await objects.uploadPart(
+                        key: key, uploadID: uploadID, part: number, data: .file(file, offset: 0, length: size),
+                        checksum: checksum)
                 }
             }
             try await self.store.recordPart(recorded, under: lease)
@@ -209,14 +228,17 @@ extension JobRunner {
     }
 
     /// A body of one part or less: one PutObject from its file.
-    private func putWhole(_ pass: StreamPass, _ job: Job, _ options: JobOptions, _ lease: Lease,
-                          _ control: JobControl) async throws -> Outcome {
+    private func putWhole(
+        _ pass: StreamPass, _ job: Job, _ options: JobOptions, _ lease: Lease,
+        _ control: JobControl
+    ) async throws -> Outcome {
         guard let spool else { throw Failure(code: FailureCode.invalidJob) }
         let file = try pass.current?.file ?? emptyPart(spool, job.id)
         let filled = pass.current?.filled ?? 0, key = pass.source.key, objects = self.objects
         defer { spool.remove(jobID: job.id, name: .part(1)) }
-        try await store.start(lease, uploadID: nil, partsTotal: 1, partSize: pass.partSize, bytesTotal: pass.total,
-                              sourceETag: pass.source.etag)
+        try await store.start(
+            lease, uploadID: nil, partsTotal: 1, partSize: pass.partSize, bytesTotal: pass.total,
+            sourceETag: pass.source.etag)
         let settings = self.settings, clock = self.clock
         try await control.completion.begin(store, lease)
         let etag = try await settings.transferring(for: job.owner) {
@@ -242,15 +264,18 @@ extension JobRunner {
 
     /// The job's multipart upload, created (and recorded with a fresh plan) the first time a
     /// part needs it.
-    private func openUpload(_ job: Job, _ options: JobOptions, _ lease: Lease, key: String, partSize: Int64,
-                            size: Int64?, etag: String?, upload: MultipartUploadHandle) async throws -> String {
+    private func openUpload(
+        _ job: Job, _ options: JobOptions, _ lease: Lease, key: String, partSize: Int64,
+        size: Int64?, etag: String?, upload: MultipartUploadHandle
+    ) async throws -> String {
         if let id = upload.id { return id }
         let checksum = settings.partChecksum
         let created = try await objects.createMultipartUpload(key: key, attributes: options.attributes, checksum: checksum)
         upload.set(created, checksum: checksum)
         let parts = size.map { Int(($0 + partSize - 1) / partSize) } ?? 0
-        try await store.start(lease, uploadID: created, partChecksum: checksum, partsTotal: parts, partSize: partSize, bytesTotal: size,
-                              sourceETag: etag)
+        try await store.start(
+            lease, uploadID: created, partChecksum: checksum, partsTotal: parts, partSize: partSize, bytesTotal: size,
+            sourceETag: etag)
         return created
     }
 }

@@ -53,17 +53,22 @@ extension JobRunner {
         let chosen = options.attributes
         let attributes = chosen.over(info.attributes)
         let pinned = job.sourceETag ?? info.etag
-        return Work(plan: try plan(size: info.size, options, job), key: key,
-                    move: { part, range, uploadID, _ in
-                        (try await objectStore.copyPart(key: key, uploadID: uploadID ?? "", part: part, sourceKey: source.key,
-                                                        range: range, ifMatch: pinned), nil)
-                    },
-                    single: { completing in
-                        try await completing()
-                        return try await objectStore.copyObject(from: source.key, to: key, attributes: chosen.isEmpty ? nil : attributes,
-                                                         ifMatch: pinned)
-                    },
-                    sourceETag: info.etag, attributes: attributes)
+        return Work(
+            plan: try plan(size: info.size, options, job), key: key,
+            move: { part, range, uploadID, _ in
+                (
+                    try await objectStore.copyPart(
+                        key: key, uploadID: uploadID ?? "", part: part, sourceKey: source.key,
+                        range: range, ifMatch: pinned), nil
+                )
+            },
+            single: { completing in
+                try await completing()
+                return try await objectStore.copyObject(
+                    from: source.key, to: key, attributes: chosen.isEmpty ? nil : attributes,
+                    ifMatch: pinned)
+            },
+            sourceETag: info.etag, attributes: attributes)
     }
 
     /// `import`: ranged GETs into spooled parts, each sent to S3 from its file, when the source
@@ -81,47 +86,52 @@ extension JobRunner {
         let attributes = options.attributes
         let jobID = job.id, owner = job.owner
         // One part of the source on the spool, then to S3 from there: a retry fetches it again.
-        let spooled: @Sendable (Int, ClosedRange<Int64>?, @Sendable (PartData) async throws -> RecordedPart) async throws -> RecordedPart = {
-            number, range, send in
-            let name = SpoolName.part(number)
-            let length = range?.count64 ?? 0
-            do {
-                try await control.waitingForRoom { try await spool.reserve(jobID: jobID, name: name, bytes: length, owner: owner) }
-            } catch is ByteBudget.TooLarge {
-                throw TransferError(code: .spoolTooSmall, retryable: false)
-            }
-            defer { spool.remove(jobID: jobID, name: name) }
-            let file: SpoolFile
-            do {
-                guard let opened = try spool.open(jobID: jobID, name: name, create: true, truncate: true) else {
+        let spooled: @Sendable (Int, ClosedRange<Int64>?, @Sendable (PartData) async throws -> RecordedPart) async throws -> RecordedPart =
+            {
+                number, range, send in
+                let name = SpoolName.part(number)
+                let length = range?.count64 ?? 0
+                do {
+                    try await control.waitingForRoom { try await spool.reserve(jobID: jobID, name: name, bytes: length, owner: owner) }
+                } catch is ByteBudget.TooLarge {
+                    throw TransferError(code: .spoolTooSmall, retryable: false)
+                }
+                defer { spool.remove(jobID: jobID, name: name) }
+                let file: SpoolFile
+                do {
+                    guard let opened = try spool.open(jobID: jobID, name: name, create: true, truncate: true) else {
+                        throw TransferError(code: .spoolFailed, retryable: true)
+                    }
+                    file = opened
+                } catch is SpoolError {
                     throw TransferError(code: .spoolFailed, retryable: true)
                 }
-                file = opened
-            } catch is SpoolError {
-                throw TransferError(code: .spoolFailed, retryable: true)
+                if let range { try await fetcher.fetch(url, range: range, ifMatch: probe.etag, into: file) }
+                guard file.size == length else { throw TransferError.sourceChanged }
+                // Fetched: it shows as progress while it goes on to S3.
+                control.meter.add(length)
+                return try await send(.file(file, offset: 0, length: length))
             }
-            if let range { try await fetcher.fetch(url, range: range, ifMatch: probe.etag, into: file) }
-            guard file.size == length else { throw TransferError.sourceChanged }
-            // Fetched: it shows as progress while it goes on to S3.
-            control.meter.add(length)
-            return try await send(.file(file, offset: 0, length: length))
-        }
-        return .parts(Work(plan: plan, key: key,
-                           move: { part, range, uploadID, checksum in
-                               let sent = try await spooled(part, range) { data in
-                                   try await objectStore.uploadPart(key: key, uploadID: uploadID ?? "", part: part, data: data,
-                                                                    checksum: checksum)
-                               }
-                               return (sent.etag, sent.checksum)
-                           },
-                           single: { completing in
-                               try await spooled(1, plan.range(ofPart: 1)) { data in
-                                   try await completing()
-                                   return RecordedPart(number: 1, size: data.count,
-                                                etag: try await objectStore.putObject(key: key, data: data, attributes: attributes))
-                               }.etag
-                           },
-                           sourceETag: probe.etag, partChecksum: settings.partChecksum))
+        return .parts(
+            Work(
+                plan: plan, key: key,
+                move: { part, range, uploadID, checksum in
+                    let sent = try await spooled(part, range) { data in
+                        try await objectStore.uploadPart(
+                            key: key, uploadID: uploadID ?? "", part: part, data: data,
+                            checksum: checksum)
+                    }
+                    return (sent.etag, sent.checksum)
+                },
+                single: { completing in
+                    try await spooled(1, plan.range(ofPart: 1)) { data in
+                        try await completing()
+                        return RecordedPart(
+                            number: 1, size: data.count,
+                            etag: try await objectStore.putObject(key: key, data: data, attributes: attributes))
+                    }.etag
+                },
+                sourceETag: probe.etag, partChecksum: settings.partChecksum))
     }
 
 }

@@ -31,9 +31,11 @@ public struct JobRunner: Sendable {
     let clock: any EngineClock
     let observer: any JobObserver
 
-    public init(store: any JobStore, objects: any ObjectStore, fetcher: (any SourceFetcher)? = nil,
-                spool: (any Spool)? = nil, settings: EngineSettings, clock: any EngineClock = SystemClock(),
-                observer: any JobObserver = NoObserver()) {
+    public init(
+        store: any JobStore, objects: any ObjectStore, fetcher: (any SourceFetcher)? = nil,
+        spool: (any Spool)? = nil, settings: EngineSettings, clock: any EngineClock = SystemClock(),
+        observer: any JobObserver = NoObserver()
+    ) {
         self.store = store
         self.objects = objects
         self.fetcher = fetcher
@@ -60,9 +62,10 @@ public struct JobRunner: Sendable {
         }
         let options = job.options
         let deadline = clock.now() + max(1, options.timeoutSeconds ?? settings.timeoutSeconds) * 1000
-        let lifetime = LeaseLifetime<Outcome>(store: store, clock: clock, tickMilliseconds: settings.tickMilliseconds,
-                                              leaseMilliseconds: settings.leaseMilliseconds, progress: control.meter,
-                                              completion: control.completion)
+        let lifetime = LeaseLifetime<Outcome>(
+            store: store, clock: clock, tickMilliseconds: settings.tickMilliseconds,
+            leaseMilliseconds: settings.leaseMilliseconds, progress: control.meter,
+            completion: control.completion)
         let ending = try await lifetime.run(lease, deadline: deadline) {
             try await self.work(job, options, lease, upload, control)
         }
@@ -80,8 +83,9 @@ public struct JobRunner: Sendable {
         let key: String
         /// Moves part `part` (its byte `range`) into the upload, whose parts `checksum` checks;
         /// returns what is recorded as its ETag and checksum.
-        let move: @Sendable (_ part: Int, _ range: ClosedRange<Int64>?, _ uploadID: String?, _ checksum: PartChecksum) async throws
-            -> (etag: String, checksum: String?)
+        let move:
+            @Sendable (_ part: Int, _ range: ClosedRange<Int64>?, _ uploadID: String?, _ checksum: PartChecksum) async throws
+                -> (etag: String, checksum: String?)
         /// A cheaper call for a one-part object (CopyObject, PutObject), where there is one. It
         /// calls `completing` right before the write that makes the object.
         let single: (@Sendable (_ completing: @Sendable () async throws -> Void) async throws -> String)?
@@ -104,8 +108,10 @@ public struct JobRunner: Sendable {
         case stream(StreamSource)
     }
 
-    private func work(_ job: Job, _ options: JobOptions, _ lease: Lease, _ upload: MultipartUploadHandle,
-                      _ control: JobControl) async throws -> Outcome {
+    private func work(
+        _ job: Job, _ options: JobOptions, _ lease: Lease, _ upload: MultipartUploadHandle,
+        _ control: JobControl
+    ) async throws -> Outcome {
         let work: Work
         do {
             switch try await prepare(job, options, control) {
@@ -152,18 +158,24 @@ public struct JobRunner: Sendable {
     }
 
     /// One CopyObject or PutObject for a one-part object.
-    private func moveWhole(_ job: Job, _ options: JobOptions, _ lease: Lease, _ work: Work, _ control: JobControl,
-                           _ single: @escaping @Sendable (_ completing: @Sendable () async throws -> Void) async throws -> String)
-        async throws -> Outcome {
+    private func moveWhole(
+        _ job: Job, _ options: JobOptions, _ lease: Lease, _ work: Work, _ control: JobControl,
+        _ single: @escaping @Sendable (_ completing: @Sendable () async throws -> Void) async throws -> String
+    )
+        async throws -> Outcome
+    {
         let plan = work.plan
-        try await store.start(lease, uploadID: nil, partsTotal: 1, partSize: plan.partSize, bytesTotal: plan.objectSize,
-                              sourceETag: work.sourceETag)
+        try await store.start(
+            lease, uploadID: nil, partsTotal: 1, partSize: plan.partSize, bytesTotal: plan.objectSize,
+            sourceETag: work.sourceETag)
         let settings = self.settings, clock = self.clock, store = self.store
         let pace = Pace(bytesPerSecond: options.bandwidthLimit, clock: clock)
         let completing: @Sendable () async throws -> Void = { try await control.completion.begin(store, lease) }
         let etag = try await settings.transferring(for: job.owner) {
-            try await clock.retrying(limit: options.retryLimit ?? settings.retryLimit, backoff: settings.backoff,
-                                     random: settings.random) { try await single(completing) }
+            try await clock.retrying(
+                limit: options.retryLimit ?? settings.retryLimit, backoff: settings.backoff,
+                random: settings.random
+            ) { try await single(completing) }
         }
         // `bandwidthLimit` holds for a one-part object too: it counts once its bytes would have
         // moved at the limit.
@@ -184,15 +196,18 @@ public struct JobRunner: Sendable {
 
     /// Parts already done by a previous owner, trusted only where the destination holds them
     /// too; a fresh multipart upload (and plan) otherwise.
-    private func resume(_ job: Job, _ options: JobOptions, _ lease: Lease, _ work: Work, _ upload: MultipartUploadHandle) async throws -> Resumed {
+    private func resume(
+        _ job: Job, _ options: JobOptions, _ lease: Lease, _ work: Work, _ upload: MultipartUploadHandle
+    ) async throws -> Resumed {
         let plan = work.plan
         var recorded: [Int: RecordedPart] = [:]
         let key = work.key
         if let existing = job.uploadID {
             do {
                 // A part number sent twice is the later upload in S3's eyes, as in listParts.
-                let held = Dictionary(try await objects.listParts(key: key, uploadID: existing).map { ($0.number, $0) },
-                                      uniquingKeysWith: { _, later in later })
+                let held = Dictionary(
+                    try await objects.listParts(key: key, uploadID: existing).map { ($0.number, $0) },
+                    uniquingKeysWith: { _, later in later })
                 for part in try await store.parts(of: job.id) where plan.holds(part) && held[part.number]?.etag == part.etag {
                     recorded[part.number] = part
                 }
@@ -208,11 +223,13 @@ public struct JobRunner: Sendable {
             }
         }
         try await abortOrphans(job, key: key)
-        let created = try await objects.createMultipartUpload(key: key, attributes: work.attributes ?? options.attributes,
-                                                              checksum: work.partChecksum)
+        let created = try await objects.createMultipartUpload(
+            key: key, attributes: work.attributes ?? options.attributes,
+            checksum: work.partChecksum)
         upload.set(created, checksum: work.partChecksum)
-        try await store.start(lease, uploadID: created, partChecksum: work.partChecksum, partsTotal: plan.partCount, partSize: plan.partSize,
-                              bytesTotal: plan.objectSize, sourceETag: work.sourceETag)
+        try await store.start(
+            lease, uploadID: created, partChecksum: work.partChecksum, partsTotal: plan.partCount, partSize: plan.partSize,
+            bytesTotal: plan.objectSize, sourceETag: work.sourceETag)
         return .parts(recorded)
     }
 

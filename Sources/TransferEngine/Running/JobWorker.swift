@@ -30,9 +30,11 @@ public final class JobWorker: Sendable {
     private let loop = Mutex<Task<Void, Never>?>(nil)
     private let running = Mutex<[String: Running]>([:])
 
-    public init(store: any JobStore, objects: any ObjectStore, fetcher: (any SourceFetcher)? = nil, spool: (any Spool)? = nil,
-                observer: any JobObserver = NoObserver(), settings: EngineSettings, clock: any EngineClock = SystemClock(),
-                instance: String, slots: Int, pollMilliseconds: Int = 250) {
+    public init(
+        store: any JobStore, objects: any ObjectStore, fetcher: (any SourceFetcher)? = nil, spool: (any Spool)? = nil,
+        observer: any JobObserver = NoObserver(), settings: EngineSettings, clock: any EngineClock = SystemClock(),
+        instance: String, slots: Int, pollMilliseconds: Int = 250
+    ) {
         self.store = store
         self.objects = objects
         self.fetcher = fetcher
@@ -103,8 +105,9 @@ public final class JobWorker: Sendable {
         var perOwner: [String: Int] = [:]
         for job in busy.values { perOwner[job.owner, default: 0] += 1 }
         guard let (hog, count) = perOwner.max(by: { $0.value < $1.value }), count > 1,
-              let waiting = try? await store.waitingOwners(limit: 16),
-              waiting.contains(where: { perOwner[$0] == nil }) else { return }
+            let waiting = try? await store.waitingOwners(limit: 16),
+            waiting.contains(where: { perOwner[$0] == nil })
+        else { return }
         // One slot at a time: a request still open, or taken by a job on its way out, frees one.
         guard !busy.values.contains(where: { $0.control.yieldRequested || $0.control.isYielding }) else { return }
         let request = SlotRequest()
@@ -113,8 +116,10 @@ public final class JobWorker: Sendable {
 
     private func execute(_ job: Job, _ lease: Lease, _ control: JobControl) async {
         do {
-            _ = try await JobRunner(store: store, objects: objects, fetcher: fetcher, spool: spool, settings: settings,
-                                    clock: clock, observer: observer).run(job, lease: lease, control: control)
+            _ = try await JobRunner(
+                store: store, objects: objects, fetcher: fetcher, spool: spool, settings: settings,
+                clock: clock, observer: observer
+            ).run(job, lease: lease, control: control)
         } catch {
             // Cancelled (shutdown) or the store failed: hand the job back for any instance. A
             // store that is away is tried again until the lease would have lapsed anyway, so a

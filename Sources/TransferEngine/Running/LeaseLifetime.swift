@@ -28,8 +28,10 @@ struct LeaseLifetime<Value: Sendable>: Sendable {
     var completion: CompletionMark? = nil
 
     /// Whether the job's change was announced before `within` milliseconds passed.
-    private static func announced(_ signals: any JobSignals, _ id: String, clock: any EngineClock,
-                                  within milliseconds: Int) async throws -> Bool {
+    private static func announced(
+        _ signals: any JobSignals, _ id: String, clock: any EngineClock,
+        within milliseconds: Int
+    ) async throws -> Bool {
         try await withThrowingTaskGroup(of: Bool.self) { group in
             group.addTask {
                 await signals.changed(id)

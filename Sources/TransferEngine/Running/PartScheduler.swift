@@ -25,15 +25,17 @@ public struct PartScheduler: Sendable {
     public let backoff: Backoff
     public private(set) var phase = Phase.running
 
-    private var pending: [Int]                  // parts not started, lowest first
-    private var inFlight: [Int: Int] = [:]      // part → attempt
+    private var pending: [Int]  // parts not started, lowest first
+    private var inFlight: [Int: Int] = [:]  // part → attempt
     private var retryAt: [Int: (attempt: Int, at: Int)] = [:]
     private var done: Set<Int>
     private let random: @Sendable () -> Double
 
     /// `completed` are parts already recorded (after a restart); they are not sent again.
-    public init(partCount: Int, concurrency: Int, retryLimit: Int, backoff: Backoff = Backoff(),
-                completed: Set<Int> = [], random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }) {
+    public init(
+        partCount: Int, concurrency: Int, retryLimit: Int, backoff: Backoff = Backoff(),
+        completed: Set<Int> = [], random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
+    ) {
         self.partCount = partCount
         self.concurrency = max(1, concurrency)
         self.retryLimit = max(0, retryLimit)

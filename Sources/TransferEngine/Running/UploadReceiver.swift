@@ -66,9 +66,11 @@ public struct UploadReceiver: Sendable {
     /// reused only while the store still lists exactly those pieces.
     private let localTails = LocalTails()
 
-    public init(store: any UploadJobStore, objects: any ObjectStore, spool: any Spool, settings: EngineSettings,
-                instance: String, clock: any EngineClock = SystemClock(), observer: any JobObserver = NoObserver(),
-                signals: (any JobSignals)? = nil) {
+    public init(
+        store: any UploadJobStore, objects: any ObjectStore, spool: any Spool, settings: EngineSettings,
+        instance: String, clock: any EngineClock = SystemClock(), observer: any JobObserver = NoObserver(),
+        signals: (any JobSignals)? = nil
+    ) {
         self.signals = signals
         self.store = store
         self.objects = objects
@@ -99,11 +101,13 @@ public struct UploadReceiver: Sendable {
         }
         // Bytes received onto the spool, shown at least once a second while they arrive.
         let meter = ProgressMeter(job.bytesCommitted), completion = CompletionMark()
-        let lifetime = LeaseLifetime<Outcome>(store: store, clock: clock, tickMilliseconds: settings.tickMilliseconds,
-                                              leaseMilliseconds: settings.leaseMilliseconds, signals: signals, progress: meter,
-                                              completion: completion)
-        let request = UploadRequest(receiver: self, claim: claim, key: key, body: body, checksum: checksum, meter: meter,
-                                    completion: completion)
+        let lifetime = LeaseLifetime<Outcome>(
+            store: store, clock: clock, tickMilliseconds: settings.tickMilliseconds,
+            leaseMilliseconds: settings.leaseMilliseconds, signals: signals, progress: meter,
+            completion: completion)
+        let request = UploadRequest(
+            receiver: self, claim: claim, key: key, body: body, checksum: checksum, meter: meter,
+            completion: completion)
         // An upload job given `timeoutSeconds` must be whole that long after it was made.
         let deadline = job.options.timeoutSeconds.map { Int(job.createdAt) + $0 * 1000 }
         let ending: LeaseLifetime<Outcome>.Ending

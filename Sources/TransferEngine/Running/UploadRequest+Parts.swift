@@ -26,12 +26,13 @@ extension UploadRequest {
     /// Reads the body into the tail file, sending every whole part as it forms.
     func stream(_ progress: inout Progress) async throws -> Ending {
         let options = job.options
-        let streaming = Streaming(partSize: job.partSize, declared: job.bytesTotal,
-                                  concurrency: min(max(options.concurrency ?? settings.concurrency, 1), settings.maxConcurrency),
-                                  retryLimit: options.retryLimit ?? settings.retryLimit, deferRecording: checksum != nil,
-                                  turns: InOrderTurns(first: progress.nextPart),
-                                  batch: PartBatch(interval: settings.partSaveMilliseconds),
-                                  pace: Pace(bytesPerSecond: options.bandwidthLimit, clock: receiver.clock))
+        let streaming = Streaming(
+            partSize: job.partSize, declared: job.bytesTotal,
+            concurrency: min(max(options.concurrency ?? settings.concurrency, 1), settings.maxConcurrency),
+            retryLimit: options.retryLimit ?? settings.retryLimit, deferRecording: checksum != nil,
+            turns: InOrderTurns(first: progress.nextPart),
+            batch: PartBatch(interval: settings.partSaveMilliseconds),
+            pace: Pace(bytesPerSecond: options.bandwidthLimit, clock: receiver.clock))
         let hasher = checksum.map { Digest.Context($0.algorithm) }
         var ending = Ending.clean
         try await withThrowingTaskGroup(of: PartResult.self) { group in
@@ -53,8 +54,10 @@ extension UploadRequest {
     }
 
     /// Reads until the body ends, breaks, goes past the declared size, or finds no room.
-    private func readBody(_ group: inout Parts, _ inFlight: inout Int, _ progress: inout Progress, _ s: Streaming,
-                          _ hasher: Digest.Context?) async throws -> Ending {
+    private func readBody(
+        _ group: inout Parts, _ inFlight: inout Int, _ progress: inout Progress, _ s: Streaming,
+        _ hasher: Digest.Context?
+    ) async throws -> Ending {
         let first = progress.received
         while progress.failure == nil {
             // Read no faster than the limit: the client's sending slows to it (TCP backpressure).
@@ -85,7 +88,8 @@ extension UploadRequest {
                 meter.set(progress.received)
                 rest = rest.dropFirst(take)
                 // A whole object of exactly one part is left for one PutObject at the end.
-                let wholeObjectIsThisPart = progress.uploadID == nil && progress.nextPart == 1
+                let wholeObjectIsThisPart =
+                    progress.uploadID == nil && progress.nextPart == 1
                     && s.declared == progress.received && rest.isEmpty
                 if progress.tailSize == s.partSize && !wholeObjectIsThisPart {
                     do {
@@ -118,7 +122,8 @@ extension UploadRequest {
         let room = min(s.partSize, (s.declared ?? Int64.max) - progress.received, settings.spoolChunkBytes)
         let spool = self.spool, owner = job.owner
         guard try await receiver.room({ try await spool.reserve(jobID: jobID, name: .tail, bytes: room, owner: owner) }) != nil,
-              let next = try spool.open(jobID: jobID, name: .tail, create: true, truncate: true) else { return false }
+            let next = try spool.open(jobID: jobID, name: .tail, create: true, truncate: true)
+        else { return false }
         progress.tailFile = next
         return true
     }
@@ -134,8 +139,10 @@ extension UploadRequest {
 
     /// One part to S3 from its file, then recorded in its turn (unless recording waits for the
     /// checksum). A part S3 refuses for good stops every later part from counting.
-    private func send(part number: Int, file: SpoolFile, size: Int64, uploadID: String, checksum: PartChecksum,
-                      _ s: Streaming) async throws -> PartResult {
+    private func send(
+        part number: Int, file: SpoolFile, size: Int64, uploadID: String, checksum: PartChecksum,
+        _ s: Streaming
+    ) async throws -> PartResult {
         let jobID = job.id, key = self.key, objects = receiver.objects, settings = self.settings
         defer { spool.remove(jobID: jobID, name: .part(number)) }
         let part: RecordedPart
@@ -143,8 +150,9 @@ extension UploadRequest {
             let clock = receiver.clock
             part = try await settings.transferring(for: job.owner) {
                 try await clock.retrying(limit: s.retryLimit, backoff: settings.backoff, random: settings.random) {
-                    try await objects.uploadPart(key: key, uploadID: uploadID, part: number, data: .file(file, offset: 0, length: size),
-                                                 checksum: checksum)
+                    try await objects.uploadPart(
+                        key: key, uploadID: uploadID, part: number, data: .file(file, offset: 0, length: size),
+                        checksum: checksum)
                 }
             }
         } catch let error as TransferError {

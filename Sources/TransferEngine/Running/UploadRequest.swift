@@ -66,9 +66,10 @@ struct UploadRequest: Sendable {
             return .noRoom(committed: committed)
         }
         defer { held.release() }
-        var progress = Progress(parts: parts, segments: claim.tail, tailSize: tailBytes, tailFile: nil,
-                                nextPart: parts.count + 1, uploadID: job.uploadID, partChecksum: job.partChecksum,
-                                received: committed)
+        var progress = Progress(
+            parts: parts, segments: claim.tail, tailSize: tailBytes, tailFile: nil,
+            nextPart: parts.count + 1, uploadID: job.uploadID, partChecksum: job.partChecksum,
+            received: committed)
         guard try await openTail(&progress, partBytes: partBytes) else {
             try await release()
             return .noRoom(committed: committed)
@@ -121,7 +122,8 @@ struct UploadRequest: Sendable {
             return false
         }
         if receiver.localTail(job.id) == progress.segments,
-           let file = try spool.open(jobID: job.id, name: .tail, create: false, truncate: false), file.size >= progress.tailSize {
+            let file = try spool.open(jobID: job.id, name: .tail, create: false, truncate: false), file.size >= progress.tailSize
+        {
             try file.truncate(to: progress.tailSize)
             progress.tailFile = file
             return true
@@ -130,8 +132,9 @@ struct UploadRequest: Sendable {
         guard let file = try spool.open(jobID: job.id, name: .tail, create: true, truncate: true) else { return false }
         for segment in progress.segments where segment.size > 0 {
             try await settings.transferring(for: job.owner) {
-                try await receiver.objects.read(key: segment.key, range: 0...(segment.size - 1), ifMatch: nil, into: file,
-                                                at: segment.offset - partBytes)
+                try await receiver.objects.read(
+                    key: segment.key, range: 0...(segment.size - 1), ifMatch: nil, into: file,
+                    at: segment.offset - partBytes)
             }
         }
         guard file.size == progress.tailSize else { throw TransferError(code: .spoolFailed, retryable: false) }
@@ -146,8 +149,9 @@ struct UploadRequest: Sendable {
         let checksum = settings.partChecksum
         let created = try await receiver.objects.createMultipartUpload(key: key, attributes: options.attributes, checksum: checksum)
         let parts = job.bytesTotal.map { Int(($0 + job.partSize - 1) / job.partSize) } ?? 0
-        try await receiver.store.start(lease, uploadID: created, partChecksum: checksum, partsTotal: parts, partSize: job.partSize,
-                                       bytesTotal: job.bytesTotal, sourceETag: nil)
+        try await receiver.store.start(
+            lease, uploadID: created, partChecksum: checksum, partsTotal: parts, partSize: job.partSize,
+            bytesTotal: job.bytesTotal, sourceETag: nil)
         progress.uploadID = created
         progress.partChecksum = checksum
         return created
@@ -182,8 +186,9 @@ struct UploadRequest: Sendable {
             let objects = receiver.objects, settings = self.settings
             _ = try await settings.transferring(for: job.owner) {
                 try await receiver.clock.retrying(limit: settings.retryLimit, backoff: settings.backoff, random: settings.random) {
-                    try await objects.putObject(key: segmentKey, data: .file(file, offset: offset, length: length),
-                                                attributes: ObjectAttributesSpec(contentType: "application/octet-stream"))
+                    try await objects.putObject(
+                        key: segmentKey, data: .file(file, offset: offset, length: length),
+                        attributes: ObjectAttributesSpec(contentType: "application/octet-stream"))
                 }
             }
             segments.append(TailSegment(offset: start + from, size: length, key: segmentKey))
@@ -210,8 +215,9 @@ struct UploadRequest: Sendable {
                     let checksum = progress.partChecksum ?? .md5
                     let sent = try await settings.transferring(for: job.owner) {
                         try await receiver.clock.retrying(limit: retryLimit, backoff: settings.backoff, random: settings.random) {
-                            try await objects.uploadPart(key: key, uploadID: uploadID, part: number,
-                                                         data: .file(file, offset: 0, length: tailSize), checksum: checksum)
+                            try await objects.uploadPart(
+                                key: key, uploadID: uploadID, part: number,
+                                data: .file(file, offset: 0, length: tailSize), checksum: checksum)
                         }
                     }
                     try await record(sent, &progress)
@@ -230,7 +236,8 @@ struct UploadRequest: Sendable {
                 try await completion.begin(receiver.store, lease)
                 etag = try await settings.transferring(for: job.owner) {
                     try await receiver.clock.retrying(limit: retryLimit, backoff: settings.backoff, random: settings.random) {
-                        try await objects.putObject(key: key, data: .file(file, offset: 0, length: tailSize), attributes: options.attributes)
+                        try await objects.putObject(
+                            key: key, data: .file(file, offset: 0, length: tailSize), attributes: options.attributes)
                     }
                 }
                 try await record(RecordedPart(number: 1, size: tailSize, etag: etag), &progress)

@@ -11,8 +11,9 @@ extension Configuration {
             throw Invalid(variable: "GATEWAY_S3_BUCKET", reason: "\(error)")
         }
         do {
-            return try S3Endpoint.parse(url: s3Endpoint, bucket: s3Bucket ?? "", region: s3Region,
-                                        pathStyle: s3PathStyle, accelerate: s3Accelerate)
+            return try S3Endpoint.parse(
+                url: s3Endpoint, bucket: s3Bucket ?? "", region: s3Region,
+                pathStyle: s3PathStyle, accelerate: s3Accelerate)
         } catch {
             throw Invalid(variable: "GATEWAY_S3_ENDPOINT", reason: "\(error)")
         }
@@ -29,8 +30,9 @@ extension Configuration {
     }
 
     public var s3Credentials: Credentials {
-        Credentials(accessKeyID: s3AccessKeyID ?? "", secretAccessKey: s3SecretAccessKey ?? "", sessionToken: s3SessionToken,
-                    expiration: s3CredentialExpiration)
+        Credentials(
+            accessKeyID: s3AccessKeyID ?? "", secretAccessKey: s3SecretAccessKey ?? "", sessionToken: s3SessionToken,
+            expiration: s3CredentialExpiration)
     }
 
     /// The S3 client for these settings, on the wall clock.

@@ -1,6 +1,6 @@
+import Foundation
 import Gateway
 import HTTPServer
-import Foundation
 
 /// Typed reads of environment variables, each failing with the variable's name. Empty values
 /// count as unset. Secret values are never echoed back in an error.
@@ -18,8 +18,9 @@ struct EnvironmentReader {
     func integer(_ name: String, in range: ClosedRange<Int>) throws(Configuration.Invalid) -> Int? {
         guard let text = try string(name) else { return nil }
         guard let value = Int(text.trimmingCharacters()), range.contains(value) else {
-            throw Configuration.Invalid(variable: name,
-                                        reason: "must be a whole number from \(range.lowerBound) to \(range.upperBound), got '\(text)'")
+            throw Configuration.Invalid(
+                variable: name,
+                reason: "must be a whole number from \(range.lowerBound) to \(range.upperBound), got '\(text)'")
         }
         return value
     }
@@ -108,7 +109,8 @@ struct EnvironmentReader {
             if origin == "*" { origins.append(origin); continue }
             let lower = origin.lowercased()
             guard lower.hasPrefix("http://") || lower.hasPrefix("https://"),
-                  !origin.dropFirst(8).contains("/"), !origin.contains(" ") else {
+                !origin.dropFirst(8).contains("/"), !origin.contains(" ")
+            else {
                 throw Configuration.Invalid(variable: name, reason: "'\(origin)' is not an origin like https://app.example.com")
             }
             origins.append(lower)

@@ -39,11 +39,13 @@ public struct GatewayApp: Sendable {
         self.metrics = metrics
         let s3 = try configuration.makeS3Client()
         let keySet = configuration.jwtJWKSURL.map { _ in KeySet() }
-        let authenticator = Authenticator(verifier: try Self.verifier(configuration, keySet: keySet),
-                                          allowGuestRead: configuration.allowGuestRead, now: Self.wallClock)
+        let authenticator = Authenticator(
+            verifier: try Self.verifier(configuration, keySet: keySet),
+            allowGuestRead: configuration.allowGuestRead, now: Self.wallClock)
         if let keySet, let url = configuration.jwtJWKSURL {
-            keySetRefresher = KeySetRefresher(keySet: keySet, url: url, fetcher: s3.urlFetcher(allowedHosts: [Self.authority(of: url)]),
-                                              logger: logger, now: Self.wallClock)
+            keySetRefresher = KeySetRefresher(
+                keySet: keySet, url: url, fetcher: s3.urlFetcher(allowedHosts: [Self.authority(of: url)]),
+                logger: logger, now: Self.wallClock)
         } else {
             keySetRefresher = nil
         }
@@ -51,8 +53,9 @@ public struct GatewayApp: Sendable {
         let objects = S3ObjectStore(client: s3, checksum: configuration.s3Checksum)
         let spool: DirectorySpool
         do {
-            spool = try DirectorySpool(directory: configuration.spoolDirectory, budget: Int64(configuration.spoolBudget),
-                                       ownerShare: configuration.userSpoolShare)
+            spool = try DirectorySpool(
+                directory: configuration.spoolDirectory, budget: Int64(configuration.spoolBudget),
+                ownerShare: configuration.userSpoolShare)
         } catch {
             throw Configuration.Invalid(variable: "GATEWAY_SPOOL_DIR", reason: "\(error)")
         }
@@ -66,35 +69,46 @@ public struct GatewayApp: Sendable {
         if let url = configuration.databaseURL {
             checks.append(PostgresCheck(probe: PostgresProbe(url: url)))
             // Sessions of an instance with a receiver record events (the trigger of migration 7).
-            let pool = PostgresPool(url: url, size: configuration.workers + 4,
-                                    settings: configuration.webhookURL == nil ? [] : [("gateway.webhooks", "on")])
+            let pool = PostgresPool(
+                url: url, size: configuration.workers + 4,
+                settings: configuration.webhookURL == nil ? [] : [("gateway.webhooks", "on")])
             let store = PostgresJobStore(pool: pool)
             let clientUploads = PostgresClientUploadStore(pool: pool)
-            janitor = Janitor(jobs: PostgresMaintenanceStore(pool: pool), clientUploads: clientUploads, jobStore: store,
-                              bucket: S3BucketMaintenance(client: s3), ttlSeconds: configuration.uploadTTL, spool: spool,
-                              downloadTTLSeconds: configuration.downloadTTL, stagingPrefix: settings.engine.stagingPrefix)
-            listener = PostgresListener(url: url, channel: "gateway_jobs", onNotify: { changes.notify($0) },
-                                        onReconnect: { changes.setLive(true); changes.notifyAll() })
-            let instance = "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)-\(Digest.hex(Digest.randomBytes(3)))"
-            let receiver = UploadReceiver(store: store, objects: objects, spool: spool, settings: settings.engine, instance: instance,
-                                          observer: JobMetrics(metrics: metrics), signals: changes)
-            jobs = JobPorts(store: store, objects: objects, receiver: receiver, clientUploads: clientUploads, changes: changes,
-                            idempotency: PostgresIdempotencyStore(pool: pool),
-                            sourceCheck: URLSourceAddressCheck(fetcher: s3.urlFetcher(allowedHosts: configuration.importAllowHosts)))
+            janitor = Janitor(
+                jobs: PostgresMaintenanceStore(pool: pool), clientUploads: clientUploads, jobStore: store,
+                bucket: S3BucketMaintenance(client: s3), ttlSeconds: configuration.uploadTTL, spool: spool,
+                downloadTTLSeconds: configuration.downloadTTL, stagingPrefix: settings.engine.stagingPrefix)
+            listener = PostgresListener(
+                url: url, channel: "gateway_jobs", onNotify: { changes.notify($0) },
+                onReconnect: {
+                    changes.setLive(true); changes.notifyAll()
+                })
+            let instance =
+                "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)-\(Digest.hex(Digest.randomBytes(3)))"
+            let receiver = UploadReceiver(
+                store: store, objects: objects, spool: spool, settings: settings.engine, instance: instance,
+                observer: JobMetrics(metrics: metrics), signals: changes)
+            jobs = JobPorts(
+                store: store, objects: objects, receiver: receiver, clientUploads: clientUploads, changes: changes,
+                idempotency: PostgresIdempotencyStore(pool: pool),
+                sourceCheck: URLSourceAddressCheck(fetcher: s3.urlFetcher(allowedHosts: configuration.importAllowHosts)))
             let fetcher = HTTPSourceFetcher(fetcher: s3.urlFetcher(allowedHosts: configuration.importAllowHosts))
-            let jobWorker = JobWorker(store: store, objects: objects, fetcher: fetcher, spool: spool,
-                                      observer: JobMetrics(metrics: metrics), settings: settings.engine, instance: instance,
-                                      slots: configuration.workers)
+            let jobWorker = JobWorker(
+                store: store, objects: objects, fetcher: fetcher, spool: spool,
+                observer: JobMetrics(metrics: metrics), settings: settings.engine, instance: instance,
+                slots: configuration.workers)
             metrics.registerGauge(name: "gateway_jobs_running", help: "Jobs this instance runs now.") { jobWorker.activeJobs }
             worker = jobWorker
             if let receiver = configuration.webhookURL, let secret = configuration.webhookSecret {
                 var delivery = WebhookDelivery.Settings()
                 delivery.secret = Array(secret.utf8)
-                let poster = HTTPWebhookPoster(fetcher: s3.urlFetcher(allowedHosts: configuration.importAllowHosts, reach: .anyButLinkLocal),
-                                               url: receiver)
-                webhooks = WebhookDelivery(outbox: PostgresWebhookOutbox(pool: pool), poster: poster,
-                                           render: WebhookEventData.renderer(jobs: store, clientUploads: clientUploads), changes: changes,
-                                           settings: delivery, now: { Date().timeIntervalSince1970 }, logger: logger, metrics: metrics)
+                let poster = HTTPWebhookPoster(
+                    fetcher: s3.urlFetcher(allowedHosts: configuration.importAllowHosts, reach: .anyButLinkLocal),
+                    url: receiver)
+                webhooks = WebhookDelivery(
+                    outbox: PostgresWebhookOutbox(pool: pool), poster: poster,
+                    render: WebhookEventData.renderer(jobs: store, clientUploads: clientUploads), changes: changes,
+                    settings: delivery, now: { Date().timeIntervalSince1970 }, logger: logger, metrics: metrics)
             } else {
                 webhooks = nil
             }
@@ -107,16 +121,19 @@ public struct GatewayApp: Sendable {
         checks.append(S3Check(client: s3))
         if let keySet { checks.append(KeySetCheck(keySet: keySet)) }
         // What every route shares, built once.
-        let context = RouteContext(authenticator: authenticator,
-                                   presigner: S3Presigner(client: s3, publicEndpoint: try configuration.s3PublicEndpointValue()),
-                                   metrics: metrics, settings: settings, jobs: jobs, now: Self.wallClock, monotonic: Self.monotonicSeconds)
+        let context = RouteContext(
+            authenticator: authenticator,
+            presigner: S3Presigner(client: s3, publicEndpoint: try configuration.s3PublicEndpointValue()),
+            metrics: metrics, settings: settings, jobs: jobs, now: Self.wallClock, monotonic: Self.monotonicSeconds)
         let routes = GatewayRoutes(context: context, checks: checks, openAPI: Self.loadOpenAPI(configuration.openAPIPath))
         var beforeRoute: (@Sendable (HTTPRequest) async -> Void)?
         if keySet != nil { beforeRoute = { request in await authenticator.prepare(request) } }
-        let responder = GatewayResponder(router: routes.router(), cors: CORS(origins: configuration.corsOrigins, allowCredentials: configuration.corsAllowCredentials), logger: logger,
-                                         metrics: metrics, instancePrefix: Digest.hex(Digest.randomBytes(3)) + "-",
-                                         isUnavailable: { ($0 as? PostgresError)?.meansUnavailable ?? false },
-                                         beforeRoute: beforeRoute)
+        let responder = GatewayResponder(
+            router: routes.router(), cors: CORS(origins: configuration.corsOrigins, allowCredentials: configuration.corsAllowCredentials),
+            logger: logger,
+            metrics: metrics, instancePrefix: Digest.hex(Digest.randomBytes(3)) + "-",
+            isUnavailable: { ($0 as? PostgresError)?.meansUnavailable ?? false },
+            beforeRoute: beforeRoute)
         let server: HTTPServer
         do {
             server = try HTTPServer(configuration: Self.http(configuration), responder: responder)
@@ -226,8 +243,9 @@ public struct GatewayApp: Sendable {
         claims.identity = configuration.jwtIdentityClaim
         claims.roles = configuration.jwtRolesClaim
         claims.adminRole = configuration.jwtAdminRole
-        return JWTVerifier(keys: keys, keySet: keySet, issuer: configuration.jwtIssuer, audience: configuration.jwtAudience,
-                           claims: claims, cache: VerifiedTokenCache())
+        return JWTVerifier(
+            keys: keys, keySet: keySet, issuer: configuration.jwtIssuer, audience: configuration.jwtAudience,
+            claims: claims, cache: VerifiedTokenCache())
     }
 
     /// The OpenAPI document: `GATEWAY_OPENAPI_PATH`, else `openapi.yaml` in the working folder,

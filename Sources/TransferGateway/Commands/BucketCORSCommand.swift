@@ -58,14 +58,17 @@ enum BucketCORSCommand {
         }
         let origins: [String]
         do {
-            origins = try options.origins.isEmpty
+            origins =
+                try options.origins.isEmpty
                 ? EnvironmentReader(env: ProcessInfo.processInfo.environment).originList("GATEWAY_CORS_ORIGINS")
                 : EnvironmentReader.origins(options.origins, name: "--origin")
         } catch {
             Command.fail("\(error)", code: 2)
         }
         guard !origins.isEmpty else {
-            Command.fail("name the origins pages are served from: --origin https://app.example.com (repeatable), or set GATEWAY_CORS_ORIGINS", code: 2)
+            Command.fail(
+                "name the origins pages are served from: --origin https://app.example.com (repeatable), or set GATEWAY_CORS_ORIGINS",
+                code: 2)
         }
         let rule = BucketCORSRule(origins: origins)
         print(options.format == .json ? rule.json : rule.xml)

@@ -27,8 +27,10 @@ struct BucketCORSRule: Equatable {
     /// `{"CORSRules": [{…}]}`, the `--cors-configuration` of `aws s3api put-bucket-cors` (the AWS
     /// console's and R2 dashboard's CORS editors take the list inside `CORSRules`).
     var json: String {
-        let rule: [String: Any] = ["AllowedOrigins": origins, "AllowedMethods": methods, "AllowedHeaders": allowedHeaders,
-                                   "ExposeHeaders": exposedHeaders, "MaxAgeSeconds": maxAgeSeconds]
+        let rule: [String: Any] = [
+            "AllowedOrigins": origins, "AllowedMethods": methods, "AllowedHeaders": allowedHeaders,
+            "ExposeHeaders": exposedHeaders, "MaxAgeSeconds": maxAgeSeconds,
+        ]
         let options: JSONSerialization.WritingOptions = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         guard let data = try? JSONSerialization.data(withJSONObject: ["CORSRules": [rule]], options: options) else { return "{}" }
         return String(decoding: data, as: UTF8.self)

@@ -1,8 +1,9 @@
 import Dispatch
 import Foundation
 import Gateway
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Parses the command line and runs a subcommand.
@@ -16,7 +17,9 @@ enum Command {
         }
         switch command {
         case "serve":
-            guard rest.isEmpty else { fail("serve takes no arguments (settings are GATEWAY_* variables)\n\(CommandHelp.usage(of: "serve") ?? "")", code: 64) }
+            guard rest.isEmpty else {
+                fail("serve takes no arguments (settings are GATEWAY_* variables)\n\(CommandHelp.usage(of: "serve") ?? "")", code: 64)
+            }
             await serve()
         case "migrate":
             guard rest.isEmpty else { fail("migrate takes no arguments\n\(CommandHelp.usage(of: "migrate") ?? "")", code: 64) }
@@ -84,13 +87,17 @@ enum Command {
         // The one line that says the server takes connections now (scripts/run.sh waits for it),
         // written whatever GATEWAY_LOG_LEVEL says.
         let shownHost = configuration.host.contains(":") ? "[\(configuration.host)]" : configuration.host
-        logger.always("listening", ["url": .string("http://\(shownHost):\(port)"), "host": .string(configuration.host), "port": .int(port)])
+        logger.always(
+            "listening", ["url": .string("http://\(shownHost):\(port)"), "host": .string(configuration.host), "port": .int(port)])
         if configuration.jwtJWKSURL != nil && (configuration.jwtIssuer == nil || configuration.jwtAudience == nil) {
             // Some key sets sign tokens for many tenants (Firebase's signs every project's).
-            logger.warn("GATEWAY_JWT_JWKS_URL is set without GATEWAY_JWT_ISSUER and GATEWAY_JWT_AUDIENCE: tokens the provider signed for other applications are accepted too")
+            logger.warn(
+                "GATEWAY_JWT_JWKS_URL is set without GATEWAY_JWT_ISSUER and GATEWAY_JWT_AUDIENCE: tokens the provider signed for other applications are accepted too"
+            )
         }
         if configuration.linkSecret == nil {
-            logger.warn("GATEWAY_LINK_SECRET is not set: dataUrl links are signed with a random key of this instance, so only it serves them")
+            logger.warn(
+                "GATEWAY_LINK_SECRET is not set: dataUrl links are signed with a random key of this instance, so only it serves them")
         }
         app.startBackground()
         let janitorTask = app.janitor.map { janitor in

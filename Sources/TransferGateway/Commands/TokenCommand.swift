@@ -32,7 +32,9 @@ enum TokenCommand {
         }
         let configuration = Command.configuration()
         guard let secret = configuration.jwtSecret else { Command.fail("GATEWAY_JWT_SECRET: is required to mint tokens", code: 2) }
-        print(TokenMinter.hs256(secret: Array(secret.utf8), subject: subject, issuedAt: Int(Date().timeIntervalSince1970),
-                                ttl: ttl, roles: roles, issuer: configuration.jwtIssuer, audience: configuration.jwtAudience))
+        print(
+            TokenMinter.hs256(
+                secret: Array(secret.utf8), subject: subject, issuedAt: Int(Date().timeIntervalSince1970),
+                ttl: ttl, roles: roles, issuer: configuration.jwtIssuer, audience: configuration.jwtAudience))
     }
 }
