@@ -20,7 +20,4 @@ extension TransferError {
 
     /// A conditional request's `If-Match` did not hold: the object is no longer the one pinned.
     public static let preconditionFailed = TransferError(code: .preconditionFailed, retryable: false)
-
-    /// The object (or the source object) is not there: the store's answer to a key it does not hold.
-    public var isNotFound: Bool { code == .notFound }
 }
