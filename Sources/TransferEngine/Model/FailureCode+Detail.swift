@@ -14,11 +14,15 @@ extension FailureCode {
             return "No byte of this upload arrived for GATEWAY_UPLOAD_TTL, so it was given up and its parts removed. Start "
                 + "the upload again."
         case .jobTimeout:
-            return "The job ran longer than its timeoutSeconds (or GATEWAY_JOB_TIMEOUT). Create it again with a larger "
-                + "timeoutSeconds."
+            return "The job ran longer than its timeoutSeconds (or GATEWAY_JOB_TIMEOUT). Retry it (POST "
+                + "/v1/jobs/{id}/retry) to go on from its stored parts, or create it again with a larger timeoutSeconds."
+        case .stalled:
+            return "No byte of the job moved for its stallTimeoutSeconds (or GATEWAY_STALL_TIMEOUT): the source or S3 "
+                + "stopped sending. Retry it (POST /v1/jobs/{id}/retry) to go on from its stored parts."
         case .retriesExhausted:
-            return "The job met a failure that may pass (its cause) and retried it up to its retryLimit without success. "
-                + Self.retryLater
+            return "The job met a failure that may pass (its cause) and kept retrying it, with its parts kept, until it had "
+                + "made no progress for GATEWAY_RETRY_WINDOW. Retry it (POST /v1/jobs/{id}/retry) to go on from its "
+                + "stored parts."
         case .spoolTooSmall:
             return "A part of this job is larger than the spool allows (GATEWAY_SPOOL_BUDGET and one identity's share of "
                 + "it), so it could never be spooled. Use a smaller partSize, or ask the operator to raise the budget."
