@@ -17,39 +17,6 @@ import Testing
 /// S3's code and leaves no multipart upload behind.
 extension JobTableTests {
     @Suite struct S3FaultLiveTests {
-        /// The fault proxy as a child process.
-        final class FaultProxy {
-            let process = Process()
-            let port: Int
-
-            init(_ arguments: [String]) throws {
-                let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-                    .appendingPathComponent("../../scripts/faultproxy.py").standardizedFileURL
-                process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-                process.arguments = [script.path, "--upstream", "127.0.0.1:18333"] + arguments
-                let output = Pipe()
-                process.standardOutput = output
-                process.standardError = FileHandle.nullDevice
-                try process.run()
-                let line = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
-                guard let port = Int(line.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") else {
-                    kill(process.processIdentifier, SIGKILL)
-                    throw CocoaError(.fileReadUnknown)
-                }
-                self.port = port
-            }
-
-            func stats() async throws -> [String: Int] {
-                let (data, _) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/__faults")!)
-                return (try JSONSerialization.jsonObject(with: data) as? [String: Int]) ?? [:]
-            }
-
-            deinit {
-                kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
-            }
-        }
-
         static let size = (30 << 20) + 333
 
         static func body() -> [UInt8] {
