@@ -330,8 +330,8 @@ private func copySource(_ key: String) -> JobSource { .object(ObjectSource(key: 
 
     @Test func withoutATimeoutAJobRunsAsLongAsItsBytesMove() async throws {
         let clockBox = Mutex<ManualClock?>(nil)
-        // Each part takes 8 s of clock: 24 s in all, more than the 10 s stall limit, never 10 s without a part.
-        let objects = InMemoryObjectStore(beforePart: { _ in try await clockBox.withLock { $0 }!.sleep(milliseconds: 8_000) })
+        // Each part takes 5 s of clock: 15 s in all, more than the 10 s stall limit, never 10 s without a part.
+        let objects = InMemoryObjectStore(beforePart: { _ in try await clockBox.withLock { $0 }!.sleep(milliseconds: 5_000) })
         var rig = Rig(objects: objects)
         rig.settings.concurrency = 1
         #expect(rig.settings.timeoutSeconds == nil)

@@ -20,9 +20,9 @@ extension FailureCode {
             return "No byte of the job moved for its stallTimeoutSeconds (or GATEWAY_STALL_TIMEOUT): the source or S3 "
                 + "stopped sending. Retry it (POST /v1/jobs/{id}/retry) to go on from its stored parts."
         case .retriesExhausted:
-            return "The job met a failure that may pass (its cause) and kept retrying it, with its parts kept, until it had "
-                + "made no progress for GATEWAY_RETRY_WINDOW. Retry it (POST /v1/jobs/{id}/retry) to go on from its "
-                + "stored parts."
+            return "A failure that may pass (its cause) outlasted the retries of a part (retryLimit). A copy or import job "
+                + "then waits and runs again from its stored parts (retryAt) until it has made no progress for "
+                + "GATEWAY_RETRY_WINDOW; once failed, retry it (POST /v1/jobs/{id}/retry) to go on from its stored parts."
         case .spoolTooSmall:
             return "A part of this job is larger than the spool allows (GATEWAY_SPOOL_BUDGET and one identity's share of "
                 + "it), so it could never be spooled. Use a smaller partSize, or ask the operator to raise the budget."
@@ -98,7 +98,7 @@ extension FailureCode {
         }
     }
 
-    static let retryLater = "Try again later with a new job."
+    static let retryLater = "This usually passes by itself."
 
     static func sourceStatus(_ status: Int?) -> String {
         guard let status else { return "The source answered with an HTTP status the import cannot use. Check the URL." }

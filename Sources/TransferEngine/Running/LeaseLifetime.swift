@@ -91,7 +91,7 @@ struct LeaseLifetime<Value: Sendable>: Sendable {
                     }
                     if let deadline, clock.now() >= deadline, completion?.isMarked != true { return .timedOut }
                     if let stall, let progress {
-                        if progress.moves != moves {
+                        if progress.moves != moves || progress.waitingForRoom {
                             moves = progress.moves
                             movedAt = clock.now()
                         } else if clock.now() - movedAt >= stall, completion?.isMarked != true {

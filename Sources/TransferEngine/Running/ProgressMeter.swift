@@ -33,6 +33,22 @@ public final class ProgressMeter: Sendable {
     /// Bytes moved without changing the figure (a part finished).
     public func touch() { signs.add(1, ordering: .relaxed) }
 
+    private let waits = Atomic<Int>(0)
+
+    /// Whether the work waits for the gateway's own room (spool) now: no byte can move, and
+    /// it is not the source's or S3's fault, so the stall limit does not count that time.
+    public var waitingForRoom: Bool { waits.load(ordering: .relaxed) > 0 }
+
+    /// Runs `body`, a wait for room, as such (`waitingForRoom`).
+    func waiting<T>(_ body: () async throws -> T) async rethrows -> T {
+        waits.add(1, ordering: .relaxed)
+        defer {
+            waits.subtract(1, ordering: .relaxed)
+            touch()
+        }
+        return try await body()
+    }
+
     /// How often a moving figure is written.
     static let intervalMilliseconds = 1000
 }
