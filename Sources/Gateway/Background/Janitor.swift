@@ -69,7 +69,7 @@ public struct Janitor: Sendable {
             }
             for segment in expired.tail { try? await bucket.delete(key: segment.key) }
         }
-        for kept in try await jobs.releaseRetainedUploads(before: cutoff) {
+        for kept in try await jobs.releaseRetainedUploads(before: cutoff, prefixes: prefixes) {
             guard let uploadID = kept.uploadID else { continue }
             try await bucket.abortIfOpen(key: kept.objectKey, uploadID: uploadID)
             aborted.append(uploadID)
