@@ -7,11 +7,14 @@ import TransferEngine
 /// `GATEWAY_UPLOAD_TTL` after the failure (then the janitor aborts it), so a retry within that
 /// sends only the parts S3 does not hold. A job that waits or runs already is answered as it
 /// is (a second retry changes nothing); one that completed, was canceled, or failed for good is
-/// 409 `job_not_retryable`.
+/// 409 `job_not_retryable`. A retry counts against the identity's creation rate and, the job
+/// being active again, its quota of active jobs.
 extension JobRoutes {
     func retry(_ http: HTTPRequest, id: String) async throws -> HTTPResponse {
         let (visible, identity) = try await visibleJob(http, id: id)
         guard let caller = identity.id, AccessPolicy.same(visible.owner, caller) else { throw APIError.forbidden }
+        // A retry makes work as a creation does: it counts against the same rate.
+        try context.limits.admitCreation(caller)
         let failedSince = Int64(context.now() - context.settings.uploadTTL) * 1000
         let store = jobs.store, quota = context.limits.quota
         guard let job = try await Shield.run({ try await store.retry(id: visible.id, failedSince: failedSince, quota: quota) }) else {
