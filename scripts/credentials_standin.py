@@ -10,7 +10,11 @@ Serves on a free 127.0.0.1 port, written to PORT_FILE once listening:
                           Expiration); the Authorization header must equal STANDIN_AUTH_TOKEN
   POST /                  STS AssumeRoleWithWebIdentity (form body); WebIdentityToken must equal
                           STANDIN_WEB_TOKEN; answers the STS XML document
-  GET  /stats             {"ecs": n, "sts": n, "refused": n, "down": n} as JSON
+  PUT  /latest/api/token  IMDSv2: a session token (X-aws-ec2-metadata-token-ttl-seconds required)
+  GET  /latest/meta-data/iam/security-credentials/[ROLE]
+                          IMDSv2: the role's name, then its credentials (IMDS JSON with Code),
+                          each with the X-aws-ec2-metadata-token header
+  GET  /stats             {"ecs": n, "sts": n, "imds": n, "refused": n, "down": n} as JSON
   POST /down?seconds=N    answer 503 to every credentials request for N seconds (an outage)
 
 Each answer hands out the next key of STANDIN_KEYS ("AK:SK,AK:SK,..."), round robin, valid for
@@ -31,7 +35,10 @@ AUTH_TOKEN = os.environ.get("STANDIN_AUTH_TOKEN", "")
 WEB_TOKEN = os.environ.get("STANDIN_WEB_TOKEN", "")
 
 lock = threading.Lock()
-state = {"next": 0, "ecs": 0, "sts": 0, "refused": 0, "down": 0, "down_until": 0.0}
+state = {"next": 0, "ecs": 0, "sts": 0, "imds": 0, "refused": 0, "down": 0, "down_until": 0.0}
+IMDS_TOKEN = "imds-" + os.urandom(8).hex()
+IMDS_ROLE = "stand-in-role"
+IMDS_PATH = "/latest/meta-data/iam/security-credentials/"
 
 
 def next_credentials():
@@ -67,8 +74,10 @@ class Handler(BaseHTTPRequestHandler):
         path = urllib.parse.urlsplit(self.path).path
         if path == "/stats":
             with lock:
-                stats = {k: state[k] for k in ("ecs", "sts", "refused", "down")}
+                stats = {k: state[k] for k in ("ecs", "sts", "imds", "refused", "down")}
             return self.answer(200, json.dumps(stats))
+        if path.startswith(IMDS_PATH):
+            return self.imds(path[len(IMDS_PATH):])
         if path != "/ecs/credentials":
             return self.answer(404, "{}")
         if self.is_down():
@@ -84,6 +93,30 @@ class Handler(BaseHTTPRequestHandler):
             "RoleArn": "arn:aws:iam::000000000000:role/stand-in",
             "AccessKeyId": key, "SecretAccessKey": secret, "Expiration": expiration,
         }))
+
+    def imds(self, role):
+        if self.headers.get("X-aws-ec2-metadata-token", "") != IMDS_TOKEN:
+            with lock:
+                state["refused"] += 1
+            return self.answer(401, "", "text/plain")
+        if role == "":
+            return self.answer(200, IMDS_ROLE + "\n", "text/plain")
+        if role != IMDS_ROLE:
+            return self.answer(404, "", "text/plain")
+        key, secret, expiration = next_credentials()
+        with lock:
+            state["imds"] += 1
+        self.answer(200, json.dumps({
+            "Code": "Success", "LastUpdated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "Type": "AWS-HMAC",
+            "AccessKeyId": key, "SecretAccessKey": secret, "Expiration": expiration,
+        }))
+
+    def do_PUT(self):
+        if urllib.parse.urlsplit(self.path).path != "/latest/api/token":
+            return self.answer(404, "", "text/plain")
+        if not self.headers.get("X-aws-ec2-metadata-token-ttl-seconds"):
+            return self.answer(400, "", "text/plain")
+        self.answer(200, IMDS_TOKEN, "text/plain")
 
     def do_POST(self):
         parts = urllib.parse.urlsplit(self.path)

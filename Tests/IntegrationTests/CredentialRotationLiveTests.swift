@@ -48,8 +48,15 @@ extension JobTableTests {
             let refreshers = [ecs, sts].map { setup in Task { await setup.gateway.app.credentialsRefresher.run() } }
 
             let started = Date()
+            // Halfway through, the providers go down from 2 s before a refresh is due for two
+            // fifths of the lifetime: every refresh in that window fails, and the credentials
+            // fetched last (half their lifetime left) must carry the traffic through it.
+            let refresher = ecs.gateway.app.credentialsRefresher
             let outage = Task {
                 try await Task.sleep(for: .seconds(Self.seconds / 2))
+                let due = refresher.snapshot.nextFetch ?? 0
+                let wait = Double(due - 2) - Date().timeIntervalSince1970
+                if wait > 0 { try await Task.sleep(for: .milliseconds(Int(wait * 1000))) }
                 try await standIn.down(seconds: Self.lifetime * 2 / 5)
             }
             async let a = RotationTraffic(setup: ecs, until: started.addingTimeInterval(Double(Self.seconds))).run()
