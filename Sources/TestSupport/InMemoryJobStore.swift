@@ -103,7 +103,7 @@ public final class InMemoryJobStore: UploadJobStore {
     }
 
     private static func runnable(_ s: Tables, _ job: Job, now: Int64) -> Bool {
-        job.kind != .upload
+        job.kind != .upload && (job.retryAt ?? 0) <= now
             && (JobLifecycle.allows(.claim, from: job.state)
                 || (job.state == .running && (s.leases[job.id]?.expiresAt ?? 0) < now))
     }
@@ -197,6 +197,8 @@ public final class InMemoryJobStore: UploadJobStore {
                 s.jobs[lease.jobID]?.bytesCommitted += part.size - previous
                 s.jobs[lease.jobID]?.bytesTransferred += part.size - previous
             }
+            s.jobs[lease.jobID]?.bytesAt = now
+            s.jobs[lease.jobID]?.retries = 0
             s.jobs[lease.jobID]?.version += 1
             s.jobs[lease.jobID]?.updatedAt = now
             s.partWrites += 1
@@ -247,6 +249,53 @@ public final class InMemoryJobStore: UploadJobStore {
         }
     }
 
+    public func postpone(_ lease: Lease, until retryAt: Int64, lastError: JobFailure) async throws {
+        let now = Int64(clock.now())
+        try state.withLock { s in
+            try guardWrite(s, lease, "postpone")
+            guard var job = s.jobs[lease.jobID] else { return }
+            job.state = JobLifecycle.target(of: .postpone)
+            job.retryAt = retryAt
+            job.lastError = lastError
+            job.retries += 1
+            job.bytesFlowing = 0
+            job.version += 1
+            job.updatedAt = now
+            s.jobs[lease.jobID] = job
+            s.leases[lease.jobID] = nil
+        }
+    }
+
+    public func retry(id: String, failedSince: Int64, quota: OwnerQuota?) async throws -> Job? {
+        let now = Int64(clock.now())
+        return try ownerLock.withLock { _ in
+            try state.withLock { s in
+                try Self.retry(&s, id: id, failedSince: failedSince, quota: quota, now: now)
+            }
+        }
+    }
+
+    private static func retry(_ s: inout Tables, id: String, failedSince: Int64, quota: OwnerQuota?, now: Int64) throws -> Job? {
+        guard var job = s.jobs[id] else { return nil }
+        if JobLifecycle.allows(.retry, from: job.state), job.error?.retryable == true, (job.completedAt ?? 0) >= failedSince {
+            if let quota, s.jobs.values.filter({ $0.owner == job.owner && !$0.state.isFinal }).count >= quota.maxActiveJobs {
+                throw QuotaExceeded(limit: .activeJobs, maximum: quota.maxActiveJobs)
+            }
+            job.state = JobLifecycle.target(of: JobLifecycle.retry(job.kind))
+            job.lastError = job.error
+            job.error = nil
+            job.completedAt = nil
+            job.retryAt = nil
+            job.retries = 0
+            job.crashes = 0
+            job.bytesAt = now
+            job.version += 1
+            job.updatedAt = now
+            s.jobs[id] = job
+        }
+        return Self.shown(s, job)
+    }
+
     public func list(owner: String?, state wanted: Job.State?, kind: Job.Kind?, limit: Int, after cursor: String?) async throws -> [Job] {
         state.withLock { s in
             // A cursor naming no job lists nothing (PostgreSQL compares with a NULL row).
@@ -266,6 +315,7 @@ public final class InMemoryJobStore: UploadJobStore {
             guard var job = s.jobs[id] else { return nil }
             if JobLifecycle.allows(action, from: job.state) && !(job.completing && JobLifecycle.refusedWhileCompleting(action)) {
                 job.state = JobLifecycle.target(of: action)
+                job.retryAt = nil
                 if job.state.isFinal { job.completedAt = now }
                 job.version += 1
                 job.updatedAt = now
@@ -277,7 +327,9 @@ public final class InMemoryJobStore: UploadJobStore {
 
     public func uploadIDsInUse(key: String) async throws -> Set<String> {
         let jobs = state.withLock { s in
-            Set(s.jobs.values.filter { $0.objectKey == key && !$0.state.isFinal }.compactMap(\.uploadID))
+            Set(
+                s.jobs.values.filter { $0.objectKey == key && (!$0.state.isFinal || ($0.state == .failed && $0.error?.retryable == true)) }
+                    .compactMap(\.uploadID))
         }
         return jobs.union(linked.withLock { $0.store }?.openUploadIDs(key: key) ?? [])
     }

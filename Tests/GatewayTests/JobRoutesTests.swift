@@ -39,6 +39,59 @@ import TransferEngine
         #expect(try await rig.send("POST", "/v1/jobs/\(id)/cancel", as: "bob").status == 404)
     }
 
+    /// `POST /v1/jobs/{id}/retry`: a job failed retryably goes back to wait with its error as
+    /// `lastError`; a second retry changes nothing; a job failed for good, or not failed, is 409
+    /// `job_not_retryable`; another identity's job does not exist.
+    @Test func retryResumesOnlyAJobFailedRetryably() async throws {
+        let rig = try RouteRig()
+        let copy: [String: Any] = [
+            "type": "copy", "source": ["accessLevel": "private", "key": "s"], "destination": ["accessLevel": "private", "key": "d"],
+        ]
+        var ids: [String] = []
+        for _ in 0..<2 { ids.append(try #require(try await rig.send("POST", "/v1/jobs", as: "alice", json: copy).json["id"] as? String)) }
+        for (index, failure) in [JobFailure(.stalled, retryable: true), JobFailure(.accessDenied)].enumerated() {
+            let (job, lease) = try #require(try await rig.store.claim(owner: "i", leaseMilliseconds: 30_000))
+            #expect(job.id == ids[index])
+            try await rig.store.finish(lease, state: .failed, etag: nil, error: failure)
+        }
+        let failed = try await rig.send("GET", "/v1/jobs/\(ids[0])", as: "alice")
+        let error = failed.json["error"] as? [String: Any]
+        #expect(error?["code"] as? String == "stalled" && error?["retryable"] as? Bool == true, "\(failed.json)")
+        #expect(failed.json.keys.contains("retryAt") && failed.json.keys.contains("lastError"))
+        #expect(try await rig.send("POST", "/v1/jobs/\(ids[0])/retry", as: "bob").status == 404)
+        let retried = try await rig.send("POST", "/v1/jobs/\(ids[0])/retry", as: "alice")
+        #expect(retried.status == 200 && retried.json["state"] as? String == "queued", "\(retried.json)")
+        #expect((retried.json["lastError"] as? [String: Any])?["code"] as? String == "stalled" && retried.json["error"] is NSNull)
+        let again = try await rig.send("POST", "/v1/jobs/\(ids[0])/retry", as: "alice")
+        #expect(again.status == 200 && again.json["state"] as? String == "queued")
+        let forGood = try await rig.send("POST", "/v1/jobs/\(ids[1])/retry", as: "alice")
+        #expect(forGood.status == 409 && forGood.json["code"] as? String == "job_not_retryable", "\(forGood.json)")
+        _ = try await rig.send("POST", "/v1/jobs/\(ids[0])/cancel", as: "alice")
+        let canceled = try await rig.send("POST", "/v1/jobs/\(ids[0])/retry", as: "alice")
+        #expect(canceled.status == 409 && canceled.json["code"] as? String == "job_not_retryable")
+    }
+
+    /// `stallTimeoutSeconds` is a copy's and an import's option, bounded; an upload job does
+    /// not take it (its client sends the bytes when it sends them).
+    @Test func stallTimeoutIsACopyAndImportOption() async throws {
+        let rig = try RouteRig()
+        func copy(_ stall: Any) -> [String: Any] {
+            [
+                "type": "copy", "stallTimeoutSeconds": stall, "source": ["accessLevel": "private", "key": "s"],
+                "destination": ["accessLevel": "private", "key": "d"],
+            ]
+        }
+        #expect(try await rig.send("POST", "/v1/jobs", as: "alice", json: copy(10)).status == 201)
+        for (bad, code) in [(0, "validation_failed"), (86_401, "validation_failed"), ("10", "invalid_json")] as [(Any, String)] {
+            let refused = try await rig.send("POST", "/v1/jobs", as: "alice", json: copy(bad))
+            #expect(refused.status == 400 && refused.json["code"] as? String == code, "\(bad): \(refused.json)")
+        }
+        let upload = try await rig.send(
+            "POST", "/v1/jobs", as: "alice",
+            json: ["type": "upload", "accessLevel": "private", "key": "u.bin", "stallTimeoutSeconds": 10])
+        #expect(upload.status == 400 && upload.json["code"] as? String == "option_not_supported", "\(upload.json)")
+    }
+
     /// A job that has begun to write its object refuses pause and cancel with 409
     /// `job_completing`, running or handed back (`pending`), on the jobs API and tus alike.
     @Test func aCompletingJobRefusesPauseAndCancel() async throws {

@@ -16,38 +16,44 @@ import TransferEngine
         let tus: String
         /// `Upload-Offset`, when the answer gives one.
         let offset: String?
-        let retry: Bool
+        /// `Retry-After`, when the answer gives one.
+        let retry: String?
     }
 
     static let table: [Expected] = [
         Expected(
             outcome: .offsetMismatch(committed: 7), status: 409, code: "offset_mismatch",
             jobs: "The upload has 7 bytes committed; send from there (Upload-Offset: 7).", tus: "The upload is at 7 bytes.",
-            offset: "7", retry: false),
+            offset: "7", retry: nil),
         Expected(
             outcome: .busy, status: 409, code: "upload_in_progress",
             jobs: "Another request is sending this upload's bytes, or it does not wait for bytes.",
-            tus: "Another request is sending this upload's bytes.", offset: nil, retry: false),
+            tus: "Another request is sending this upload's bytes.", offset: nil, retry: nil),
         Expected(
             outcome: .tooLarge(declared: 10, committed: 4), status: 413, code: "payload_too_large",
             jobs: "The upload was declared as 10 bytes; the body goes past that.", tus: "The upload's length is 10 bytes.",
-            offset: "4", retry: false),
+            offset: "4", retry: nil),
         Expected(
             outcome: .failed(code: .retriesExhausted, committed: 5), status: 502, code: "storage_error",
             jobs: "S3 refused a part (retries_exhausted); the job failed.",
-            tus: "S3 refused a part past the retry limit; the upload failed.", offset: "5", retry: false),
+            tus: "S3 refused a part past the retry limit; the upload failed.", offset: "5", retry: nil),
         Expected(
             outcome: .paused(committed: 6), status: 409, code: "job_paused",
             jobs: "The job was paused; resume it, then send the rest.",
-            tus: "The upload is paused; resume its job, then send the rest.", offset: "6", retry: false),
+            tus: "The upload is paused; resume its job, then send the rest.", offset: "6", retry: nil),
         Expected(
             outcome: .noRoom(committed: 8), status: 503, code: "insufficient_storage",
             jobs: "The gateway has no room for more bytes right now; send them again shortly.",
-            tus: "No room for more bytes right now; send them again shortly.", offset: "8", retry: true),
+            tus: "No room for more bytes right now; send them again shortly.", offset: "8", retry: "5"),
         Expected(
             outcome: .checksumMismatch(committed: 9), status: 460, code: "checksum_mismatch",
             jobs: "The body does not match its checksum; nothing of it was kept.",
-            tus: "The chunk does not match its Upload-Checksum; nothing was kept.", offset: "9", retry: false),
+            tus: "The chunk does not match its Upload-Checksum; nothing was kept.", offset: "9", retry: nil),
+        Expected(
+            outcome: .unavailable(committed: 11), status: 503, code: "storage_unavailable",
+            jobs: "S3 is not answering right now. The bytes committed so far are kept; send the rest from Upload-Offset after Retry-After.",
+            tus: "S3 is not answering right now. The bytes committed so far are kept; send the rest from Upload-Offset after Retry-After.",
+            offset: "11", retry: "10"),
     ]
 
     static func detail(_ response: HTTPResponse) -> [String: Any] {
@@ -64,7 +70,7 @@ import TransferEngine
         #expect(jobs.status == expected.status && Self.detail(jobs)["code"] as? String == expected.code)
         #expect(Self.detail(jobs)["detail"] as? String == expected.jobs)
         var jobsHeaders = [("Content-Type", "application/problem+json")]
-        if expected.retry { jobsHeaders.append(("Retry-After", "5")) }
+        if let retry = expected.retry { jobsHeaders.append(("Retry-After", retry)) }
         if let offset = expected.offset { jobsHeaders.append(("Upload-Offset", offset)) }
         #expect(jobs.headers.fields.map { "\($0.name): \($0.value)" } == jobsHeaders.map { "\($0.0): \($0.1)" })
 
@@ -73,7 +79,7 @@ import TransferEngine
         #expect(Self.detail(tus)["detail"] as? String == expected.tus)
         var tusHeaders = [("Content-Type", "application/problem+json"), ("Tus-Resumable", "1.0.0")]
         if let offset = expected.offset { tusHeaders.append(("Upload-Offset", offset)) }
-        if expected.retry { tusHeaders.append(("Retry-After", "5")) }
+        if let retry = expected.retry { tusHeaders.append(("Retry-After", retry)) }
         #expect(tus.headers.fields.map { "\($0.name): \($0.value)" } == tusHeaders.map { "\($0.0): \($0.1)" })
     }
 

@@ -49,6 +49,38 @@ extension JobTableTests {
             try await pool.withConnection { try $0.query("DELETE FROM jobs WHERE id = \(jobID)::uuid") }
         }
 
+        /// A job failed in a way a retry could get past keeps its multipart upload for the TTL
+        /// after its failure; then the janitor aborts it and the job is no longer retryable.
+        @Test func anUploadKeptForARetryGoesAfterTheTTL() async throws {
+            let c = try Configuration.fromEnvironment(liveEnvironment)
+            let client = try c.makeS3Client()
+            let pool = try PostgresPoolFor.live()
+            _ = try await GatewayApp.migrate(databaseURL: c.databaseURL ?? "")
+            let key = "private/janitor-\(UUID().uuidString)/kept.bin"
+            let kept = try await client.createMultipartUpload(key: key)
+            let jobID = UUID().uuidString.lowercased()
+            try await pool.withConnection { connection in
+                try connection.query(
+                    """
+                    INSERT INTO jobs (id, owner, type, state, object_key, source, part_size, upload_id, error, completed_at)
+                    VALUES (\(jobID)::uuid, 'alice', 'copy', 'failed', \(key), '{"key": "private/janitor-source"}'::jsonb, 5242880, \(kept),
+                            '{"code": "stalled", "retryable": true}'::jsonb, now())
+                    """)
+            }
+            let store = PostgresJobStore(pool: pool)
+            #expect(try await store.uploadIDsInUse(key: key) == [kept])
+            let janitor = Janitor(client: client, pool: pool, ttlSeconds: 3600)
+            #expect(!(try await janitor.sweep(prefixes: ["private/janitor-"])).contains(kept))
+            #expect(try await client.listMultipartUploads(prefix: key).map(\.uploadId) == [kept])
+            let aborted = try await janitor.sweep(prefixes: ["private/janitor-"], now: Date().addingTimeInterval(7200))
+            #expect(aborted.contains(kept))
+            #expect(try await client.listMultipartUploads(prefix: key).isEmpty)
+            let after = try #require(try await store.job(id: jobID))
+            #expect(after.uploadID == nil && after.error == JobFailure(.stalled) && after.error?.retryable == false)
+            #expect(try await store.retry(id: jobID, failedSince: 0, quota: nil)?.state == .failed)
+            try await pool.withConnection { try $0.query("DELETE FROM jobs WHERE id = \(jobID)::uuid") }
+        }
+
         /// The bucket is shared: a staged tail piece of a job this database does not know belongs
         /// to another deployment and stays; one of a job that ended here goes.
         @Test func stagedPiecesOfJobsThisDatabaseDoesNotKnowStay() async throws {

@@ -34,7 +34,8 @@ enum LiveContractFixtures {
                                updated_at = updated_at - \(by) * interval '1 millisecond',
                                completed_at = completed_at - \(by) * interval '1 millisecond',
                                lease_expires_at = lease_expires_at - \(by) * interval '1 millisecond',
-                               bytes_at = bytes_at - \(by) * interval '1 millisecond'
+                               bytes_at = bytes_at - \(by) * interval '1 millisecond',
+                               retry_at = retry_at - \(by) * interval '1 millisecond'
                         WHERE owner LIKE \(owners)
                         """)
                     try connection.query(

@@ -49,6 +49,11 @@ final class LiveGateway: @unchecked Sendable {
         let json: [String: Any]
         let headers: [AnyHashable: Any]
         let body: Data
+
+        /// The header `name`, matched without regard to case.
+        func header(_ name: String) -> String? {
+            headers.first { ($0.key as? String)?.lowercased() == name.lowercased() }?.value as? String
+        }
     }
 
     func request(

@@ -23,7 +23,7 @@ struct FailureCodeTests {
         #expect(FailureCode.encryptionRefused.detail().contains("kmsKeyId"))
     }
 
-    @Test(arguments: [(404, "no such file"), (403, "fresh URL"), (503, "Try again later"), (418, "HTTP 418")])
+    @Test(arguments: [(404, "no such file"), (403, "fresh URL"), (503, "passes by itself"), (418, "HTTP 418")])
     func sourceStatusesSayWhatToDo(status: Int, words: String) {
         #expect(FailureCode.sourceHTTPError.detail(status: status).contains(words))
     }

@@ -173,20 +173,77 @@ private func copySource(_ key: String) -> JobSource { .object(ObjectSource(key: 
         #expect(seen[1] - seen[0] < 11_000)
     }
 
-    @Test func retryLimitZeroFailsTheJobAndAbortsItsUpload() async throws {
+    @Test func aFailureThatMayPassSendsTheJobBackToWaitWithItsPartsAndUpload() async throws {
+        let outage = Mutex(true)
         let objects = InMemoryObjectStore(fault: { call, _ in
-            call == .copyPart(3) ? TransferError(code: .throttled, retryable: true) : nil
+            call == .copyPart(3) && outage.withLock({ $0 }) ? TransferError(code: .throttled, retryable: true) : nil
         })
-        let rig = Rig(objects: objects)
+        var rig = Rig(objects: objects)
+        rig.settings.concurrency = 1
+        rig.settings.random = { 0 }
         rig.objects.put("src", pattern(15 * MiB + 1))
         var options = JobOptions()
         options.retryLimit = 0
         try await rig.insert(.copy, source: copySource("src"), key: "dst", options: options)
-        let (outcome, job) = try await rig.claimAndRun()
+        let (outcome, waiting) = try await rig.claimAndRun()
+        // Back to the queue until 10 s after the failure (the manual clock may have moved on a
+        // tick since), with the two parts before the failure kept.
+        guard case .postponed(let retryAt) = outcome else { Issue.record("\(outcome)"); return }
+        #expect((9_000...10_000).contains(retryAt - Int64(rig.clock.now())))
+        #expect(waiting.state == .queued && waiting.retryAt == retryAt && waiting.error == nil)
+        #expect(waiting.lastError == JobFailure(.retriesExhausted, cause: .throttled) && waiting.partsCompleted == 2)
+        #expect(rig.objects.openUploads == 1 && rig.objects.count(.abort) == 0)
+        // Not before its time.
+        rig.clock.advance(by: Int(retryAt) - rig.clock.now() - 1)
+        #expect(try await rig.store.claim(owner: "b", leaseMilliseconds: 30_000) == nil)
+        rig.clock.advance(by: 1)
+        outage.withLock { $0 = false }
+        let (resumed, done) = try await rig.claimAndRun("b")
+        guard case .completed = resumed else { Issue.record("\(resumed)"); return }
+        #expect(done.state == .completed && done.attempts == 2 && rig.objects.object("dst") == pattern(15 * MiB + 1))
+        // Only the missing parts moved again, into the same upload.
+        #expect(rig.objects.count(.copyPart(1)) == 1 && rig.objects.count(.copyPart(2)) == 1 && rig.objects.count(.create) == 1)
+    }
+
+    @Test func waitsDoubleFromTenSecondsAndTheJobFailsRetryableOnceTheWindowPassesWithoutProgress() async throws {
+        let outage = Mutex(true)
+        let objects = InMemoryObjectStore(fault: { call, _ in
+            call == .copyPart(2) && outage.withLock({ $0 }) ? TransferError(code: .storageUnavailable, retryable: true) : nil
+        })
+        var rig = Rig(objects: objects)
+        rig.settings.concurrency = 1
+        rig.settings.random = { 0 }
+        rig.settings.retryWindowSeconds = 100
+        rig.objects.put("src", pattern(12 * MiB))
+        var options = JobOptions()
+        options.retryLimit = 0
+        let job = try await rig.insert(.copy, source: copySource("src"), key: "dst", options: options)
+        var waits: [Int64] = []
+        var outcome = JobRunner.Outcome.leaseLost
+        for _ in 0..<10 {
+            (outcome, _) = try await rig.claimAndRun()
+            guard case .postponed(let retryAt) = outcome else { break }
+            waits.append(retryAt - Int64(rig.clock.now()))
+            rig.clock.advance(by: Int(retryAt) - rig.clock.now())
+        }
+        // 10 s, 20 s, 40 s, 80 s (less the clock's tick after each failure); the run after the
+        // fourth wait ends past the 100 s window and fails.
+        #expect(waits.count == 4)
+        for (wait, expected) in zip(waits, [10_000, 20_000, 40_000, 80_000] as [Int64]) {
+            #expect((expected - 1_000...expected).contains(wait), "\(waits)")
+        }
         #expect(outcome == .failed(code: .retriesExhausted))
-        #expect(job.state == .failed && job.error == JobFailure(.retriesExhausted, cause: .throttled))
-        #expect(rig.objects.openUploads == 0 && rig.objects.count(.abort) == 1)
-        #expect(rig.objects.object("dst") == nil)
+        let failed = try #require(try await rig.store.job(id: job.id))
+        #expect(failed.error == JobFailure(.retriesExhausted, cause: .storageUnavailable, retryable: true))
+        // Its upload and part 1 stay for a retry; the retry sends only what is missing.
+        #expect(rig.objects.openUploads == 1 && rig.objects.count(.abort) == 0)
+        outage.withLock { $0 = false }
+        let retried = try await rig.store.retry(id: job.id, failedSince: 0, quota: nil)
+        #expect(retried?.state == .queued && retried?.error == nil && retried?.lastError == failed.error)
+        let (done, _) = try await rig.claimAndRun()
+        guard case .completed = done else { Issue.record("\(done)"); return }
+        #expect(rig.objects.count(.copyPart(1)) == 1 && rig.objects.count(.create) == 1)
+        #expect(rig.objects.object("dst") == pattern(12 * MiB))
     }
 
     @Test func anErrorNoRetryCanHelpFailsAtOnce() async throws {
@@ -253,7 +310,7 @@ private func copySource(_ key: String) -> JobSource { .object(ObjectSource(key: 
         #expect(rig.objects.count(.copyPart(3)) == 0)
     }
 
-    @Test func aJobPastItsTimeoutFailsAndAbortsItsUpload() async throws {
+    @Test func aJobPastItsTimeoutFailsKeepingItsUploadForARetry() async throws {
         let clockBox = Mutex<ManualClock?>(nil)
         // Every part takes a minute of clock; the job may run ten seconds.
         let objects = InMemoryObjectStore(beforePart: { _ in try await clockBox.withLock { $0 }!.sleep(milliseconds: 60_000) })
@@ -266,9 +323,47 @@ private func copySource(_ key: String) -> JobSource { .object(ObjectSource(key: 
         try await rig.insert(.copy, source: copySource("src"), key: "dst", options: options)
         let (outcome, job) = try await rig.claimAndRun()
         #expect(outcome == .failed(code: .jobTimeout))
-        #expect(job.state == .failed && job.error == JobFailure(.jobTimeout))
-        #expect(rig.objects.openUploads == 0)
+        #expect(job.state == .failed && job.error == JobFailure(.jobTimeout, retryable: true))
+        #expect(rig.objects.openUploads == 1 && rig.objects.count(.abort) == 0)
         #expect(rig.clock.now() - start < 60_000)
+    }
+
+    @Test func withoutATimeoutAJobRunsAsLongAsItsBytesMove() async throws {
+        let clockBox = Mutex<ManualClock?>(nil)
+        // Each part takes 5 s of clock: 15 s in all, more than the 10 s stall limit, never 10 s without a part.
+        let objects = InMemoryObjectStore(beforePart: { _ in try await clockBox.withLock { $0 }!.sleep(milliseconds: 5_000) })
+        var rig = Rig(objects: objects)
+        rig.settings.concurrency = 1
+        #expect(rig.settings.timeoutSeconds == nil)
+        clockBox.withLock { $0 = rig.clock }
+        rig.objects.put("src", pattern(12 * MiB))
+        var options = JobOptions()
+        options.stallTimeoutSeconds = 10
+        try await rig.insert(.copy, source: copySource("src"), key: "dst", options: options)
+        let (outcome, job) = try await rig.claimAndRun()
+        guard case .completed = outcome else { Issue.record("\(outcome)"); return }
+        #expect(job.state == .completed && rig.objects.object("dst") == pattern(12 * MiB))
+    }
+
+    @Test func aJobWhoseBytesStopFailsStalledKeepingItsUpload() async throws {
+        let clockBox = Mutex<ManualClock?>(nil)
+        // Part 2 never ends.
+        let objects = InMemoryObjectStore(beforePart: { part in
+            if part == 2 { try await clockBox.withLock { $0 }!.sleep(milliseconds: 3_600_000) }
+        })
+        var rig = Rig(objects: objects)
+        rig.settings.concurrency = 1
+        rig.settings.stallTimeoutSeconds = 10
+        clockBox.withLock { $0 = rig.clock }
+        rig.objects.put("src", pattern(12 * MiB))
+        let start = rig.clock.now()
+        try await rig.insert(.copy, source: copySource("src"), key: "dst")
+        let (outcome, job) = try await rig.claimAndRun()
+        #expect(outcome == .failed(code: .stalled))
+        #expect(job.error == JobFailure(.stalled, retryable: true) && job.partsCompleted == 1)
+        #expect(rig.objects.openUploads == 1)
+        // Within the limit and a look of the lease's timer (1 s) past it.
+        #expect(rig.clock.now() - start <= 11_000)
     }
 
     /// A store that dies (as the process would) after `survive` recorded parts: nothing more
@@ -312,6 +407,10 @@ private func copySource(_ key: String) -> JobSource { .object(ObjectSource(key: 
         }
         func list(owner: String?, state: Job.State?, kind: Job.Kind?, limit: Int, after cursor: String?) async throws -> [Job] { [] }
         func transition(id: String, _ action: JobLifecycle.Action) async throws -> Job? { nil }
+        func postpone(_ lease: Lease, until retryAt: Int64, lastError: JobFailure) async throws {
+            try gate(); try await inner.postpone(lease, until: retryAt, lastError: lastError)
+        }
+        func retry(id: String, failedSince: Int64, quota: OwnerQuota?) async throws -> Job? { nil }
         func uploadIDsInUse(key: String) async throws -> Set<String> { try await inner.uploadIDsInUse(key: key) }
     }
 

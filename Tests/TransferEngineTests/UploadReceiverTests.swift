@@ -95,6 +95,50 @@ private struct Uploads {
         #expect(uploads.objects.object("private/alice/up.bin") == body)
     }
 
+    /// S3 away past the retries while parts go out: the request ends with the upload waiting
+    /// at its recorded parts (its multipart upload kept), and once S3 is back the client sends
+    /// the rest from there; the parts stored before the outage are not sent again.
+    @Test func anOutageLeavesTheUploadWaitingAtItsRecordedParts() async throws {
+        let outage = Atomic<Bool>(false)
+        var uploads = Uploads(
+            objects: InMemoryObjectStore(fault: { call, earlier in
+                if call == .uploadPart(3) && earlier == 0 { outage.store(true, ordering: .releasing) }
+                return outage.load(ordering: .acquiring) ? TransferError(code: .storageUnavailable, retryable: true) : nil
+            }))
+        uploads.settings.concurrency = 1
+        uploads.settings.retryLimit = 1
+        let body = bytes(4 * 5 * MiB + 123, seed: 4)
+        let job = try await uploads.insert(size: Int64(body.count))
+        let first = try await uploads.send(try uploads.receiver("a"), job, from: 0, body)
+        #expect(first == .unavailable(committed: 2 * 5 * Int64(MiB)))
+        let waiting = try #require(try await uploads.store.job(id: job.id))
+        #expect(waiting.state == .pending && waiting.bytesCommitted == 2 * 5 * Int64(MiB) && waiting.error == nil)
+        #expect(uploads.objects.openUploads == 1 && uploads.objects.count(.abort) == 0)
+        outage.store(false, ordering: .releasing)
+        let rest = try await uploads.send(try uploads.receiver("b"), job, from: 2 * 5 * Int64(MiB), Array(body[(2 * 5 * MiB)...]))
+        guard case .completed = rest else { Issue.record("\(rest)"); return }
+        #expect(uploads.objects.object("private/alice/up.bin") == body)
+        #expect(uploads.objects.count(.uploadPart(1)) == 1 && uploads.objects.count(.uploadPart(2)) == 1)
+    }
+
+    /// The outage hits the last step (completion): the bytes are all committed, and a request
+    /// with no body at that offset completes the object once S3 is back.
+    @Test func anOutageAtCompletionIsFinishedByAnEmptyRequest() async throws {
+        let outage = Atomic<Bool>(true)
+        let uploads = Uploads(
+            objects: InMemoryObjectStore(fault: { call, _ in
+                call == .complete && outage.load(ordering: .acquiring) ? TransferError(code: .storageUnavailable, retryable: true) : nil
+            }))
+        let body = bytes(5 * MiB + 9, seed: 5)
+        let job = try await uploads.insert(size: Int64(body.count))
+        let first = try await uploads.send(try uploads.receiver("a"), job, from: 0, body)
+        #expect(first == .unavailable(committed: Int64(body.count)))
+        outage.store(false, ordering: .releasing)
+        let last = try await uploads.send(try uploads.receiver("a"), job, from: Int64(body.count), [])
+        guard case .completed = last else { Issue.record("\(last)"); return }
+        #expect(uploads.objects.object("private/alice/up.bin") == body)
+    }
+
     /// The same instance reuses its own tail file; a tail many requests long is merged.
     @Test func manySmallRequestsOnOneInstance() async throws {
         var uploads = Uploads()

@@ -9,7 +9,9 @@ import Testing
     #expect(c.s3Region == "us-east-1")
     #expect(c.presignExpiry == 3000 && c.presignMaxExpiry == 604_800)
     #expect(c.partSize == 5_242_880 && c.partConcurrency == 5 && c.maxPartConcurrency == 32)
-    #expect(c.retryLimit == 3 && c.jobTimeout == 3000 && c.workers == 8 && c.leaseSeconds == 30)
+    #expect(
+        c.retryLimit == 3 && c.jobTimeout == nil && c.stallTimeout == 300 && c.retryWindow == 86_400 && c.workers == 8
+            && c.leaseSeconds == 30)
     #expect(c.maxObjectSize == 5_497_558_138_880 && c.uploadTTL == 86_400)
     #expect(c.spoolDirectory == "./.spool" && c.downloadTTL == 3600)
     #expect(c.logLevel == .info && !c.allowGuestRead && !c.s3Accelerate)

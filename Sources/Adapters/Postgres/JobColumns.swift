@@ -39,14 +39,14 @@ enum JobColumns {
         do { return try decoded(JobOptions.self, json) } catch { throw UnreadableJob(id: id, column: "options") }
     }
 
-    /// `error`: `{"code", "cause"?, "status"?}`.
+    /// `error` and `last_error`: `{"code", "cause"?, "status"?, "retryable"?}`.
     static func json(_ failure: JobFailure?) -> String? {
         failure.map(encoded)
     }
 
-    static func failure(_ json: String?, job id: String) throws -> JobFailure? {
+    static func failure(_ json: String?, job id: String, column: String = "error") throws -> JobFailure? {
         guard let json else { return nil }
-        do { return try decoded(JobFailure.self, json) } catch { throw UnreadableJob(id: id, column: "error") }
+        do { return try decoded(JobFailure.self, json) } catch { throw UnreadableJob(id: id, column: column) }
     }
 
     /// An upload job's source: `{}`, or a tus upload's `Upload-Metadata`.

@@ -17,6 +17,7 @@ public struct PostgresJobStore: UploadJobStore {
         """
         id::text, owner, type, state, object_key, source::text, options::text, bytes_total, bytes_transferred, bytes_flowing,
         bytes_committed, part_size, parts_total, upload_id, part_checksum, etag, error::text, attempts, crashes, completing, source_etag, version,
+        (extract(epoch FROM retry_at) * 1000)::bigint AS retry_ms, last_error::text, retries,
         lease_owner, lease_token, (extract(epoch FROM lease_expires_at) * 1000)::bigint AS lease_expires_ms,
         (extract(epoch FROM created_at) * 1000)::bigint AS created_ms,
         (extract(epoch FROM updated_at) * 1000)::bigint AS updated_ms,
@@ -64,6 +65,7 @@ public struct PostgresJobStore: UploadJobStore {
                      pick AS (SELECT j.id AS pick_id FROM jobs j LEFT JOIN busy b ON b.owner = j.owner
                               WHERE j.type <> 'upload'
                                 AND (j.state = ANY(\(claimable)::text[]) OR (j.state = 'running' AND j.lease_expires_at < now()))
+                                AND (j.retry_at IS NULL OR j.retry_at <= now())
                                 AND NOT (j.owner = ANY(\(passedOver)::text[]))
                               ORDER BY coalesce(b.running, 0), j.created_at, j.id
                               FOR UPDATE OF j SKIP LOCKED
@@ -93,6 +95,7 @@ public struct PostgresJobStore: UploadJobStore {
                 """
                 SELECT DISTINCT owner FROM jobs
                 WHERE type <> 'upload' AND (state = ANY(\(claimable)::text[]) OR (state = 'running' AND lease_expires_at < now()))
+                  AND (retry_at IS NULL OR retry_at <= now())
                 LIMIT \(limit)
                 """
             ).map { try $0.string("owner") }
@@ -140,7 +143,7 @@ public struct PostgresJobStore: UploadJobStore {
             try connection.query(
                 """
                 UPDATE jobs SET bytes_committed = bytes_committed + \(delta), bytes_transferred = bytes_transferred + \(delta),
-                       version = version + 1, updated_at = now()
+                       bytes_at = now(), retries = 0, version = version + 1, updated_at = now()
                 WHERE id = \(lease.jobID)::uuid
                 """)
         }
@@ -231,7 +234,7 @@ public struct PostgresJobStore: UploadJobStore {
         return try await pool.withConnection { connection in
             _ = try connection.query(
                 """
-                UPDATE jobs SET state = \(to.rawValue), version = version + 1, updated_at = now(),
+                UPDATE jobs SET state = \(to.rawValue), version = version + 1, updated_at = now(), retry_at = NULL,
                        completed_at = CASE WHEN \(to.isFinal) THEN now() ELSE completed_at END
                 WHERE id = \(id)::uuid AND state = ANY(\(from)::text[]) AND NOT (completing AND \(refusedWhileCompleting))
                 """)
@@ -245,7 +248,9 @@ public struct PostgresJobStore: UploadJobStore {
                 try connection.query(
                     """
                     SELECT upload_id AS id FROM jobs
-                    WHERE object_key = \(key) AND upload_id IS NOT NULL AND state = ANY(\(JobLifecycle.textArray(Job.State.active))::text[])
+                    WHERE object_key = \(key) AND upload_id IS NOT NULL
+                      AND (state = ANY(\(JobLifecycle.textArray(Job.State.active))::text[])
+                           OR (state = 'failed' AND coalesce((error->>'retryable')::boolean, false)))
                     UNION SELECT s3_upload_id AS id FROM uploads WHERE object_key = \(key) AND state = 'open' AND s3_upload_id IS NOT NULL
                     """
                 ).map { try $0.string("id") })
@@ -366,7 +371,7 @@ public struct PostgresJobStore: UploadJobStore {
         try JSONDecoder().decode([TailSegment].self, from: Data(json.utf8))
     }
 
-    private func writeUnderLease(_ lease: Lease, _ sql: SQL) async throws {
+    func writeUnderLease(_ lease: Lease, _ sql: SQL) async throws {
         let changed = try await pool.withConnection { try !$0.query(sql).isEmpty }
         if !changed { throw LeaseLost(jobID: lease.jobID) }
     }
@@ -400,6 +405,9 @@ public struct PostgresJobStore: UploadJobStore {
         job.updatedAt = Int64(try row.int("updated_ms"))
         job.completedAt = try row.optionalInt("completed_ms").map(Int64.init)
         job.bytesAt = Int64(try row.int("bytes_ms"))
+        job.retryAt = try row.optionalInt("retry_ms").map(Int64.init)
+        job.lastError = try JobColumns.failure(try row.optionalString("last_error"), job: id, column: "last_error")
+        job.retries = try row.int("retries")
         job.partsCompleted = try row.optionalInt("parts_completed") ?? 0
         return job
     }

@@ -35,6 +35,30 @@ public struct PostgresMaintenanceStore: MaintenanceStore {
         }
     }
 
+    public func releaseRetainedUploads(before cutoff: Double, prefixes: [String]) async throws -> [ExpiredUpload] {
+        try await pool.withConnection { connection in
+            try prefixes.flatMap { prefix in
+                try connection.query(
+                    """
+                    WITH kept AS (SELECT id, upload_id FROM jobs
+                                  WHERE state = 'failed' AND upload_id IS NOT NULL AND starts_with(object_key, \(prefix))
+                                    AND coalesce((error->>'retryable')::boolean, false)
+                                    AND completed_at <= to_timestamp(\(cutoff))
+                                  FOR UPDATE)
+                    UPDATE jobs SET error = error - 'retryable', upload_id = NULL, version = version + 1, updated_at = now()
+                    FROM kept WHERE jobs.id = kept.id
+                    RETURNING jobs.object_key, kept.upload_id
+                    """
+                ).compactMap { row in
+                    guard let key = try row.optionalString("object_key"), let uploadID = try row.optionalString("upload_id") else {
+                        return nil
+                    }
+                    return ExpiredUpload(objectKey: key, uploadID: uploadID, tail: [])
+                }
+            }
+        }
+    }
+
     public func activeJobIDs() async throws -> Set<String> {
         try await pool.withConnection { connection in
             let working = JobLifecycle.textArray([Job.State.queued, .running])

@@ -267,5 +267,14 @@ public enum Schema {
                 WHERE error IS NOT NULL AND coalesce(error->>'code', '') NOT IN ('source_changed', 'crash_loop', 'upload_expired', 'job_timeout', 'retries_exhausted', 'spool_too_small', 'spool_failed', 'size_mismatch', 'etag_mismatch', 'invalid_job', 'entity_too_large', 'invalid_part_size', 'internal_error', 'not_found', 'no_such_upload', 'precondition_failed', 'access_denied', 'credentials_rejected', 'bucket_missing', 'throttled', 'storage_unavailable', 'invalid_part', 'invalid_range', 'checksum_mismatch', 'encryption_refused', 'bad_response', 'storage_rejected', 'forbidden_address', 'unresolvable_host', 'invalid_url', 'too_many_redirects', 'source_unreachable', 'source_http_error', 'range_ignored', 'response_too_large')
                 """
             ]),
+        .init(
+            version: 12, name: "jobs that wait out outages",
+            statements: [
+                // A job sent back to wait by a failure that may pass: when it runs again, why,
+                // and how many waits in a row (the exponent of its backoff).
+                "ALTER TABLE jobs ADD COLUMN retry_at timestamptz",
+                "ALTER TABLE jobs ADD COLUMN last_error jsonb",
+                "ALTER TABLE jobs ADD COLUMN retries integer NOT NULL DEFAULT 0",
+            ]),
     ])
 }

@@ -24,6 +24,7 @@ struct JobRoutes: Sendable {
         router.add("POST", "/v1/jobs/{id}/pause") { try await change($0.http, id: $0.parameters["id"] ?? "", action: .pause) }
         router.add("POST", "/v1/jobs/{id}/resume") { try await change($0.http, id: $0.parameters["id"] ?? "", action: .resume) }
         router.add("POST", "/v1/jobs/{id}/cancel") { try await change($0.http, id: $0.parameters["id"] ?? "", action: .cancel) }
+        router.add("POST", "/v1/jobs/{id}/retry") { try await retry($0.http, id: $0.parameters["id"] ?? "") }
         router.add("GET", "/v1/jobs/{id}/data") { try await data($0.http, id: $0.parameters["id"] ?? "") }
         router.add("GET", "/v1/jobs/{id}/events") { try await events($0.http, id: $0.parameters["id"] ?? "") }
         router.add("PUT", "/v1/jobs/{id}/data") { try await receive($0.http, id: $0.parameters["id"] ?? "") }
@@ -149,7 +150,7 @@ struct JobRoutes: Sendable {
     /// Every member a job body may have, and those each type uses (any other is 400
     /// `option_not_supported`: nothing is accepted and then ignored).
     static let optionFields: Set<String> = AttributeFields.names.union([
-        "partSize", "concurrency", "retryLimit", "timeoutSeconds",
+        "partSize", "concurrency", "retryLimit", "timeoutSeconds", "stallTimeoutSeconds",
         "bandwidthLimit",
     ])
     static let knownFields: Set<String> = optionFields.union([
@@ -158,7 +159,9 @@ struct JobRoutes: Sendable {
     ])
     static func fields(of kind: Job.Kind) -> Set<String> {
         switch kind {
-        case .upload: return optionFields.union(["type", "accessLevel", "key", "targetIdentityId", "size"])
+        // An upload job moves the bytes its client sends, when it sends them: nothing of its own can stall.
+        case .upload:
+            return optionFields.subtracting(["stallTimeoutSeconds"]).union(["type", "accessLevel", "key", "targetIdentityId", "size"])
         case .import: return optionFields.union(["type", "accessLevel", "key", "targetIdentityId", "sourceUrl"])
         case .copy: return optionFields.union(["type", "source", "destination"])
         case .download: return ["type", "source", "filename"]
@@ -201,6 +204,10 @@ struct JobRoutes: Sendable {
         if let timeout = try fields.integer("timeoutSeconds") {
             guard (1...604_800).contains(timeout) else { throw APIError.validation("timeoutSeconds must be from 1 to 604800.") }
             options.timeoutSeconds = Int(timeout)
+        }
+        if let stall = try fields.integer("stallTimeoutSeconds") {
+            guard (1...86_400).contains(stall) else { throw APIError.validation("stallTimeoutSeconds must be from 1 to 86400.") }
+            options.stallTimeoutSeconds = Int(stall)
         }
         if let limit = try fields.integer("bandwidthLimit") {
             guard limit >= 1 else { throw APIError.validation("bandwidthLimit must be a positive number of bytes per second.") }
@@ -383,6 +390,8 @@ struct JobRoutes: Sendable {
         }
         text.field("fractionCompleted", .double((fraction * 10_000).rounded() / 10_000))
         text.field("attempts", .int(job.attempts))
+        optional(&text, "retryAt", job.retryAt.map { .string(Timestamp.rfc3339(milliseconds: $0)) })
+        text.rawField("lastError", job.lastError.map(errorJSON) ?? Array("null".utf8))
         text.rawField("error", job.error.map(errorJSON) ?? Array("null".utf8))
         text.field("createdAt", .string(Timestamp.rfc3339(milliseconds: job.createdAt)))
         text.field("updatedAt", .string(Timestamp.rfc3339(milliseconds: job.updatedAt)))

@@ -81,6 +81,8 @@ enum UploadAnswer {
             return dialect == .tus ? APIError(.gone, "The upload was terminated.") : APIError(.jobNotPending, "The upload was canceled.")
         case .paused:
             return dialect == .tus ? APIError(.jobPaused, "The upload is paused; resume its job, then send the rest.") : .jobPaused
+        case .unavailable:
+            return .storageUnavailable(retryAfter: retryAfterOutage)
         case .noRoom:
             return dialect == .tus
                 ? APIError(.insufficientStorage, "No room for more bytes right now; send them again shortly.", retryAfter: 5)
@@ -94,6 +96,10 @@ enum UploadAnswer {
         }
     }
 
+    /// Seconds a client waits before it sends the rest of an upload that S3's outage stopped:
+    /// the first wait of a job sent back by one (`JobBackoff`).
+    static let retryAfterOutage = 10
+
     /// The bytes the upload holds after `outcome` (its `Upload-Offset`), when the outcome says.
     static func committed(after outcome: UploadReceiver.Outcome) -> Int64? {
         switch outcome {
@@ -101,6 +107,7 @@ enum UploadAnswer {
         case .waiting(let committed), .offsetMismatch(let committed): return committed
         case .tooLarge(_, let committed), .failed(_, let committed): return committed
         case .paused(let committed), .noRoom(let committed), .checksumMismatch(let committed): return committed
+        case .unavailable(let committed): return committed
         case .busy, .canceled: return nil
         }
     }

@@ -6,6 +6,8 @@ import TransferEngine
 /// - upload jobs and tus uploads idle past `GATEWAY_UPLOAD_TTL` since their last byte, whoever
 ///   held them (waiting, paused, or cut by a crash): failed `upload_expired`, their S3 upload
 ///   aborted and their staged tail removed;
+/// - multipart uploads kept for the retry of a job that failed in a way waiting could pass,
+///   that long after the failure: aborted, and the job no longer retryable;
 /// - client-driven uploads (`/v1/uploads`) idle that long (no part URL asked for, no part
 ///   landed): marked aborted and their S3 upload aborted, so the record never claims an upload S3
 ///   no longer has; a record whose creation died half way is resolved from the uploads S3 lists
@@ -66,6 +68,11 @@ public struct Janitor: Sendable {
                 aborted.append(uploadID)
             }
             for segment in expired.tail { try? await bucket.delete(key: segment.key) }
+        }
+        for kept in try await jobs.releaseRetainedUploads(before: cutoff, prefixes: prefixes) {
+            guard let uploadID = kept.uploadID else { continue }
+            try await bucket.abortIfOpen(key: kept.objectKey, uploadID: uploadID)
+            aborted.append(uploadID)
         }
         for upload in try await clientUploads.idle(since: cutoff, prefixes: prefixes) {
             if upload.state == .creating {

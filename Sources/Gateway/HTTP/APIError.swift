@@ -60,6 +60,8 @@ public struct APIError: Error, Sendable, Equatable {
         case notImplemented = "not_implemented"
         case storageError = "storage_error"
         case serviceUnavailable = "service_unavailable"
+        case storageUnavailable = "storage_unavailable"
+        case jobNotRetryable = "job_not_retryable"
         case notReady = "not_ready"
         case insufficientStorage = "insufficient_storage"
 
@@ -74,7 +76,7 @@ public struct APIError: Error, Sendable, Equatable {
             case .methodNotAllowed: return 405
             case .requestTimeout: return 408
             case .jobNotCompleted, .offsetMismatch, .uploadInProgress, .jobNotPending, .jobPaused, .jobCompleting, .uploadNotOpen,
-                .partMismatch, .partsMissing, .sizeMismatch, .partOutOfRange:
+                .partMismatch, .partsMissing, .sizeMismatch, .partOutOfRange, .jobNotRetryable:
                 return 409
             case .downloadExpired, .gone: return 410
             case .tusVersionUnsupported, .sourceChanged: return 412
@@ -88,7 +90,7 @@ public struct APIError: Error, Sendable, Equatable {
             case .internalError: return 500
             case .notImplemented: return 501
             case .storageError: return 502
-            case .serviceUnavailable, .notReady, .insufficientStorage: return 503
+            case .serviceUnavailable, .storageUnavailable, .notReady, .insufficientStorage: return 503
             }
         }
     }
@@ -115,6 +117,13 @@ public struct APIError: Error, Sendable, Equatable {
     public static func noRoom(retryAfter: Int = 5) -> APIError {
         APIError(
             .insufficientStorage, "The gateway has no room for more bytes right now; send them again shortly.",
+            retryAfter: retryAfter)
+    }
+    /// S3 is not answering now: the bytes committed so far are kept; send the rest later.
+    public static func storageUnavailable(retryAfter: Int) -> APIError {
+        APIError(
+            .storageUnavailable,
+            "S3 is not answering right now. The bytes committed so far are kept; send the rest from Upload-Offset after Retry-After.",
             retryAfter: retryAfter)
     }
     public static func optionNotSupported(_ name: String, _ type: String) -> APIError {

@@ -20,6 +20,10 @@ public protocol MaintenanceStore: Sendable {
     /// and that nobody streams (waiting, paused, or their holder's lease lapsed): failed with
     /// `upload_expired`, in the lifecycle's one transition for it. Returns what they held.
     func expireIdleUploads(before cutoff: Double, prefixes: [String]) async throws -> [ExpiredUpload]
+    /// Failed jobs under `prefixes` whose multipart upload was kept for a retry
+    /// (`error.retryable`) and that failed before `cutoff` (seconds since 1970): no longer
+    /// retryable, their upload id forgotten. Returns the uploads, to be aborted.
+    func releaseRetainedUploads(before cutoff: Double, prefixes: [String]) async throws -> [ExpiredUpload]
     /// Ids of the jobs queued or running now (their spool files stay).
     func activeJobIDs() async throws -> Set<String>
     /// Of `ids`, the jobs this database knows (a bucket may be shared with other deployments,

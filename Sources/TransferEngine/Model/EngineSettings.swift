@@ -11,8 +11,18 @@ public struct EngineSettings: Sendable {
     public var backoff = Backoff()
     /// The jitter source of retries' backoff, uniform in [0, 1) (fixed in tests).
     public var random: @Sendable () -> Double = { Double.random(in: 0..<1) }
-    /// A job's running-time limit per run, unless it sets `timeoutSeconds`.
-    public var timeoutSeconds = 3000
+    /// A job's running-time limit per run, unless it sets `timeoutSeconds`; nil: none
+    /// (`GATEWAY_JOB_TIMEOUT`).
+    public var timeoutSeconds: Int? = nil
+    /// How long a running job may move no byte before it fails `stalled`, unless it sets
+    /// `stallTimeoutSeconds` (`GATEWAY_STALL_TIMEOUT`).
+    public var stallTimeoutSeconds = 300
+    /// How long a job waiting out failures that may pass keeps trying with no progress before it
+    /// fails (`GATEWAY_RETRY_WINDOW`).
+    public var retryWindowSeconds = 86_400
+    /// The waits between runs of a job sent back by a failure that may pass: from 10 s,
+    /// doubling to 5 minutes (`JobBackoff`).
+    public var jobBackoff = JobBackoff()
     /// Times a job's holder may die before the job fails with `crash_loop` instead of being run
     /// again (a poison job would otherwise take every instance down in turn).
     public var crashLimit = 3

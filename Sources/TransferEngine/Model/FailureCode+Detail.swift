@@ -14,11 +14,15 @@ extension FailureCode {
             return "No byte of this upload arrived for GATEWAY_UPLOAD_TTL, so it was given up and its parts removed. Start "
                 + "the upload again."
         case .jobTimeout:
-            return "The job ran longer than its timeoutSeconds (or GATEWAY_JOB_TIMEOUT). Create it again with a larger "
-                + "timeoutSeconds."
+            return "The job ran longer than its timeoutSeconds (or GATEWAY_JOB_TIMEOUT). Retry it (POST "
+                + "/v1/jobs/{id}/retry) to go on from its stored parts, or create it again with a larger timeoutSeconds."
+        case .stalled:
+            return "No byte of the job moved for its stallTimeoutSeconds (or GATEWAY_STALL_TIMEOUT): the source or S3 "
+                + "stopped sending. Retry it (POST /v1/jobs/{id}/retry) to go on from its stored parts."
         case .retriesExhausted:
-            return "The job met a failure that may pass (its cause) and retried it up to its retryLimit without success. "
-                + Self.retryLater
+            return "A failure that may pass (its cause) outlasted the retries of a part (retryLimit). A copy or import job "
+                + "then waits and runs again from its stored parts (retryAt) until it has made no progress for "
+                + "GATEWAY_RETRY_WINDOW; once failed, retry it (POST /v1/jobs/{id}/retry) to go on from its stored parts."
         case .spoolTooSmall:
             return "A part of this job is larger than the spool allows (GATEWAY_SPOOL_BUDGET and one identity's share of "
                 + "it), so it could never be spooled. Use a smaller partSize, or ask the operator to raise the budget."
@@ -94,7 +98,7 @@ extension FailureCode {
         }
     }
 
-    static let retryLater = "Try again later with a new job."
+    static let retryLater = "This usually passes by itself."
 
     static func sourceStatus(_ status: Int?) -> String {
         guard let status else { return "The source answered with an HTTP status the import cannot use. Check the URL." }

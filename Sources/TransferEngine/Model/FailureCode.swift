@@ -15,6 +15,8 @@ public enum FailureCode: String, Sendable, CaseIterable, Codable {
     case uploadExpired = "upload_expired"
     /// Running longer than `timeoutSeconds` (or `GATEWAY_JOB_TIMEOUT`).
     case jobTimeout = "job_timeout"
+    /// No byte moved for `stallTimeoutSeconds` (or `GATEWAY_STALL_TIMEOUT`) while the job ran.
+    case stalled = "stalled"
     /// A failure that a retry could have helped, once the job's `retryLimit` ran out; the
     /// failure's `cause` names it.
     case retriesExhausted = "retries_exhausted"

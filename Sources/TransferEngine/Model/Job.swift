@@ -32,7 +32,15 @@ public struct Job: Sendable, Equatable {
     public var etag: String?
     /// Why the job failed, when it did.
     public var error: JobFailure?
+    /// Times a worker took the job up (each run after a wait, a yield or a crash counts).
     public var attempts: Int
+    /// When a job sent back to `queued` by a failure that may pass is run again (Unix
+    /// milliseconds); nil when it waits for nothing.
+    public var retryAt: Int64?
+    /// The failure that last sent the job back to wait (kept after it moves on).
+    public var lastError: JobFailure?
+    /// Waits in a row since the job last recorded a part: the exponent of its backoff.
+    public var retries = 0
     /// Times a holder lost the job without handing it back (its process died or hung past the
     /// lease): the engine refuses to run a job that has done this `EngineSettings.crashLimit` times.
     public var crashes: Int = 0
@@ -59,8 +67,9 @@ public struct Job: Sendable, Equatable {
     /// Unix time in milliseconds.
     public var createdAt: Int64
     public var updatedAt: Int64
-    /// When an upload job last received bytes (its creation before the first): an upload idle
-    /// for `GATEWAY_UPLOAD_TTL` since then expires.
+    /// When the job last made progress (its creation before that): an upload job's last bytes
+    /// received, another job's last part recorded. An upload idle for `GATEWAY_UPLOAD_TTL` since
+    /// then expires; a job waiting out failures gives up after `GATEWAY_RETRY_WINDOW` since then.
     public var bytesAt: Int64 = 0
     public var completedAt: Int64?
 
@@ -84,6 +93,8 @@ public struct Job: Sendable, Equatable {
         self.etag = nil
         self.error = nil
         self.attempts = 0
+        self.retryAt = nil
+        self.lastError = nil
         self.version = 1
         self.createdAt = 0
         self.updatedAt = 0

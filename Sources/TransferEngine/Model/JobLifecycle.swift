@@ -13,7 +13,12 @@
 /// | complete       | running                               | completed |
 /// | fail           | running                               | failed    |
 /// | expire         | pending, paused (or running, lapsed)  | failed    |
+/// | postpone       | running                               | queued    |
+/// | retry          | failed (error.retryable)              | queued    |
+/// | retryUpload    | failed (error.retryable)              | pending   |
 ///
+/// `postpone` sends a job whose failure may pass by waiting back to wait for its `retryAt`;
+/// `retry` is its owner's `POST /v1/jobs/{id}/retry` of a job that failed that way.
 /// Pause and cancel are refused once a job is `completing` (it has begun to write its object).
 ///
 /// A lease that lapsed is the lease rule's business (`JobStore`), not a state: a job `running`
@@ -21,6 +26,7 @@
 public enum JobLifecycle {
     public enum Action: String, Sendable, CaseIterable {
         case pause, resume, resumeUpload, cancel, claim, claimUpload, releaseUpload, complete, fail, expire
+        case postpone, retry, retryUpload
     }
 
     /// The states `action` may move a job from.
@@ -31,8 +37,9 @@ public enum JobLifecycle {
         case .cancel: return [.pending, .queued, .running, .paused]
         case .claim: return [.queued]
         case .claimUpload: return [.pending]
-        case .releaseUpload, .complete, .fail: return [.running]
+        case .releaseUpload, .complete, .fail, .postpone: return [.running]
         case .expire: return [.pending, .paused]
+        case .retry, .retryUpload: return [.failed]
         }
     }
 
@@ -40,8 +47,8 @@ public enum JobLifecycle {
     public static func target(of action: Action) -> Job.State {
         switch action {
         case .pause: return .paused
-        case .resume: return .queued
-        case .resumeUpload, .releaseUpload: return .pending
+        case .resume, .postpone, .retry: return .queued
+        case .resumeUpload, .releaseUpload, .retryUpload: return .pending
         case .cancel: return .canceled
         case .claim, .claimUpload: return .running
         case .complete: return .completed
@@ -63,6 +70,9 @@ public enum JobLifecycle {
     /// The action that resumes a paused job of `kind`: an upload waits for its bytes again,
     /// the others are queued for a worker.
     public static func resume(_ kind: Job.Kind) -> Action { kind == .upload ? .resumeUpload : .resume }
+
+    /// The action that retries a failed job of `kind`: an upload waits for its bytes again.
+    public static func retry(_ kind: Job.Kind) -> Action { kind == .upload ? .retryUpload : .retry }
 
     /// The action that ends a running job in `state` (completed or failed).
     public static func ending(_ state: Job.State) -> Action { state == .completed ? .complete : .fail }

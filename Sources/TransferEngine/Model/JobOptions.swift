@@ -4,6 +4,8 @@ public struct JobOptions: Codable, Sendable, Equatable {
     public var concurrency: Int?
     public var retryLimit: Int?
     public var timeoutSeconds: Int?
+    /// Seconds with no byte moving after which a running job fails `stalled`.
+    public var stallTimeoutSeconds: Int?
     public var bandwidthLimit: Int64?
     public var contentType: String?
     public var metadata: [String: String]?

@@ -40,6 +40,19 @@ public protocol JobStore: Sendable {
     func start(
         _ lease: Lease, uploadID: String?, partChecksum: PartChecksum?, partsTotal: Int, partSize: Int64,
         bytesTotal: Int64?, sourceETag: String?) async throws
+    /// Sends the job back to `queued` under its lease (`JobLifecycle` `postpone`) after a
+    /// failure that may pass by waiting: no claim takes it before `retryAt` (Unix milliseconds);
+    /// its multipart upload and recorded parts stay; `lastError` shows why, and `Job.retries`
+    /// counts one more wait. Throws `LeaseLost` when the lease is no longer the job's.
+    func postpone(_ lease: Lease, until retryAt: Int64, lastError: JobFailure) async throws
+    /// Its owner's retry of a failed job (`JobLifecycle.retry`): only when its `error` is
+    /// `retryable` and it failed at `failedSince` (Unix milliseconds) or later. The job waits
+    /// again (`queued`, or `pending` for an upload) with its parts, its error as `lastError`,
+    /// and its retry window and crash count starting afresh. Returns the job as it is
+    /// afterwards (still `failed` when refused), or nil when there is no such job. With a
+    /// `quota`, throws `QuotaExceeded` (and changes nothing) when its owner is at its limit of
+    /// active jobs: a retried job is active again.
+    func retry(id: String, failedSince: Int64, quota: OwnerQuota?) async throws -> Job?
     /// Ends the job as completed or failed.
     func finish(_ lease: Lease, state: Job.State, etag: String?, error: JobFailure?) async throws
 

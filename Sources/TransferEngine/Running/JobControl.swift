@@ -89,7 +89,12 @@ struct YieldedWhileWaiting: Error {}
 extension JobControl {
     /// Runs `reserve` (a wait for spool or memory room), unless this job is the one to give its
     /// slot back first: then throws `YieldedWhileWaiting` and the wait is given up.
+    /// The time it waits does not count towards the stall limit (`ProgressMeter.waitingForRoom`).
     func waitingForRoom<T: Sendable>(_ reserve: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await meter.waiting { try await yieldingWhileWaiting(reserve) }
+    }
+
+    private func yieldingWhileWaiting<T: Sendable>(_ reserve: @escaping @Sendable () async throws -> T) async throws -> T {
         try await withThrowingTaskGroup(of: T?.self) { group in
             group.addTask { try await reserve() }
             group.addTask {

@@ -51,11 +51,37 @@ extension JobRunner {
         }
     }
 
-    /// Ends the job as failed, aborting its multipart upload so nothing is left behind. A work
-    /// that was stopped (cancelled) writes no ending: its lifetime decides.
+    /// A failure the job cannot get past in this run. One that may pass by waiting (S3 or a
+    /// source unavailable past the part's retries) sends the job back to `queued` until a
+    /// `retryAt` (`EngineSettings.jobBackoff`), with its multipart upload and recorded parts,
+    /// unless it has made no progress for `GATEWAY_RETRY_WINDOW`: then it fails, still keeping
+    /// them for its owner's retry. Any other failure ends the job.
+    func giveUp(_ lease: Lease, _ job: Job, _ failure: JobFailure, upload: MultipartUploadHandle) async throws -> Outcome {
+        guard failure.passesWithTime else { return try await fail(lease, job, failure, upload: upload) }
+        try Task.checkCancellation()
+        // The record as it is now: this run may have made progress since it was claimed.
+        let current = try await store.job(id: job.id) ?? job
+        let now = clock.now()
+        guard Int64(now) - current.bytesAt < Int64(settings.retryWindowSeconds) * 1000 else {
+            return try await fail(lease, job, failure.resumable, upload: upload)
+        }
+        let retryAt = Int64(now + settings.jobBackoff.delay(wait: current.retries + 1, unit: settings.random()))
+        cleanUp(job, after: .queued)
+        do {
+            try await store.postpone(lease, until: retryAt, lastError: failure)
+        } catch is LeaseLost {
+            return .leaseLost
+        }
+        return .postponed(retryAt: retryAt)
+    }
+
+    /// Ends the job as failed. Its multipart upload is aborted so nothing is left behind, unless
+    /// the failure is `retryable`: then it stays, with the recorded parts, for its owner's retry
+    /// (the janitor aborts it after `GATEWAY_UPLOAD_TTL`). A work that was stopped (cancelled)
+    /// writes no ending: its lifetime decides.
     func fail(_ lease: Lease, _ job: Job, _ failure: JobFailure, upload: MultipartUploadHandle) async throws -> Outcome {
         try Task.checkCancellation()
-        if let uploadID = upload.id, let key = job.objectKey {
+        if !failure.retryable, let uploadID = upload.id, let key = job.objectKey {
             let objects = self.objects
             await Task.detached { try? await objects.abortMultipartUpload(key: key, uploadID: uploadID) }.value
         }

@@ -55,7 +55,9 @@ extension JobRunner {
             try await store.release(lease)
             return .stopped(.queued)
         case .fail(_, let failure)?:
-            return try await fail(lease, job, failure, upload: upload)
+            // The parts S3 holds are recorded first: a job that waits and runs again sends only the rest.
+            try await save(&loop, lease)
+            return try await giveUp(lease, job, failure, upload: upload)
         case .finish?, .start?:
             try await save(&loop, lease)
             try await control.completion.begin(store, lease)
@@ -63,9 +65,9 @@ extension JobRunner {
             do {
                 etag = try await complete(work, uploadID: uploadID, parts: loop.recorded.values.sorted { $0.number < $1.number })
             } catch let failure as Failure {
-                return try await fail(lease, job, failure.failure, upload: upload)
+                return try await giveUp(lease, job, failure.failure, upload: upload)
             } catch let error as TransferError {
-                return try await fail(lease, job, JobFailure(error), upload: upload)
+                return try await giveUp(lease, job, JobFailure(error), upload: upload)
             }
             try Task.checkCancellation()
             cleanUp(job, after: .completed)
@@ -86,6 +88,7 @@ extension JobRunner {
             case .moved(let part, let size, let etag, let checksum):
                 let record = RecordedPart(number: part, size: size, etag: etag, checksum: checksum)
                 observer.partMoved(kind: job.kind, bytes: size)
+                control.meter.touch()
                 loop.recorded[part] = record
                 loop.unsaved.append(record)
                 loop.scheduler.partSucceeded(part)

@@ -51,10 +51,10 @@ extension JobRunner {
                 }
             }
         } catch let failure as Failure {
-            return try await fail(lease, job, failure.failure, upload: upload)
+            return try await giveUp(lease, job, failure.failure, upload: upload)
         } catch let error as TransferError {
             observer.partFailed(kind: job.kind, code: error.code)
-            return try await fail(lease, job, JobFailure(error), upload: upload)
+            return try await giveUp(lease, job, JobFailure(error), upload: upload)
         } catch is ByteBudget.TooLarge {
             return try await fail(lease, job, JobFailure(.spoolTooSmall), upload: upload)
         } catch is SpoolError {

@@ -106,10 +106,23 @@ extension JobRunner {
                 } catch is SpoolError {
                     throw TransferError(code: .spoolFailed, retryable: true)
                 }
-                if let range { try await fetcher.fetch(url, range: range, ifMatch: probe.etag, into: file) }
-                guard file.size == length else { throw TransferError.sourceChanged }
-                // Fetched: it shows as progress while it goes on to S3.
-                control.meter.add(length)
+                // The bytes show as progress as they arrive, and stay shown while they go on to S3.
+                let shown = ProgressMeter()
+                do {
+                    if let range {
+                        try await metering(file, on: control.meter, shown: shown) {
+                            try await fetcher.fetch(url, range: range, ifMatch: probe.etag, into: file)
+                        }
+                    }
+                } catch {
+                    control.meter.add(-shown.value)
+                    throw error
+                }
+                guard file.size == length else {
+                    control.meter.add(-shown.value)
+                    throw TransferError.sourceChanged
+                }
+                control.meter.add(length - shown.value)
                 return try await send(.file(file, offset: 0, length: length))
             }
         return .parts(
@@ -134,6 +147,31 @@ extension JobRunner {
                 sourceETag: probe.etag, partChecksum: settings.partChecksum))
     }
 
+}
+
+extension JobRunner {
+    /// Runs `fetch`, adding to `meter` (and `shown`) the bytes it writes into `file` as they
+    /// land, looked at twice a second: a part fetched slowly shows its progress, so it neither
+    /// looks stuck to a client nor counts as stalled while its bytes flow.
+    func metering(
+        _ file: SpoolFile, on meter: ProgressMeter, shown: ProgressMeter, _ fetch: @escaping @Sendable () async throws -> Void
+    ) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await fetch() }
+            group.addTask {
+                while !Task.isCancelled {
+                    try await Task.sleep(for: .milliseconds(500))
+                    let landed = file.size - shown.value
+                    if landed > 0 {
+                        shown.add(landed)
+                        meter.add(landed)
+                    }
+                }
+            }
+            defer { group.cancelAll() }
+            try await group.next()
+        }
+    }
 }
 
 extension ClosedRange where Bound == Int64 {

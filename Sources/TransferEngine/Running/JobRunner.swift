@@ -19,6 +19,9 @@ public struct JobRunner: Sendable {
         /// Paused or canceled by the owner (the lease was released, or the upload aborted), or
         /// handed back to the queue (`queued`) so that another identity's job can run.
         case stopped(Job.State)
+        /// Sent back to `queued` by a failure that may pass, to run again at `retryAt` (Unix
+        /// milliseconds) with its parts kept.
+        case postponed(retryAt: Int64)
         /// Another instance owns the job now.
         case leaseLost
     }
@@ -61,18 +64,23 @@ public struct JobRunner: Sendable {
             return try await fail(lease, job, JobFailure(.crashLoop), upload: upload)
         }
         let options = job.options
-        let deadline = clock.now() + max(1, options.timeoutSeconds ?? settings.timeoutSeconds) * 1000
-        let lifetime = LeaseLifetime<Outcome>(
+        // Wall-clock limits are opt-in; the stall limit holds always: no byte moving that long.
+        let start = clock.now()
+        let deadline = (options.timeoutSeconds ?? settings.timeoutSeconds).map { start + max(1, $0) * 1000 }
+        var lifetime = LeaseLifetime<Outcome>(
             store: store, clock: clock, tickMilliseconds: settings.tickMilliseconds,
             leaseMilliseconds: settings.leaseMilliseconds, progress: control.meter,
             completion: control.completion)
+        lifetime.stallMilliseconds = max(1, options.stallTimeoutSeconds ?? settings.stallTimeoutSeconds) * 1000
         let ending = try await lifetime.run(lease, deadline: deadline) {
             try await self.work(job, options, lease, upload, control)
         }
+        // Stopped by a limit, the job keeps its parts: its owner may retry it.
         switch ending {
         case .finished(let outcome): return outcome
         case .leaseLost: return try await whyLeaseEnded(job, upload: upload)
-        case .timedOut: return try await fail(lease, job, JobFailure(.jobTimeout), upload: upload)
+        case .timedOut: return try await fail(lease, job, JobFailure(.jobTimeout).resumable, upload: upload)
+        case .stalled: return try await fail(lease, job, JobFailure(.stalled).resumable, upload: upload)
         }
     }
 
@@ -122,7 +130,9 @@ public struct JobRunner: Sendable {
             }
             try checkPinned(job, size: work.plan.objectSize, etag: work.sourceETag)
         } catch let failure as Failure {
-            return try await fail(lease, job, failure.failure, upload: upload)
+            return try await giveUp(lease, job, failure.failure, upload: upload)
+        } catch let error as TransferError {
+            return try await giveUp(lease, job, JobFailure(error), upload: upload)
         } catch is YieldedWhileWaiting {
             try await store.release(lease)
             return .stopped(.queued)
@@ -138,9 +148,9 @@ public struct JobRunner: Sendable {
             }
             return try await moveParts(job, options, lease, work, upload, recorded, control)
         } catch let error as TransferError {
-            return try await fail(lease, job, JobFailure(error), upload: upload)
+            return try await giveUp(lease, job, JobFailure(error), upload: upload)
         } catch let failure as Failure {
-            return try await fail(lease, job, failure.failure, upload: upload)
+            return try await giveUp(lease, job, failure.failure, upload: upload)
         } catch is YieldedWhileWaiting {
             try await store.release(lease)
             return .stopped(.queued)

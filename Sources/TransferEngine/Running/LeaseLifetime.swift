@@ -1,5 +1,6 @@
 /// Work done under a lease: a timer renews the lease while the work runs, and stops the work at
-/// once when the lease is lost (pause, cancel, another instance) or a deadline passes. A renewal
+/// once when the lease is lost (pause, cancel, another instance), a deadline passes, or no
+/// byte has moved for `stallMilliseconds`. A renewal
 /// that fails for another reason (the database is away) is tried again until the lease would
 /// have lapsed anyway. Upload requests and server-side jobs share it, so every phase of either
 /// is under the same rule.
@@ -11,6 +12,8 @@ struct LeaseLifetime<Value: Sendable>: Sendable {
         case leaseLost
         /// The deadline passed: the work was stopped.
         case timedOut
+        /// No byte moved for `stallMilliseconds`: the work was stopped.
+        case stalled
     }
 
     let store: any JobStore
@@ -26,6 +29,9 @@ struct LeaseLifetime<Value: Sendable>: Sendable {
     var progress: ProgressMeter? = nil
     /// Once marked, the deadline no longer stops the work: it is writing its object.
     var completion: CompletionMark? = nil
+    /// With `progress`: the work is stopped (`stalled`) once `progress` showed no movement for
+    /// this long (not while the object is being written). Nil: no stall limit.
+    var stallMilliseconds: Int? = nil
 
     /// Whether the job's change was announced before `within` milliseconds passed.
     private static func announced(
@@ -61,12 +67,14 @@ struct LeaseLifetime<Value: Sendable>: Sendable {
                 }
             }
             let signals = self.signals, progress = self.progress, completion = self.completion
+            let stall = progress == nil ? nil : stallMilliseconds
             let every = signals == nil ? tick : max(tick, Int(leaseMilliseconds / 3))
             let look = progress == nil ? every : min(every, ProgressMeter.intervalMilliseconds)
             group.addTask {
                 var current = lease
                 var renewAt = clock.now() + every
                 var written = progress?.value
+                var moves = progress?.moves ?? 0, movedAt = clock.now()
                 while true {
                     try Task.checkCancellation()
                     let wait = min(renewAt, clock.now() + look) - clock.now()
@@ -82,6 +90,14 @@ struct LeaseLifetime<Value: Sendable>: Sendable {
                         }
                     }
                     if let deadline, clock.now() >= deadline, completion?.isMarked != true { return .timedOut }
+                    if let stall, let progress {
+                        if progress.moves != moves || progress.waitingForRoom {
+                            moves = progress.moves
+                            movedAt = clock.now()
+                        } else if clock.now() - movedAt >= stall, completion?.isMarked != true {
+                            return .stalled
+                        }
+                    }
                     let moved = progress.map(\.value).flatMap { $0 != written ? $0 : nil }
                     // Neither a renewal due nor progress to carry: look again in a second.
                     if moved == nil && clock.now() < renewAt { continue }
@@ -104,6 +120,7 @@ struct LeaseLifetime<Value: Sendable>: Sendable {
             // timer's verdict; then the first real error.
             for case .success(let ending) in results { if case .finished = ending { return ending } }
             for case .success(let ending) in results { if case .timedOut = ending { return ending } }
+            for case .success(let ending) in results { if case .stalled = ending { return ending } }
             for case .success(let ending) in results { if case .leaseLost = ending { return ending } }
             for case .failure(let error) in results where !(error is CancellationError) { throw error }
             throw CancellationError()

@@ -34,6 +34,9 @@ public struct UploadReceiver: Sendable {
         /// No room now (memory or spool budget) for more bytes: the upload waits at `committed`;
         /// the client should try again shortly.
         case noRoom(committed: Int64)
+        /// S3 did not answer past the retries (an outage): the upload waits at `committed`, its
+        /// multipart upload and recorded parts kept; the client sends the rest once S3 is back.
+        case unavailable(committed: Int64)
     }
 
     /// A digest the request's bytes must have (tus `Upload-Checksum`); until it is checked at
@@ -114,6 +117,10 @@ public struct UploadReceiver: Sendable {
         do {
             if let deadline, clock.now() >= deadline { return try await timedOut(claim, key: key) }
             ending = try await lifetime.run(claim.lease, deadline: deadline, { try await request.run() })
+        } catch let error as TransferError where error.retryable {
+            return try await unavailable(claim)
+        } catch is StorageUnavailable {
+            return try await unavailable(claim)
         } catch is ByteBudget.TooLarge {
             // A part larger than the whole spool can never be taken: the upload cannot go on.
             if let uploadID = job.uploadID { try? await objects.abortMultipartUpload(key: key, uploadID: uploadID) }
@@ -124,7 +131,7 @@ public struct UploadReceiver: Sendable {
         switch ending {
         case .finished(let outcome):
             return outcome
-        case .timedOut:
+        case .timedOut, .stalled:
             localTails.forget(jobID)
             return try await timedOut(claim, key: key)
         case .leaseLost:
@@ -143,6 +150,17 @@ public struct UploadReceiver: Sendable {
                 return .busy
             }
         }
+    }
+
+    /// S3 is away past the retries: the request ends with the upload waiting at what the store
+    /// holds (recorded parts and staged tail pieces); bytes of this request past that are
+    /// dropped here, and the client sends them again from `Upload-Offset`.
+    private func unavailable(_ claim: UploadClaim) async throws -> Outcome {
+        localTails.forget(claim.job.id)
+        spool.removeAll(jobID: claim.job.id, keeping: [])
+        try? await store.releaseUpload(claim.lease)
+        let now = try await store.job(id: claim.job.id)
+        return .unavailable(committed: now?.bytesCommitted ?? claim.job.bytesCommitted)
     }
 
     /// The upload outlived its `timeoutSeconds`: it fails (`JobTimeout`), leaving nothing behind.
@@ -182,6 +200,10 @@ public struct UploadReceiver: Sendable {
     func localTail(_ jobID: String) -> [TailSegment]? { localTails.current(jobID) }
     func forgetTail(_ jobID: String) { localTails.forget(jobID) }
 }
+
+/// A part failed past its retries in a way that may pass (S3 away): the request ends and the
+/// upload waits (`UploadReceiver.Outcome.unavailable`).
+struct StorageUnavailable: Error {}
 
 /// Job ids with a request streaming their bytes on this instance.
 final class StreamingUploads: Sendable {

@@ -77,8 +77,10 @@ struct UploadRequest: Sendable {
         let ending = try await stream(&progress)
 
         if let failure = progress.failure {
-            // A part S3 refused past the retry limit fails the job, as for every job type, and
+            // S3 away past the retries: the upload waits at what is recorded (the receiver
+            // answers 503). A part S3 refused for good fails the job, as for every job type, and
             // its multipart upload is aborted so nothing is left behind.
+            if failure.passesWithTime { throw StorageUnavailable() }
             return try await fail(&progress, failure)
         }
         if let checksum {
@@ -249,6 +251,8 @@ struct UploadRequest: Sendable {
             return .completed(etag: etag, size: progress.received)
         } catch let error as TransferError {
             receiver.observer.partFailed(kind: .upload, code: error.code)
+            // S3 away past the retries: the upload waits (the receiver answers 503).
+            if error.retryable { throw error }
             return try await fail(&progress, JobFailure(error))
         }
     }

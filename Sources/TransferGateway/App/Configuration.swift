@@ -43,7 +43,13 @@ public struct Configuration: Sendable {
     public var partConcurrency = 5
     public var maxPartConcurrency = 32
     public var retryLimit = 3
-    public var jobTimeout = 3000
+    /// A job's running-time limit, seconds (`GATEWAY_JOB_TIMEOUT`); nil (the default, or 0): none.
+    public var jobTimeout: Int? = nil
+    /// Seconds with no byte moving before a running job fails `stalled` (`GATEWAY_STALL_TIMEOUT`).
+    public var stallTimeout = 300
+    /// Seconds a job waiting out failures that may pass keeps trying with no progress
+    /// (`GATEWAY_RETRY_WINDOW`).
+    public var retryWindow = 86_400
     public var workers = 8
     public var leaseSeconds = 30
     public var maxObjectSize = 5_497_558_138_880
@@ -167,7 +173,9 @@ public struct Configuration: Sendable {
         let concurrencyDefault = min(c.partConcurrency, c.maxPartConcurrency)
         c.partConcurrency = try reader.integer("GATEWAY_PART_CONCURRENCY", in: 1...c.maxPartConcurrency) ?? concurrencyDefault
         c.retryLimit = try reader.integer("GATEWAY_RETRY_LIMIT", in: 0...100) ?? c.retryLimit
-        c.jobTimeout = try reader.integer("GATEWAY_JOB_TIMEOUT", in: 1...31_536_000) ?? c.jobTimeout
+        c.jobTimeout = try reader.integer("GATEWAY_JOB_TIMEOUT", in: 0...31_536_000).flatMap { $0 == 0 ? nil : $0 } ?? c.jobTimeout
+        c.stallTimeout = try reader.integer("GATEWAY_STALL_TIMEOUT", in: 1...86_400) ?? c.stallTimeout
+        c.retryWindow = try reader.integer("GATEWAY_RETRY_WINDOW", in: 1...31_536_000) ?? c.retryWindow
         c.workers = try reader.integer("GATEWAY_WORKERS", in: 1...1024) ?? c.workers
         c.leaseSeconds = try reader.integer("GATEWAY_LEASE_SECONDS", in: 2...3600) ?? c.leaseSeconds
         c.maxObjectSize = try reader.integer("GATEWAY_MAX_OBJECT_SIZE", in: 1...5_497_558_138_880) ?? c.maxObjectSize

@@ -160,6 +160,8 @@ public struct GatewayApp: Sendable {
         engine.leaseMilliseconds = Int64(configuration.leaseSeconds) * 1000
         engine.tickMilliseconds = min(500, max(100, configuration.leaseSeconds * 1000 / 6))
         engine.timeoutSeconds = configuration.jobTimeout
+        engine.stallTimeoutSeconds = configuration.stallTimeout
+        engine.retryWindowSeconds = configuration.retryWindow
         engine.memory = ByteBudget(capacity: Int64(configuration.memoryBudget), ownerShare: configuration.userMemoryShare)
         // No part may be larger than what one identity may hold of the spool.
         engine.spoolCapacity = configuration.userSpoolShare
