@@ -34,7 +34,7 @@ let package = Package(
         // AWS Signature Version 4: pure, no I/O.
         .target(name: "SigV4", dependencies: ["Crypto", "Striped"]),
         // The S3 operations the gateway uses, over libcurl.
-        .target(name: "S3", dependencies: ["CCurl", "SigV4", "Crypto"]),
+        .target(name: "S3", dependencies: ["CCurl", "SigV4", "Crypto", "Striped"]),
         // PostgreSQL over libpq.
         .target(name: "Postgres", dependencies: ["CPostgres"]),
         // JWT verification, identities, access levels and object-key rules.
@@ -75,7 +75,7 @@ let package = Package(
         .testTarget(name: "AuthTests", dependencies: ["Auth", "Crypto"], exclude: ["Fixtures"]),
         .testTarget(name: "TransferEngineTests", dependencies: ["TransferEngine", "Crypto", "TestSupport", "Adapters", "PortContracts"]),
         .testTarget(name: "S3Tests", dependencies: ["S3", "SigV4", "Crypto"], exclude: ["Fixtures"]),
-        .testTarget(name: "AdaptersTests", dependencies: ["Adapters", "S3", "TransferEngine"]),
+        .testTarget(name: "AdaptersTests", dependencies: ["Adapters", "S3", "SigV4", "Gateway", "TransferEngine", "TestSupport"]),
         .testTarget(name: "TransferGatewayTests", dependencies: ["TransferGateway", "Gateway"]),
         // Every live suite: against the real PostgreSQL and S3 server (GATEWAY_LIVE_TESTS=1, scripts/test.sh).
         .testTarget(

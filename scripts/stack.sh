@@ -249,8 +249,15 @@ port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 write_s3_config() {
   # Returns 0 when the file changed.
-  local new
-  new="{\"identities\":[{\"name\":\"gw\",\"credentials\":[{\"accessKey\":\"$S3_ACCESS_KEY\",\"secretKey\":\"$S3_SECRET_KEY\"}],\"actions\":[\"Admin\",\"Read\",\"Write\",\"List\",\"Tagging\"]}]}"
+  local new rotating="" i
+  # Three more identities for the credential rotation tests (Tests/IntegrationTests/
+  # CredentialRotationLiveTests.swift, scripts/credentials_standin.py): stand-in STS and
+  # container endpoints hand them out in turn. Their keys are the main pair with R1..R3 / r1..r3
+  # appended, so the tests derive them from the env without another secret.
+  for i in 1 2 3; do
+    rotating="$rotating,{\"name\":\"gw-rotate-$i\",\"credentials\":[{\"accessKey\":\"${S3_ACCESS_KEY}R$i\",\"secretKey\":\"${S3_SECRET_KEY}r$i\"}],\"actions\":[\"Admin\",\"Read\",\"Write\",\"List\",\"Tagging\"]}"
+  done
+  new="{\"identities\":[{\"name\":\"gw\",\"credentials\":[{\"accessKey\":\"$S3_ACCESS_KEY\",\"secretKey\":\"$S3_SECRET_KEY\"}],\"actions\":[\"Admin\",\"Read\",\"Write\",\"List\",\"Tagging\"]}$rotating]}"
   if [ -f "$S3_CONFIG" ] && [ "$(cat "$S3_CONFIG")" = "$new" ]; then return 1; fi
   (umask 077 && printf '%s\n' "$new" >"$S3_CONFIG")
   return 0

@@ -2,7 +2,8 @@
 /// the routes know nothing of signing). Every URL is written into an answer being built: its
 /// bytes are ASCII and need no escaping in a JSON string.
 public protocol Presigner: Sendable {
-    /// When temporary S3 credentials stop working (seconds since 1970), if they do.
+    /// When the S3 credentials in use now stop working (seconds since 1970), if they do: read
+    /// on every presign, so refreshed credentials lengthen the lifetimes at once.
     var credentialsExpiration: Int? { get }
 
     /// Appends a presigned URL (query signing, unsigned payload) for `method` on `key`, valid
@@ -21,10 +22,13 @@ public protocol Presigner: Sendable {
 
 extension Presigner {
     /// `seconds`, cut to what is left of temporary credentials: no presigned URL outlives
-    /// them. 503 once they have ended.
+    /// them. 503 once they have ended (or before the first have been fetched).
     func lifetime(atMost seconds: Int, now: Int) throws(APIError) -> Int {
         guard let end = credentialsExpiration else { return seconds }
-        guard end > now else { throw APIError.unavailable("The gateway's S3 credentials have expired.") }
+        guard end > now else {
+            throw APIError(
+                .serviceUnavailable, "The gateway has no usable S3 credentials right now (expired, or not fetched yet).", retryAfter: 5)
+        }
         return min(seconds, end - now)
     }
 

@@ -1,21 +1,30 @@
 import Crypto
 import Foundation
 import SigV4
+import Striped
 
 /// The S3 operations the gateway uses, signed with SigV4 (header signing, unsigned payload for
 /// data, hashed payload for XML) and run on the curl engine. Every failure is an `S3Error`
 /// with S3's code and a verdict on whether retrying can help.
 public final class S3Client: Sendable {
     public let endpoint: S3Endpoint
-    private let credentials: Credentials
+    /// The credentials in use and the signer made from them for `endpoint`, one copy per
+    /// thread's stripe: temporary credentials are replaced while requests sign, and reading
+    /// them must stay as cheap as reading a constant (presigning asks on every request).
+    private let signing: Striped<SigningState>
     let engine: CurlEngine
     let options: CurlOptions
     private let now: @Sendable () -> Int
     let keyCache = SigningKeyCache()
     /// `endpoint.hostHeader`, worked out once.
     let ownHostHeader: String
-    /// The signer for `endpoint`, made once: presigning needs nothing else per URL.
-    let ownSigner: Signer
+
+    /// Credentials and the signer for `endpoint` made from them once: presigning needs nothing
+    /// else per URL.
+    struct SigningState: Sendable {
+        let credentials: Credentials
+        let signer: Signer
+    }
 
     public init(
         endpoint: S3Endpoint, credentials: Credentials, options: CurlOptions = CurlOptions(),
@@ -23,8 +32,9 @@ public final class S3Client: Sendable {
     ) {
         self.endpoint = endpoint
         self.ownHostHeader = endpoint.hostHeader
-        self.credentials = credentials
-        self.ownSigner = Signer(credentials: credentials, region: endpoint.region, keyCache: keyCache)
+        let first = SigningState(
+            credentials: credentials, signer: Signer(credentials: credentials, region: endpoint.region, keyCache: keyCache))
+        self.signing = Striped(count: 8) { first }
         self.options = options
         self.engine = CurlEngine(options: options)
         self.now = now
@@ -316,12 +326,23 @@ public final class S3Client: Sendable {
 
     // MARK: plumbing
 
-    /// The credentials requests are signed with (for POST policies signed elsewhere).
-    public var signingCredentials: Credentials { credentials }
+    /// The credentials requests are signed with now (for POST policies signed elsewhere).
+    public var signingCredentials: Credentials { signing.withLocalLock { $0.credentials } }
 
-    /// When temporary credentials end (seconds since 1970), read without copying the rest of
-    /// them: presigning asks on every request.
-    public var credentialsExpiration: Int? { credentials.expiration }
+    /// When the current temporary credentials end (seconds since 1970), read without copying
+    /// the rest of them: presigning asks on every request.
+    public var credentialsExpiration: Int? { signing.withLocalLock { $0.credentials.expiration } }
+
+    /// The signer for `endpoint` with the current credentials.
+    var ownSigner: Signer { signing.withLocalLock { $0.signer } }
+
+    /// Signs every request from now on with `credentials` (temporary credentials refreshed).
+    /// Requests already signed keep the credentials they were signed with.
+    public func useCredentials(_ credentials: Credentials) {
+        let state = SigningState(
+            credentials: credentials, signer: Signer(credentials: credentials, region: endpoint.region, keyCache: keyCache))
+        for stripe in signing.stripes { stripe.lock.withLock { $0 = state } }
+    }
     func currentTime() -> Int { now() }
 
     /// Signs and sends one request; a status outside 2xx (or `expecting`) becomes an `S3Error`.
@@ -337,7 +358,7 @@ public final class S3Client: Sendable {
         case .none: payloadHash = Signer.emptyPayloadHash
         default: payloadHash = Signer.unsignedPayload
         }
-        let signer = Signer(credentials: credentials, region: endpoint.region, keyCache: keyCache)
+        let signer = ownSigner
         var toSign = [("Host", endpoint.hostHeader)] + headers
         if case .bytes = body, !headers.contains(where: { $0.0.lowercased() == "content-type" }) {
             toSign.append(("Content-Type", "application/octet-stream"))

@@ -1,3 +1,4 @@
+import Adapters
 import Foundation
 import S3
 import SigV4
@@ -35,8 +36,25 @@ extension Configuration {
             expiration: s3CredentialExpiration)
     }
 
-    /// The S3 client for these settings, on the wall clock.
+    /// The S3 client for these settings, on the wall clock, with the static credentials (or
+    /// none yet, when they come from the rest of the chain: `makeS3ClientFetchingCredentials`).
     public func makeS3Client() throws(Invalid) -> S3Client {
-        S3Client(endpoint: try s3EndpointValue(), credentials: s3Credentials, now: GatewayApp.wallClock)
+        S3Client(endpoint: try s3EndpointValue(), credentials: initialS3Credentials, now: GatewayApp.wallClock)
+    }
+
+    /// The S3 client with its first credentials fetched from the chain (for one-shot commands,
+    /// which run no refresher).
+    public func makeS3ClientFetchingCredentials() async throws -> S3Client {
+        let client = try makeS3Client()
+        if let source = s3CredentialsSource, !source.isFixed {
+            do {
+                client.useCredentials(try await client.credentialsFetcher(for: source).fetch())
+            } catch {
+                throw Invalid(
+                    variable: "GATEWAY_S3_ACCESS_KEY_ID",
+                    reason: "is not set, and \(source.name) credentials failed: \(CredentialsRefresher.describe(error))")
+            }
+        }
+        return client
     }
 }

@@ -19,6 +19,9 @@ public struct Configuration: Sendable {
     public var s3SessionToken: String?
     /// When the S3 credentials stop working, in seconds since 1970 (temporary credentials).
     public var s3CredentialExpiration: Int?
+    /// The rest of the S3 credentials chain (`AWS_WEB_IDENTITY_TOKEN_FILE`, the container
+    /// endpoint, IMDS), used when no static keys are set: `Configuration+Credentials.swift`.
+    public var credentialsChain = CredentialsChainSettings()
     public var s3PathStyle: Bool?
     /// How bodies sent to S3 prove their bytes: `crc32c` (S3's checksum headers) or `md5`
     /// (`Content-MD5`, for stores without them).
@@ -139,6 +142,7 @@ public struct Configuration: Sendable {
         // URL outlives it, and presigning stops at it.
         let awsExpiration = try reader.timestamp("AWS_CREDENTIAL_EXPIRATION")
         c.s3CredentialExpiration = try reader.timestamp("GATEWAY_S3_CREDENTIAL_EXPIRATION") ?? awsExpiration
+        c.credentialsChain = try CredentialsChainSettings.read(reader)
         c.s3PathStyle = try reader.bool("GATEWAY_S3_PATH_STYLE")
         if let checksum = try reader.string("GATEWAY_S3_CHECKSUM") {
             guard let chosen = PartChecksum(rawValue: checksum) else {
@@ -219,10 +223,12 @@ public struct Configuration: Sendable {
     public func checkServeRequirements() throws(Invalid) {
         if databaseURL == nil { throw Invalid(variable: "GATEWAY_DATABASE_URL", reason: "is required") }
         if s3Bucket == nil { throw Invalid(variable: "GATEWAY_S3_BUCKET", reason: "is required") }
-        if s3AccessKeyID == nil {
+        // Without static keys the rest of the chain may bring credentials (`serve` asks it once
+        // before listening); with half a pair, or nothing at all, the keys are what is missing.
+        if s3AccessKeyID == nil && (s3SecretAccessKey != nil || s3CredentialsSource == nil) {
             throw Invalid(variable: "GATEWAY_S3_ACCESS_KEY_ID", reason: "is required (or AWS_ACCESS_KEY_ID)")
         }
-        if s3SecretAccessKey == nil {
+        if s3SecretAccessKey == nil && s3AccessKeyID != nil {
             throw Invalid(variable: "GATEWAY_S3_SECRET_ACCESS_KEY", reason: "is required (or AWS_SECRET_ACCESS_KEY)")
         }
         if jwtSecret == nil && jwtPublicKeyFile == nil && jwtJWKSURL == nil {

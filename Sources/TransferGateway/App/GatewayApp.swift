@@ -27,6 +27,8 @@ public struct GatewayApp: Sendable {
     public let keySetRefresher: KeySetRefresher?
     /// Sends job and upload events to the operator's receiver (nil without `GATEWAY_WEBHOOK_URL`).
     public let webhooks: WebhookDelivery?
+    /// Keeps the S3 credentials fresh when they come from STS, the container endpoint or IMDS.
+    public let credentialsRefresher: CredentialsRefresher
 
     /// Whole seconds since 1970, read without building a `Date` (presigning asks twice a request).
     static let wallClock: @Sendable () -> Int = { Int(time(nil)) }
@@ -38,6 +40,8 @@ public struct GatewayApp: Sendable {
         let metrics = Metrics()
         self.metrics = metrics
         let s3 = try configuration.makeS3Client()
+        credentialsRefresher = CredentialsRefresher(
+            client: s3, source: configuration.s3CredentialsSource ?? .fixed(configuration.s3Credentials), logger: logger)
         let keySet = configuration.jwtJWKSURL.map { _ in KeySet() }
         let authenticator = Authenticator(
             verifier: try Self.verifier(configuration, keySet: keySet),
@@ -118,6 +122,7 @@ public struct GatewayApp: Sendable {
             listener = nil
             webhooks = nil
         }
+        checks.append(CredentialsCheck(refresher: credentialsRefresher))
         checks.append(S3Check(client: s3))
         if let keySet { checks.append(KeySetCheck(keySet: keySet)) }
         // What every route shares, built once.
@@ -191,6 +196,7 @@ public struct GatewayApp: Sendable {
         listener?.start()
         worker?.start()
         if let keySetRefresher { Task { await keySetRefresher.run() } }
+        Task { [credentialsRefresher] in await credentialsRefresher.run() }
         if let webhooks { Task { await webhooks.run() } }
     }
 

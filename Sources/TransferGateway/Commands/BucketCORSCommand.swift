@@ -1,4 +1,5 @@
 import Foundation
+import S3
 
 /// `transfer-gateway bucket-cors [--format xml|json] [--origin ORIGIN]… [--apply]`: prints the
 /// `BucketCORSRule` for the origins named by `--origin` (or else `GATEWAY_CORS_ORIGINS`); with
@@ -75,8 +76,14 @@ enum BucketCORSCommand {
         guard options.apply else { return }
         let configuration = Command.configuration()
         guard let bucket = configuration.s3Bucket else { Command.fail("GATEWAY_S3_BUCKET: is required with --apply", code: 2) }
+        let client: S3Client
         do {
-            try await configuration.makeS3Client().putBucketCors(xml: rule.xml)
+            client = try await configuration.makeS3ClientFetchingCredentials()
+        } catch {
+            Command.fail("\(error)", code: 2)
+        }
+        do {
+            try await client.putBucketCors(xml: rule.xml)
             FileHandle.standardError.write(Data("transfer-gateway: bucket CORS rule applied to \(bucket)\n".utf8))
         } catch {
             Command.fail("the bucket refused its CORS rule: \(error)", code: 1)

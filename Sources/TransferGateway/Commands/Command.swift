@@ -70,6 +70,14 @@ enum Command {
         } catch {
             fail("\(error)", code: 2)
         }
+        // Credentials from STS, the container endpoint or IMDS are fetched before listening. With
+        // no keys and nothing configured but IMDS (a machine off EC2), no answer means no keys:
+        // the start stops as it always has.
+        if !app.credentialsRefresher.isFixed, await !app.credentialsRefresher.refresh(),
+            case .instanceMetadata = configuration.s3CredentialsSource
+        {
+            fail("GATEWAY_S3_ACCESS_KEY_ID: is required (or AWS_ACCESS_KEY_ID); the instance metadata service gave none", code: 2)
+        }
         if let url = configuration.databaseURL {
             do {
                 let applied = try await GatewayApp.migrate(databaseURL: url)
