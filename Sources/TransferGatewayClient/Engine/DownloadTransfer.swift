@@ -8,8 +8,12 @@ import Foundation
 struct DownloadTransfer: Sendable {
     let context: TransferContext
     let reporter: ProgressReporter
-    /// The most one ranged request asks for (a bandwidth limit paces request by request).
-    var chunkLimit: Int64 = 64 << 20
+    /// The most one ranged request asks for: 64 MiB, or about a second's worth under a bandwidth
+    /// limit (the pacer works request by request, so the limit then holds to about a second).
+    var chunkLimit: Int64 {
+        guard let limit = context.configuration.bandwidthLimit else { return 64 << 20 }
+        return max(256 << 10, limit)
+    }
 
     func run(_ record: inout TransferRecord) async throws -> TransferResult {
         var job = try await pin(&record)

@@ -29,7 +29,7 @@ struct StateStore: Sendable {
     func save(_ record: TransferRecord) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        encoder.dateEncodingStrategy = .iso8601
+        encoder.dateEncodingStrategy = .millisecondsSince1970
         let temporary = directory.appendingPathComponent(".\(record.id).json.\(UUID().uuidString).tmp")
         do {
             try encoder.encode(record).write(to: temporary)
@@ -68,7 +68,7 @@ struct StateStore: Sendable {
 
     static let decoder: JSONDecoder = {
         let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .iso8601
+        decoder.dateDecodingStrategy = .millisecondsSince1970
         return decoder
     }()
 }

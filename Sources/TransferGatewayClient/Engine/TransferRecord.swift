@@ -52,7 +52,8 @@ struct TransferRecord: Codable, Equatable, Sendable {
         self.reference = reference
         self.filePath = filePath
         self.createKey = "\(id)-1"
-        self.createdAt = createdAt
+        // Whole milliseconds, as the record stores them, so a record reads back equal.
+        self.createdAt = Date(timeIntervalSince1970: (createdAt.timeIntervalSince1970 * 1000).rounded() / 1000)
     }
 
     /// The next create's key: a retried create reuses the current one; a deliberate new create
