@@ -56,7 +56,7 @@ enum ClientCommand {
             }
         } catch {
             FileHandle.standardError.write(Data("transfer-client: \(error)\n".utf8))
-            return error is Options.UsageError ? 2 : 1
+            return error is Options.UsageError || error is ObjectReference.ParseError ? 2 : 1
         }
     }
 

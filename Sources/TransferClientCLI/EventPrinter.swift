@@ -32,7 +32,9 @@ struct EventPrinter: Sendable {
     }
 
     func line(_ object: [String: Any]) {
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else {
+            return
+        }
         FileHandle.standardOutput.write(data + Data("\n".utf8))
     }
 

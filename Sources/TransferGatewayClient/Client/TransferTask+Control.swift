@@ -34,14 +34,21 @@ extension TransferTask {
         emit(.paused)
         let runner = self.runner
         let id = self.id
+        // Recorded at once (a process may exit right after pausing) and again once the run has
+        // stopped, after any write of its own.
+        Self.markPaused(id, runner: runner)
         inner.withLock { inner in
             inner.run = Task {
                 await run?.value
-                guard var record = try? runner.context.store.load(id) else { return }
-                record.state = .paused
-                try? runner.context.store.save(record)
+                Self.markPaused(id, runner: runner)
             }
         }
+    }
+
+    private static func markPaused(_ id: String, runner: TransferRunner) {
+        guard var record = try? runner.context.store.load(id) else { return }
+        record.state = .paused
+        try? runner.context.store.save(record)
     }
 
     /// Stops the task for good: the upload job is cancelled or the client upload aborted, a
