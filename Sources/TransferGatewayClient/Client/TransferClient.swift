@@ -54,7 +54,11 @@ public final class TransferClient: Sendable {
                 configuration: configuration))
     }
 
-    deinit { runner.context.api.transport.close() }
+    /// Cancels every request in flight and ends the client's `URLSession` (which, as any
+    /// session with a delegate, otherwise lives until the process ends). Records stay: a new
+    /// client on the same state directory goes on. Tasks keep running while the client is merely
+    /// released, as `URLSession` tasks do.
+    public func invalidate() { runner.context.api.transport.close() }
 
     /// Uploads the file at `file` to `reference`, starting at once. Files under
     /// `smallFileThreshold` go through an upload job, larger ones straight to S3 in parts.
