@@ -82,6 +82,48 @@ struct TransferClientLiveTests {
         await rig.stop()
     }
 
+    @Test func uploadJobStoppedMidwayGoesOnWithPatchFromItsCommittedBytes() async throws {
+        let rig = try Rig()
+        let key = "client/patch-\(UUID().uuidString).bin"
+        // Larger than the sockets' buffers hold, so stopping leaves bytes unsent.
+        let (source, bytes) = try rig.file("patch.bin", bytes: 10 * Self.mib, seed: 5)
+        // The job is made with bandwidthLimit, so the gateway reads the body at 2.5 MiB/s.
+        let slow = try rig.client { $0.bandwidthLimit = Int64(5 * Self.mib / 2) }
+        let task = try slow.upload(file: source, to: .private(key))
+        var jobID: String?
+        var committed = 0
+        for _ in 0..<100 {
+            jobID = try? slow.runner.context.store.load(task.id).serverID
+            if let jobID {
+                let job = try await rig.gateway.request("GET", "/v1/jobs/\(jobID)", token: rig.token)
+                committed = job.json["bytesTransferred"] as? Int ?? 0
+                if committed >= Self.mib { break }
+            }
+            try await Task.sleep(nanoseconds: 50_000_000)
+        }
+        await task.abandonRun()
+        #expect(committed > 0 && committed < bytes.count)
+
+        let again = try rig.client()
+        let resumed = try #require(await again.tasks.first { $0.id == task.id })
+        let events = resumed.events
+        resumed.resume()
+        var firstProgress: Int64?
+        for await event in events {
+            if case .progress(let done, _) = event, firstProgress == nil { firstProgress = done }
+            if case .failed(let error) = event { Issue.record("failed: \(error)") }
+        }
+        #expect(resumed.state == .completed)
+        #expect(firstProgress != nil)
+        // The rest went as a PATCH from the committed bytes, on the same job.
+        let patches = rig.gateway.logs.all.filter { $0.contains("\"PATCH\"") && $0.contains(jobID ?? "-") }
+        #expect(!patches.isEmpty, "\(rig.gateway.logs.all.suffix(5))")
+        let target = rig.files.appendingPathComponent("patch.out")
+        _ = try await again.download(.private(key), to: target).result()
+        #expect(try Data(contentsOf: target) == bytes)
+        await rig.stop()
+    }
+
     @Test func refusedTokenIsAskedForAgain() async throws {
         let rig = try Rig()
         let asks = Locked(0)

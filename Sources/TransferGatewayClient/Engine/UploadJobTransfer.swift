@@ -21,6 +21,9 @@ struct UploadJobTransfer: Sendable {
             try context.store.save(record)
         }
         var backoff = Backoff(policy: context.api.retry)
+        // A request of ours the gateway has not yet seen end (a pause, a killed process) holds the
+        // job for a moment: 409 upload_in_progress. Waited for apart from the retry limit.
+        var busy = Backoff(policy: RetryPolicy(limit: 12, base: 1, cap: 5))
         while true {
             switch job.state {
             case "completed":
@@ -35,7 +38,7 @@ struct UploadJobTransfer: Sendable {
             try Task.checkCancellation()
             let offset = job.bytesCommitted
             reporter.setCommitted(offset)
-            if let next = try await send(job.id, record: record, from: offset, size: size, backoff: &backoff) {
+            if let next = try await send(job.id, record: record, from: offset, size: size, backoff: &backoff, busy: &busy) {
                 if next.bytesCommitted > offset || next.state != job.state {
                     backoff.reset()
                 } else {
@@ -51,7 +54,7 @@ struct UploadJobTransfer: Sendable {
     /// One `PUT`/`PATCH` from `offset`: the job after it, or `nil` when the job must be read
     /// again (after a wait, for a break, an outage or a conflict).
     private func send(
-        _ id: String, record: TransferRecord, from offset: Int64, size: Int64, backoff: inout Backoff
+        _ id: String, record: TransferRecord, from offset: Int64, size: Int64, backoff: inout Backoff, busy: inout Backoff
     ) async throws -> API.Job? {
         let end = min(size, offset + sliceLimit)
         let body = offset < end ? try TransferContext.read(record.fileURL, offset..<end) : Data()
@@ -83,7 +86,10 @@ struct UploadJobTransfer: Sendable {
         switch (answer.status, answer.problem?.code) {
         case (409, "offset_mismatch"), (409, "job_not_pending"):
             return nil  // the job says where it stands
-        case (409, "upload_in_progress"), (409, "job_paused"), (503, _), (429, _), (500..., _):
+        case (409, "upload_in_progress"):
+            try await busy.wait(retryAfter: answer.retryAfter.map { max(1, $0) }, cause: GatewayAPI.describe(answer))
+            return nil
+        case (409, "job_paused"), (503, _), (429, _), (500..., _):
             // 503 storage_unavailable / insufficient_storage keep what arrived (Upload-Offset):
             // wait as told, then go on from the job's bytesCommitted.
             try await backoff.wait(retryAfter: answer.retryAfter, cause: GatewayAPI.describe(answer))
