@@ -17,9 +17,9 @@ struct TransferClientLiveTests {
         let state: URL
         let files: URL
 
-        init() throws {
-            gateway = try LiveGateway()
-            token = gateway.token("client-\(UUID().uuidString.prefix(8))")
+        init(gateway: LiveGateway? = nil) throws {
+            self.gateway = try gateway ?? LiveGateway()
+            token = self.gateway.token("client-\(UUID().uuidString.prefix(8))")
             let root = FileManager.default.temporaryDirectory.appendingPathComponent("tgc-live-\(UUID().uuidString)")
             state = root.appendingPathComponent("state")
             files = root.appendingPathComponent("files")
@@ -188,6 +188,23 @@ struct TransferClientLiveTests {
         let target = rig.files.appendingPathComponent("multi.out")
         _ = try await second.download(.private(key), to: target).result()
         #expect(try Data(contentsOf: target) == bytes)
+        await rig.stop()
+    }
+
+    @Test func partURLsThatExpireAreSignedAgain() async throws {
+        // Presigned part URLs live 2 s; at 4 MiB/s the third 5 MiB part starts 2.5 s in.
+        let rig = try Rig(gateway: LiveGateway { $0.presignExpiry = 2 })
+        let key = "client/resign-\(UUID().uuidString).bin"
+        let (source, bytes) = try rig.file("resign.bin", bytes: 12 * Self.mib, seed: 4)
+        let client = try rig.client {
+            $0.smallFileThreshold = Int64(Self.mib)
+            $0.partConcurrency = 1
+            $0.bandwidthLimit = Int64(4 * Self.mib)
+        }
+        let result = try await client.upload(file: source, to: .private(key)).result()
+        #expect(result.size == Int64(bytes.count))
+        let signings = rig.gateway.logs.all.filter { $0.contains("/parts") }
+        #expect(!signings.isEmpty)
         await rig.stop()
     }
 
