@@ -7,9 +7,14 @@ import PackageDescription
 
 let package = Package(
     name: "TransferGateway",
-    platforms: [.macOS(.v15)],
+    // iOS is for the client library only (the server is Linux: epoll); macOS 15 is the server
+    // targets' floor (Synchronization), so on a Mac the whole package asks for it.
+    platforms: [.macOS(.v15), .iOS(.v15)],
     products: [
-        .executable(name: "transfer-gateway", targets: ["TransferGateway"])
+        .executable(name: "transfer-gateway", targets: ["TransferGateway"]),
+        // The client for apps (issue 29): Foundation only, no server target, no unsafe flags.
+        .library(name: "TransferGatewayClient", targets: ["TransferGatewayClient"]),
+        .executable(name: "transfer-client", targets: ["TransferClientCLI"]),
     ],
     targets: [
         // C system libraries, found through pkg-config. Each has one shim header.
@@ -54,6 +59,12 @@ let package = Package(
                 "Gateway", "Adapters", "HTTPServer", "TransferEngine", "Postgres",
                 "S3", "SigV4", "Auth", "Crypto",
             ]),
+        // The client for apps: uploads, downloads, resume after relaunch, over the gateway's API.
+        // Foundation (FoundationNetworking on Linux) only; depends on no other target.
+        .target(name: "TransferGatewayClient"),
+        // `transfer-client`: the client library as a command line.
+        .executableTarget(name: "TransferClientCLI", dependencies: ["TransferGatewayClient"]),
+
         // In-memory twins of every port (the engine's and the routes'), a manual clock and one
         // loopback HTTP client, for tests of every target.
         .target(name: "TestSupport", dependencies: ["TransferEngine", "Gateway", "Crypto"]),
@@ -77,19 +88,23 @@ let package = Package(
         .testTarget(name: "S3Tests", dependencies: ["S3", "SigV4", "Crypto"], exclude: ["Fixtures"]),
         .testTarget(name: "AdaptersTests", dependencies: ["Adapters", "S3", "SigV4", "Gateway", "TransferEngine", "TestSupport"]),
         .testTarget(name: "TransferGatewayTests", dependencies: ["TransferGateway", "Gateway"]),
+        .testTarget(name: "TransferGatewayClientTests", dependencies: ["TransferGatewayClient"]),
         // Every live suite: against the real PostgreSQL and S3 server (GATEWAY_LIVE_TESTS=1, scripts/test.sh).
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
                 "Gateway", "Adapters", "TransferGateway", "HTTPServer", "S3", "Postgres",
                 "Auth", "SigV4", "Crypto", "TransferEngine", "TestSupport", "PortContracts",
+                "TransferGatewayClient",
             ],
             exclude: ["Scripts"]),
     ],
     swiftLanguageModes: [.v6]
 )
 
-// Release builds optimise across modules: the request path runs through five of them.
-for target in package.targets where target.type == .regular || target.type == .executable {
+// Release builds optimise across modules: the request path runs through five of them. Not the
+// client's targets: SwiftPM refuses unsafe flags in a package an app depends on by version.
+let clientTargets: Set<String> = ["TransferGatewayClient", "TransferClientCLI"]
+for target in package.targets where (target.type == .regular || target.type == .executable) && !clientTargets.contains(target.name) {
     target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]
 }

@@ -1,0 +1,111 @@
+import Foundation
+
+/// A large file through a client upload (`/v1/uploads`): parts read from the file a few at a time
+/// (at most `partConcurrency` in memory), each `PUT` straight to S3 on its presigned URL, then
+/// `complete` without a part list (the gateway lists them). After a relaunch,
+/// `GET /v1/uploads/{id}` says which parts S3 holds and only the others are sent.
+struct ClientUploadTransfer: Sendable {
+    let context: TransferContext
+    let reporter: ProgressReporter
+
+    func run(_ record: inout TransferRecord) async throws -> TransferResult {
+        guard let size = record.size else { throw TransferError(.fileError, "the record of \(record.id) has no size") }
+        reporter.setTotal(size)
+        let api = context.api
+        var held: [Int: Int64] = [:]
+        var first: API.CreatedUpload?
+        if let id = record.serverID {
+            let upload = try await api.upload(id)
+            if upload.state == "completed" { return result(record, objectKey: upload.objectKey, size: upload.size, etag: upload.etag) }
+            record.partSize = upload.partSize
+            for part in upload.parts { held[part.partNumber] = part.size }
+        } else {
+            let created = try await api.createUpload(record, size: size, partSize: context.configuration.partSize)
+            record.serverID = created.uploadId
+            record.partSize = created.partSize
+            try context.store.save(record)
+            first = created
+        }
+        guard let id = record.serverID, let partSize = record.partSize, partSize > 0 else {
+            throw TransferError(.badResponse, "the gateway gave the upload no part size")
+        }
+        let plan = PartPlan(size: size, partSize: partSize)
+        let missing = plan.missingParts(held: held)
+        reporter.setCommitted(size - missing.reduce(0) { $0 + Int64(plan.range(of: $1).count) })
+        let urls = PartURLs(api: api, uploadID: id, pending: missing)
+        if let first { await urls.add(first.parts, expiresAt: first.expiresAt) }
+        try await sendParts(missing, plan: plan, urls: urls, file: record.fileURL)
+        return try await complete(id, record)
+    }
+
+    /// Sends `numbers`, at most `partConcurrency` at once.
+    private func sendParts(_ numbers: [Int], plan: PartPlan, urls: PartURLs, file: URL) async throws {
+        let width = max(1, context.configuration.partConcurrency)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            var next = numbers.makeIterator()
+            for _ in 0..<width {
+                guard let number = next.next() else { break }
+                group.addTask { try await sendPart(number, plan: plan, urls: urls, file: file) }
+            }
+            while try await group.next() != nil {
+                if let number = next.next() { group.addTask { try await sendPart(number, plan: plan, urls: urls, file: file) } }
+            }
+        }
+    }
+
+    private func sendPart(_ number: Int, plan: PartPlan, urls: PartURLs, file: URL) async throws {
+        let range = plan.range(of: number)
+        let body = try TransferContext.read(file, range)
+        var backoff = Backoff(policy: context.api.retry)
+        var resignings = 0
+        while true {
+            try await context.pace(Int64(body.count))
+            let url = try await urls.url(for: number)
+            let call = GatewayAPI.Call(
+                method: "PUT", url: url, body: body, authorized: false, onSent: { [reporter] in reporter.setInFlight(number, $0) })
+            let answer: HTTPAnswer
+            do {
+                answer = try await context.api.sendOnce(call)
+            } catch let error where GatewayAPI.isTransient(error) {
+                reporter.drop(number)
+                try await backoff.wait(retryAfter: nil, cause: "part \(number): network: \(error.localizedDescription)")
+                continue
+            }
+            if answer.isSuccess {
+                reporter.commit(number, Int64(body.count))
+                return
+            }
+            reporter.drop(number)
+            let s3Code = S3ErrorBody.code(answer.body)
+            if answer.status == 403 && (S3ErrorBody.saysExpired(answer.body) || resignings == 0) && resignings < 3 {
+                // An expired URL (or a clock skew S3 reads as one): sign this part again.
+                resignings += 1
+                await urls.expire(number)
+                continue
+            }
+            if answer.isTransient {
+                try await backoff.wait(retryAfter: answer.retryAfter, cause: "part \(number): S3 HTTP \(answer.status) \(s3Code ?? "")")
+                continue
+            }
+            throw TransferError(
+                answer.status == 403 ? .forbidden : .rejected, "S3 refused part \(number): HTTP \(answer.status) \(s3Code ?? "")",
+                status: answer.status, serverCode: s3Code)
+        }
+    }
+
+    /// Completes; a completion whose answer was lost (the upload is no longer open) is read back.
+    private func complete(_ id: String, _ record: TransferRecord) async throws -> TransferResult {
+        do {
+            let done = try await context.api.completeUpload(id)
+            return result(record, objectKey: done.objectKey, size: done.size, etag: done.etag)
+        } catch let error as TransferError where error.status == 409 || error.status == 404 {
+            guard let upload = try? await context.api.upload(id), upload.state == "completed" else { throw error }
+            return result(record, objectKey: upload.objectKey, size: upload.size, etag: upload.etag)
+        }
+    }
+
+    private func result(_ record: TransferRecord, objectKey: String, size: Int64, etag: String?) -> TransferResult {
+        reporter.setCommitted(size)
+        return TransferResult(reference: record.reference, objectKey: objectKey, size: size, etag: etag, fileURL: nil)
+    }
+}

@@ -1,0 +1,33 @@
+/// How a file splits into the parts of a client upload: every part `partSize` bytes but the
+/// last, which holds the rest (S3 numbers parts from 1; Cloudflare R2 requires equal parts).
+///
+/// Pure arithmetic, tested at each boundary (`PartPlanTests`).
+public struct PartPlan: Codable, Hashable, Sendable {
+    /// The file's size in bytes.
+    public let size: Int64
+    /// The size of every part but the last.
+    public let partSize: Int64
+
+    /// A plan; `partSize` must be positive.
+    public init(size: Int64, partSize: Int64) {
+        precondition(partSize > 0, "a part size is positive")
+        self.size = size
+        self.partSize = partSize
+    }
+
+    /// The number of parts: at least one (an empty file is one empty part).
+    public var partCount: Int { size == 0 ? 1 : Int((size + partSize - 1) / partSize) }
+
+    /// Part `number`'s bytes in the file (`number` from 1 to `partCount`).
+    public func range(of number: Int) -> Range<Int64> {
+        precondition(number >= 1 && number <= partCount, "part \(number) is outside 1...\(partCount)")
+        let start = Int64(number - 1) * partSize
+        return start..<min(size, start + partSize)
+    }
+
+    /// The parts still to send, given those S3 holds (by number and size): a held part of the
+    /// wrong size is sent again.
+    public func missingParts(held: [Int: Int64]) -> [Int] {
+        (1...partCount).filter { held[$0] != Int64(range(of: $0).count) }
+    }
+}

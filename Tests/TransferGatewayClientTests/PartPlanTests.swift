@@ -1,0 +1,42 @@
+import Testing
+
+@testable import TransferGatewayClient
+
+/// Part arithmetic at every boundary: one byte under, at and over a part; empty files.
+struct PartPlanTests {
+    static let mib: Int64 = 1 << 20
+
+    static let mib5: Int64 = 5 << 20
+    /// (size, part size, parts).
+    static let counts: [(Int64, Int64, Int)] = [
+        (0, mib5, 1), (1, mib5, 1), (mib5 - 1, mib5, 1), (mib5, mib5, 1), (mib5 + 1, mib5, 2), (5 * mib5, mib5, 5),
+        (5 * mib5 + 7, mib5, 6),
+    ]
+
+    @Test(arguments: counts)
+    func partCount(size: Int64, partSize: Int64, count: Int) {
+        #expect(PartPlan(size: size, partSize: partSize).partCount == count)
+    }
+
+    @Test func everyPartButTheLastIsFull() {
+        let plan = PartPlan(size: 12 * Self.mib + 7, partSize: 5 * Self.mib)
+        #expect(plan.range(of: 1) == 0..<(5 * Self.mib))
+        #expect(plan.range(of: 2) == (5 * Self.mib)..<(10 * Self.mib))
+        #expect(plan.range(of: 3) == (10 * Self.mib)..<(12 * Self.mib + 7))
+        let total = (1...plan.partCount).reduce(Int64(0)) { $0 + Int64(plan.range(of: $1).count) }
+        #expect(total == plan.size)
+    }
+
+    @Test func emptyFileIsOneEmptyPart() {
+        #expect(PartPlan(size: 0, partSize: 5 * Self.mib).range(of: 1).isEmpty)
+    }
+
+    @Test func missingPartsSkipThoseHeldWhole() {
+        let plan = PartPlan(size: 25 * Self.mib, partSize: 5 * Self.mib)
+        #expect(plan.missingParts(held: [:]) == [1, 2, 3, 4, 5])
+        #expect(plan.missingParts(held: [1: 5 * Self.mib, 3: 5 * Self.mib]) == [2, 4, 5])
+        // A held part of the wrong size is sent again.
+        #expect(plan.missingParts(held: [1: 5 * Self.mib, 2: 1]) == [2, 3, 4, 5])
+        #expect(plan.missingParts(held: Dictionary(uniqueKeysWithValues: (1...5).map { ($0, 5 * Self.mib) })).isEmpty)
+    }
+}
