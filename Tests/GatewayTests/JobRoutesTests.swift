@@ -122,12 +122,24 @@ import TransferEngine
             "POST", "/v1/jobs", as: "alice",
             json: ["type": "upload", "accessLevel": "private", "key": "w.bin"])
         let id = try #require(created.json["id"] as? String)
+        let etag = try #require(created.headers["etag"])
         rig.changes.setLive(true)
-        let poll = Task { try await rig.send("GET", "/v1/jobs/\(id)?wait=60", as: "alice").json["state"] as? String }
-        try await Task.sleep(for: .milliseconds(50))
+        // The poll names the version it has, so the pause is a change to it whether the poll
+        // reads the job before or after it (on a loaded machine, either).
+        let poll = Task {
+            try await rig.send("GET", "/v1/jobs/\(id)?wait=60", as: "alice", headers: [("If-None-Match", etag)]).json["state"] as? String
+        }
         _ = try await rig.store.transition(id: id, .pause)
-        rig.changes.notify(id)
+        // Announced until the poll answers (it may begin waiting after the first word);
+        // unannounced, it would hold its answer for 60 s.
         let started = Date()
+        let announcing = Task {
+            while !Task.isCancelled {
+                rig.changes.notify(id)
+                try await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        defer { announcing.cancel() }
         #expect(try await poll.value == "paused")
         #expect(Date().timeIntervalSince(started) < 5)
     }

@@ -139,7 +139,11 @@ final class CredentialsStandIn: @unchecked Sendable {
         self.port = try #require(port, "the stand-in did not start")
     }
 
-    func stop() { if process.isRunning { process.terminate() } }
+    /// SIGKILL: a child of the test runner may inherit a mask that blocks SIGTERM.
+    func stop() { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+
+    /// However the test ended (a failed `#require` included), the stand-in goes with it.
+    deinit { stop() }
 
     func stats() async throws -> [String: Int] {
         let url = URL(string: "http://127.0.0.1:\(port)/stats")!

@@ -88,7 +88,10 @@ struct PresignRoutes: Sendable {
         let objectKey = try context.policy.granted(
             mode, level: body.accessLevel, key: body.key, identity: identity,
             target: body.targetIdentityId)
-        let expires = try lifetime(body.expiresIn)
+        // One reading of the clock for the lifetime and the signature: read twice, a second's
+        // tick between them would let the URL outlive temporary credentials by that second.
+        let issued = context.now()
+        let expires = try lifetime(body.expiresIn, now: issued)
         var signed: [(String, String)] = []
         if method == "PUT" {
             signed.reserveCapacity(6 + body.attributes.metadata.count)
@@ -109,7 +112,6 @@ struct PresignRoutes: Sendable {
         } else if let field = body.putOnly {
             throw APIError(.optionNotSupported, "'\(field)' applies to put only.")
         }
-        let issued = context.now()
         // Written by hand: this is the hottest answer a frontend asks for. The URL is signed
         // straight into the answer.
         var json = JSONText()
@@ -129,11 +131,11 @@ struct PresignRoutes: Sendable {
         let identity = try context.authenticator.identity(of: http)
         let body = try PostRequest(try await Responses.fields(from: http, known: PostRequest.known))
         let objectKey = try context.policy.granted(.write, level: body.accessLevel, key: body.key, identity: identity)
-        let expires = try lifetime(body.expiresIn)
+        let issued = context.now()
+        let expires = try lifetime(body.expiresIn, now: issued)
         let ceiling = min(context.engine.maxObjectSize, 5 << 30)  // S3 takes at most 5 GiB in one POST
         let maxSize = body.maxSize ?? ceiling
         guard (1...ceiling).contains(maxSize) else { throw APIError.validation("maxSize must be from 1 to \(ceiling).") }
-        let issued = context.now()
         let form = context.presigner.postForm(
             key: objectKey, fields: AttributeFields.headers(body.attributes), maxSize: maxSize,
             expires: expires, at: issued)
@@ -149,11 +151,11 @@ struct PresignRoutes: Sendable {
 
     /// The URL's lifetime: the default, or what the client asks up to the maximum, and never
     /// past the moment temporary credentials stop working.
-    private func lifetime(_ asked: Int?) throws(APIError) -> Int {
+    private func lifetime(_ asked: Int?, now: Int) throws(APIError) -> Int {
         let expires = asked ?? context.settings.presignExpiry
         guard (1...context.settings.presignMaxExpiry).contains(expires) else {
             throw APIError.validation("expiresIn must be from 1 to \(context.settings.presignMaxExpiry) seconds.")
         }
-        return try context.presigner.lifetime(atMost: expires, now: context.now())
+        return try context.presigner.lifetime(atMost: expires, now: now)
     }
 }
