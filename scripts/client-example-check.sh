@@ -5,7 +5,8 @@
 # uploaded and downloaded back with the TransferGatewayClient library; the SHA-256 the example
 # prints of the file sent and of the file received must match each other and sha256sum's.
 # GATEWAY_BIN: the gateway build to run (default the debug build). Uses the local stack
-# (scripts/stack.sh up), or the one whose env file STACK_ENV names. Exits non-zero on any failure.
+# (scripts/stack.sh up), or the one whose env file STACK_ENV names (another checkout's .stack/env).
+# Exits non-zero on any failure.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -26,7 +27,10 @@ swift build --package-path examples/client-app >"$WORK/build.log" 2>&1 || { tail
 APP="$(swift build --package-path examples/client-app --show-bin-path)/client-app"
 log "examples/client-app built in $(($(date +%s) - start)) s"
 
+STACK_SH=scripts/stack.sh
 if [ -n "${STACK_ENV:-}" ]; then
+  # The stack of another checkout: its stack.sh holds the database's secrets.
+  STACK_SH="$(dirname "$STACK_ENV")/../scripts/stack.sh"
   set -a
   # shellcheck disable=SC1090
   . "$STACK_ENV"
@@ -39,7 +43,7 @@ else
   set +a
 fi
 [ -x "$BIN" ] || swift build --product transfer-gateway >&2
-GATEWAY_DATABASE_URL="$(bash scripts/stack.sh database gateway_client_example)"
+GATEWAY_DATABASE_URL="$(bash "$STACK_SH" database gateway_client_example)"
 export GATEWAY_DATABASE_URL
 "$BIN" migrate >&2
 PORT="${CLIENT_EXAMPLE_PORT:-18099}"
