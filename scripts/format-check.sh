@@ -4,7 +4,7 @@
 # Exits non-zero, listing the first differences, when a file is not formatted.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-paths=(Package.swift Sources Tests)
+paths=(Package.swift Sources Tests examples/client-app/Package.swift examples/client-app/Sources)
 if [ "${1:-}" = --fix ]; then
   swift format format --in-place --recursive --parallel "${paths[@]}"
 fi

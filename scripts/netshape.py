@@ -30,6 +30,11 @@ import time
 
 PROFILES = {"3g": {"up_rate": 125_000, "down_rate": 250_000, "latency_ms": 150, "reset_every": 20 << 20}}
 CHUNK = 16 * 1024
+# Chunks read ahead of the link per direction of a connection (1 MiB): like a real link's bytes in
+# flight, this pushes back on the sender, so a rate limit is felt by the sender and a sender that
+# stops (paused, killed) leaves only this much and its sockets' buffers still to cross (on loopback
+# the sender's kernel send buffer alone grows to 4 MiB, drained at the link's rate after a close).
+QUEUE_CHUNKS = 64
 
 
 class Link:
@@ -84,7 +89,7 @@ def abort(writer):
 async def pump(link, direction, reader, writer, peer):
     """Relays bytes from reader to writer: each chunk waits out the latency (in order), then the
     link's rate. A reset due on the way up aborts both sides."""
-    queue = asyncio.Queue()
+    queue = asyncio.Queue(maxsize=QUEUE_CHUNKS)
 
     async def read():
         try:

@@ -6,7 +6,11 @@
 #   scripts/reliability.sh pg [S]      PostgreSQL down S (30) seconds while a copy job runs
 #   scripts/reliability.sh credentials [M]  M (8) minutes of presigns, copy and upload jobs on S3
 #                                      credentials that end every 2 minutes (stand-in ECS and STS)
-#   scripts/reliability.sh all         all four
+#   scripts/reliability.sh client3g    the Swift client under netshape.py's 3G profile (1 Mbit/s up,
+#                                      300 ms round trips, a reset every 20 MiB): a 30 MiB upload and
+#                                      download, byte-identical (some 7 minutes)
+#   scripts/reliability.sh clientpresign  a client upload throttled to ~90 s on part URLs that live 30 s
+#   scripts/reliability.sh all         all of them
 # The quick scenarios (S3 faults, database restart, SIGSTOP, SIGTERM) run in scripts/test.sh.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -20,7 +24,7 @@ export GATEWAY_LIVE_TESTS=1
 swift build --build-tests >&2
 .build/debug/transfer-gateway migrate >&2
 run() {  # FILTER: run one test, print its figure lines
-  swift test --skip-build --filter "$1" 2>&1 | tee "/tmp/reliability-$2.log" | grep -E '^(drain|kills|credentials):|✘|passed after|failed after' || true
+  swift test --skip-build --filter "$1" 2>&1 | tee "/tmp/reliability-$2.log" | grep -E '^(drain|kills|credentials|client3g|client-net):|✘|passed after|failed after' || true
 }
 case "${1:-all}" in
   drain) GATEWAY_DRAIN_JOBS="${2:-1000}" run twoInstancesDrainQueuedJobsEachClaimedOnce drain ;;
@@ -28,11 +32,15 @@ case "${1:-all}" in
   pg) GATEWAY_PG_RESTART_TEST=1 GATEWAY_PG_OUTAGE_SECONDS="${2:-30}" run PostgresRestartLiveTests pg ;;
   credentials)
     GATEWAY_CREDENTIALS_LIFETIME=120 GATEWAY_CREDENTIALS_SECONDS=$((${2:-8} * 60)) run CredentialRotationLiveTests credentials ;;
+  client3g) TRANSFER_CLIENT_3G=1 run uploadAndDownloadUnderThe3GProfileAreByteIdentical client3g ;;
+  clientpresign) TRANSFER_CLIENT_LONG_PRESIGN=1 run throttledUploadOutlivingItsPartURLsCompletesByResigning clientpresign ;;
   all)
     GATEWAY_DRAIN_JOBS=1000 run twoInstancesDrainQueuedJobsEachClaimedOnce drain
     GATEWAY_KILL_CAMPAIGN=50 run randomKillsLoseNothing kills
     GATEWAY_PG_RESTART_TEST=1 GATEWAY_PG_OUTAGE_SECONDS=30 run PostgresRestartLiveTests pg
     GATEWAY_CREDENTIALS_LIFETIME=120 GATEWAY_CREDENTIALS_SECONDS=480 run CredentialRotationLiveTests credentials
+    TRANSFER_CLIENT_3G=1 run uploadAndDownloadUnderThe3GProfileAreByteIdentical client3g
+    TRANSFER_CLIENT_LONG_PRESIGN=1 run throttledUploadOutlivingItsPartURLsCompletesByResigning clientpresign
     ;;
-  *) echo "usage: $0 drain [N] | kills [N] | pg [S] | credentials [M] | all" >&2; exit 2 ;;
+  *) echo "usage: $0 drain [N] | kills [N] | pg [S] | credentials [M] | client3g | clientpresign | all" >&2; exit 2 ;;
 esac
