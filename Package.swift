@@ -12,7 +12,7 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v15)],
     products: [
         .executable(name: "transfer-gateway", targets: ["TransferGateway"]),
-        // The client for apps (issue 29): Foundation only, no server target, no unsafe flags.
+        // The client for apps: Foundation only, no server target, no unsafe flags.
         .library(name: "TransferGatewayClient", targets: ["TransferGatewayClient"]),
         .executable(name: "transfer-client", targets: ["TransferClientCLI"]),
     ],

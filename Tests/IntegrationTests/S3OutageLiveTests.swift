@@ -11,7 +11,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-/// Issue 28: S3 away for longer than a part's retries, and sources that crawl or stop.
+/// S3 away for longer than a part's retries, and sources that crawl or stop.
 ///
 /// - An outage of every S3 request (`scripts/faultproxy.py`, `POST /__outage`) in the middle of
 ///   an upload, a copy and an import: the copy and the import go back to `queued` with a

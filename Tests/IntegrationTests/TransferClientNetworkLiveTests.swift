@@ -10,7 +10,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-/// Issue 29's "done when", through `scripts/netshape.py`: the client reaches the gateway through
+/// The client on a bad network, through `scripts/netshape.py`: the client reaches the gateway through
 /// one route of the proxy and S3 (the presigned URLs' public endpoint) through another, both on
 /// one shaped link. `transfer-client` runs as a child process where the scenario is the CLI's.
 /// The long variants (a 90 s upload on 30 s URLs, the full 3G profile) run with
