@@ -203,6 +203,36 @@ extension JobTableTests {
             await b.stop()
         }
 
+        /// A hold whose release never reached the database (its row stayed) is swept while its
+        /// instance lives; holds still held are not.
+        @Test func aHoldWhoseReleaseWasLostIsSwept() async throws {
+            let gateway = try LiveGateway()
+            let fleet = try #require(gateway.app.fleet)
+            try await fleet.beat()
+            let owner = "fleet-sweep-\(UUID())"
+            let kept = try #require(try await fleet.hold(.wait, for: owner, limit: 5))
+            let pool = try PostgresPoolFor.live()
+            try await pool.withConnection {
+                try $0.query(
+                    """
+                    INSERT INTO identity_holds (identity, kind, instance_id, created_at)
+                    VALUES (\(owner), 'wait', \(fleet.current.id), clock_timestamp() - interval '1 minute')
+                    """)
+            }
+            func count() async throws -> Int {
+                try await pool.withConnection {
+                    try $0.query("SELECT count(*)::int AS n FROM identity_holds WHERE identity = \(owner)").first?.int("n") ?? -1
+                }
+            }
+            #expect(try await count() == 2)
+            try await fleet.sweep()
+            #expect(try await count() == 1, "the stray row went, the live hold stayed")
+            await fleet.release(kept)
+            #expect(try await count() == 0)
+            await fleet.leave()
+            await gateway.stop()
+        }
+
         /// `migrate` makes the link secret once: a second run keeps it, and instances built on it
         /// agree on every link.
         @Test func migrateMakesOneLinkSecretForTheDeployment() async throws {

@@ -13,6 +13,9 @@ public final class PostgresFleet: SharedLimits, InstanceDirectory {
     let pool: PostgresPool
     public let current: InstanceRecord
     private let left = Atomic<Bool>(false)
+    /// The holds this instance has taken and not given back: a row whose delete failed (the
+    /// database away for a moment) is swept by the next `sweep`, not kept while we live.
+    private let held = Mutex<Set<String>>([])
     /// Seconds between heartbeats.
     public static let beatSeconds = 5
     /// A heartbeat older than this and the instance counts as gone.
@@ -62,9 +65,18 @@ public final class PostgresFleet: SharedLimits, InstanceDirectory {
         }
     }
 
-    /// Holds of instances gone, buckets full again for a minute, instances gone for a day.
+    /// Holds of instances gone and this instance's own given back whose row stayed, buckets
+    /// idle for minutes, instances gone for a day.
     func sweep() async throws {
+        let me = current.id
+        let kept = "{" + held.withLock { $0.sorted() }.joined(separator: ",") + "}"
         try await pool.withConnection { connection in
+            // Rows a few seconds old only: a hold taken while `kept` was read is not in it yet.
+            try connection.query(
+                """
+                DELETE FROM identity_holds WHERE instance_id = \(me) AND NOT (id = ANY(\(kept)::uuid[]))
+                    AND created_at < clock_timestamp() - interval '5 seconds'
+                """)
             try connection.query(
                 """
                 DELETE FROM identity_holds h WHERE NOT EXISTS (
@@ -142,10 +154,13 @@ public final class PostgresFleet: SharedLimits, InstanceDirectory {
                 """
             ).first.map { try $0.string("id") }
         }
-        return id.map { SharedHold(id: $0, kind: kind) }
+        guard let id else { return nil }
+        held.withLock { _ = $0.insert(id) }
+        return SharedHold(id: id, kind: kind)
     }
 
     public func release(_ hold: SharedHold) async {
+        held.withLock { _ = $0.remove(hold.id) }
         _ = try? await pool.withConnection { connection in
             try connection.query("DELETE FROM identity_holds WHERE id = \(hold.id)::uuid")
         }
