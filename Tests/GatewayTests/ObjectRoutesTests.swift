@@ -28,6 +28,34 @@ import TransferEngine
         #expect(try await rig.send("GET", "/v1/objects?accessLevel=private&limit=0", as: "alice").code == "validation_failed")
     }
 
+    /// `delimiter=/` lists one folder level: `folders` beside `objects`, both in the caller's key
+    /// space, paged together; a folder ending a page is passed over whole by the next.
+    @Test func aDelimiterListsFoldersBesideObjects() async throws {
+        let rig = try RouteRig()
+        for name in ["a.txt", "photos/1.jpg", "photos/2.jpg", "photos/2026/x.jpg", "z.txt", "zip/1"] {
+            rig.objects.put("private/alice/\(name)", [1])
+        }
+        rig.objects.put("private/bob/secret/1", [1])
+        func page(_ query: String) async throws -> (objects: [String], folders: [String], next: String?) {
+            let answer = try await rig.send("GET", "/v1/objects?accessLevel=private&delimiter=/\(query)", as: "alice")
+            #expect(answer.status == 200, "\(answer.json)")
+            return (
+                (answer.json["objects"] as? [[String: Any]] ?? []).compactMap { $0["key"] as? String },
+                answer.json["folders"] as? [String] ?? ["missing"], answer.json["nextCursor"] as? String
+            )
+        }
+        let first = try await page("&limit=2")
+        #expect(first.objects == ["a.txt"] && first.folders == ["photos/"] && first.next == "photos/")
+        let second = try await page("&limit=2&cursor=photos/")
+        #expect(second.objects == ["z.txt"] && second.folders == ["zip/"] && second.next == nil, "\(second)")
+        let inside = try await page("&prefix=photos/")
+        #expect(inside.objects == ["photos/1.jpg", "photos/2.jpg"] && inside.folders == ["photos/2026/"])
+        let flat = try await rig.send("GET", "/v1/objects?accessLevel=private", as: "alice")
+        #expect(flat.json["folders"] == nil && (flat.json["objects"] as? [Any])?.count == 6, "without a delimiter, as before")
+        let other = try await rig.send("GET", "/v1/objects?accessLevel=private&delimiter=%2C", as: "alice")
+        #expect(other.status == 400 && other.code == "validation_failed")
+    }
+
     @Test func propertiesAndDeleteFollowTheRules() async throws {
         let rig = try RouteRig()
         rig.objects.put(
