@@ -14,6 +14,7 @@ struct ObjectRoutes: Sendable {
         router.add("GET", "/v1/objects") { try await list($0.http) }
         router.add("GET", "/v1/objects/properties") { try await properties($0.http) }
         router.add("DELETE", "/v1/objects") { try await delete($0.http) }
+        registerBulk(in: &router)
     }
 
     private static func level(_ query: [String: String]) throws(APIError) -> AccessLevel {
