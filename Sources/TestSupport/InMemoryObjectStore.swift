@@ -274,8 +274,9 @@ public final class InMemoryObjectStore: ObjectStore {
         guard written == bytes.count else { throw TransferError(code: .spoolFailed, retryable: true) }
     }
 
-    public func deleteObject(key: String) async throws {
+    public func deleteObject(key: String, ifMatch: String?) async throws {
         try enter(.delete)
+        if let ifMatch, etag(of: key) != ifMatch { throw TransferError.preconditionFailed }
         state.withLock { s in
             s.objects[key] = nil
             s.etags[key] = nil

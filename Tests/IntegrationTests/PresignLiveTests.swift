@@ -90,6 +90,62 @@ struct PresignLiveTests {
         await gateway.stop()
     }
 
+    /// `preventOverwrite` signs `If-None-Match: *` into a put URL: of two uploads racing to one
+    /// key exactly one lands; `ifMatch` signs `If-Match` (put, delete), and a delete through the
+    /// API with `ifMatch` deletes only the object with that ETag.
+    @Test func safeWritesNeverClobber() async throws {
+        let gateway = try LiveGateway()
+        let alice = gateway.token("alice")
+        let key = "safe/\(UUID().uuidString).txt"
+        func presign(_ extra: [String: Any]) async throws -> (url: String, headers: [String: String]) {
+            let answer = try await gateway.request(
+                "POST", "/v1/presign", token: alice, json: ["accessLevel": "private", "key": key].merging(extra) { $1 })
+            #expect(answer.status == 200, "\(answer.json)")
+            return (answer.json["url"] as? String ?? "", answer.json["headers"] as? [String: String] ?? [:])
+        }
+        func put(_ signed: (url: String, headers: [String: String]), _ body: String) throws -> Int {
+            var arguments = ["-X", "PUT", "--data-binary", body]
+            for (name, value) in signed.headers { arguments += ["-H", "\(name): \(value)"] }
+            return try curl(arguments + [signed.url]).status
+        }
+        let first = try await presign(["operation": "put", "preventOverwrite": true])
+        let second = try await presign(["operation": "put", "preventOverwrite": true])
+        #expect(first.headers["If-None-Match"] == "*")
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            group.addTask { try put(first, "one") }
+            group.addTask { try put(second, "two") }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(statuses.sorted() == [200, 412], "exactly one of two racing puts lands: \(statuses)")
+        // Without the signed header the URL is refused: the condition cannot be dropped.
+        #expect(try curl(["-X", "PUT", "--data-binary", "three", first.url]).status == 403)
+
+        let properties = try await gateway.request("GET", "/v1/objects/properties?accessLevel=private&key=\(key)", token: alice)
+        let etag = try #require(properties.json["etag"] as? String)
+        #expect(try put(try await presign(["operation": "put", "ifMatch": "\"0000\""]), "four") == 412)
+        #expect(try put(try await presign(["operation": "put", "ifMatch": etag]), "five") == 200)
+        let stale = try await gateway.request(
+            "DELETE",
+            "/v1/objects?accessLevel=private&key=\(key)&ifMatch=\(etag.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")",
+            token: alice)
+        #expect(stale.status == 412 && stale.json["code"] as? String == "precondition_failed", "\(stale.json)")
+        let current = try #require(
+            try await gateway.request("GET", "/v1/objects/properties?accessLevel=private&key=\(key)", token: alice).json["etag"] as? String)
+        let deleted = try await gateway.request(
+            "DELETE",
+            "/v1/objects?accessLevel=private&key=\(key)&ifMatch=\(current.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")",
+            token: alice)
+        #expect(deleted.status == 204)
+        let both = try await gateway.request(
+            "POST", "/v1/presign", token: alice,
+            json: ["operation": "put", "accessLevel": "private", "key": key, "preventOverwrite": true, "ifMatch": current])
+        #expect(both.status == 400)
+        let onGet = try await gateway.request(
+            "POST", "/v1/presign", token: alice, json: ["operation": "get", "accessLevel": "private", "key": key, "preventOverwrite": true])
+        #expect(onGet.status == 400 && onGet.json["code"] as? String == "option_not_supported")
+        await gateway.stop()
+    }
+
     @Test func tamperedAndExpiredURLsAreRefused() async throws {
         let gateway = try LiveGateway()
         let alice = gateway.token("alice")

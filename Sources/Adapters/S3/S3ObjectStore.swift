@@ -96,8 +96,8 @@ public struct S3ObjectStore: ObjectStore {
         }
     }
 
-    public func deleteObject(key: String) async throws {
-        try await mapped { try await client.deleteObject(key: key) }
+    public func deleteObject(key: String, ifMatch: String?) async throws {
+        try await mapped { try await client.deleteObject(key: key, ifMatch: ifMatch) }
     }
 
     public func uploadPart(key: String, uploadID: String, part: Int, data: PartData, checksum: PartChecksum) async throws -> RecordedPart {

@@ -134,16 +134,21 @@ struct ObjectRoutes: Sendable {
 
     private func delete(_ http: HTTPRequest) async throws -> HTTPResponse {
         let identity = try context.authenticator.identity(of: http)
-        let query = try QueryParameters.read(http, known: ["accessLevel", "key", "targetIdentityId"])
+        let query = try QueryParameters.read(http, known: ["accessLevel", "key", "targetIdentityId", "ifMatch"])
         guard let key = query["key"] else { throw APIError.validation("key is required.") }
         let objectKey = try context.policy.granted(
             .write, level: try Self.level(query), key: key, identity: identity,
             target: query["targetIdentityId"])
+        let ifMatch = try query["ifMatch"].map { value throws(APIError) in try SafeWrite.etag(value) }
         let objects = jobs.objects
         // S3 answers a delete of a missing key as done; the API says 404, so it looks first.
         try await Shield.run {
             _ = try await Self.found { try await objects.size(of: objectKey) }
-            try await objects.deleteObject(key: objectKey)
+            do {
+                try await objects.deleteObject(key: objectKey, ifMatch: ifMatch)
+            } catch let error as TransferError where error.code == .preconditionFailed {
+                throw APIError(.preconditionFailed, "The object is no longer the one with that ETag; nothing was deleted.")
+            }
         }
         return HTTPResponse(status: 204)
     }

@@ -11,7 +11,7 @@ struct PresignRoutes: Sendable {
     struct PresignRequest {
         static let known = AttributeFields.names.union([
             "operation", "accessLevel", "key", "targetIdentityId", "contentLength",
-            "contentMD5", "expiresIn", "responseContentDisposition", "responseContentType",
+            "contentMD5", "expiresIn", "responseContentDisposition", "responseContentType", "preventOverwrite", "ifMatch",
         ])
         let operation: String
         let accessLevel: AccessLevel
@@ -24,6 +24,10 @@ struct PresignRoutes: Sendable {
         /// The answer's headers S3 is asked to set (a get only): signed into the URL.
         let responseContentDisposition: String?
         let responseContentType: String?
+        /// A put that must not replace an object (`If-None-Match: *`, signed in).
+        let preventOverwrite: Bool
+        /// A put or delete only of the object with this ETag (`If-Match`, signed in).
+        let ifMatch: String?
         /// The first field that only a put uses, if one was given.
         let putOnly: String?
 
@@ -38,7 +42,9 @@ struct PresignRoutes: Sendable {
             expiresIn = try fields.integer("expiresIn").map { Int(clamping: $0) }
             responseContentDisposition = try Self.headerValue(fields, "responseContentDisposition")
             responseContentType = try Self.headerValue(fields, "responseContentType")
-            putOnly = AttributeFields.names.union(["contentLength", "contentMD5"]).sorted().first(where: fields.has)
+            preventOverwrite = try fields.bool("preventOverwrite") ?? false
+            ifMatch = try fields.string("ifMatch").map { value throws(APIError) in try SafeWrite.etag(value) }
+            putOnly = AttributeFields.names.union(["contentLength", "contentMD5", "preventOverwrite"]).sorted().first(where: fields.has)
         }
 
         /// A header value for S3 to send back: at most 1024 bytes of visible ASCII and spaces
@@ -125,8 +131,18 @@ struct PresignRoutes: Sendable {
                 }
                 signed.append(("Content-Length", String(length)))
             }
+            if body.preventOverwrite { signed.append(("If-None-Match", "*")) }
         } else if let field = body.putOnly {
             throw APIError(.optionNotSupported, "'\(field)' applies to put only.")
+        }
+        if let etag = body.ifMatch {
+            guard method == "PUT" || method == "DELETE" else {
+                throw APIError(.optionNotSupported, "'ifMatch' applies to put and delete only.")
+            }
+            guard !body.preventOverwrite else {
+                throw APIError.validation("preventOverwrite and ifMatch exclude each other.")
+            }
+            signed.append(("If-Match", etag))
         }
         var query: [(String, String)] = []
         if let value = body.responseContentDisposition { query.append(("response-content-disposition", value)) }

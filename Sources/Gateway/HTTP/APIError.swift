@@ -52,6 +52,8 @@ public struct APIError: Error, Sendable, Equatable {
         case unsupportedMediaType = "unsupported_media_type"
         case rangeNotSatisfiable = "range_not_satisfiable"
         case sourceChanged = "source_changed"
+        case objectExists = "object_exists"
+        case preconditionFailed = "precondition_failed"
         case idempotencyKeyReused = "idempotency_key_reused"
         case quotaExceeded = "quota_exceeded"
         case checksumMismatch = "checksum_mismatch"
@@ -79,7 +81,7 @@ public struct APIError: Error, Sendable, Equatable {
                 .partMismatch, .partsMissing, .sizeMismatch, .partOutOfRange, .jobNotRetryable:
                 return 409
             case .downloadExpired, .gone: return 410
-            case .tusVersionUnsupported, .sourceChanged: return 412
+            case .tusVersionUnsupported, .sourceChanged, .objectExists, .preconditionFailed: return 412
             case .payloadTooLarge: return 413
             case .unsupportedMediaType: return 415
             case .idempotencyKeyReused: return 422

@@ -287,6 +287,14 @@ struct JSONFields {
         }
     }
 
+    func bool(_ name: String) throws(APIError) -> Bool? {
+        switch members[name] {
+        case nil: return nil
+        case .bool(let value)?: return value
+        default: throw APIError.invalidJSON("Field '\(name)' has the wrong type.")
+        }
+    }
+
     func requiredString(_ name: String) throws(APIError) -> String {
         guard let text = try string(name) else { throw APIError.invalidJSON("Missing field '\(name)'.") }
         return text

@@ -91,8 +91,9 @@ public final class S3Client: Sendable {
             kmsKeyId: response.header("x-amz-server-side-encryption-aws-kms-key-id"))
     }
 
-    public func deleteObject(key: String) async throws {
-        _ = try await send("DELETE", key: key)
+    /// DeleteObject; with `ifMatch`, only while the object has that ETag (412 otherwise).
+    public func deleteObject(key: String, ifMatch: String? = nil) async throws {
+        _ = try await send("DELETE", key: key, headers: ifMatch.map { [("If-Match", $0)] } ?? [])
     }
 
     /// CopyObject within the bucket (up to 5 GiB; larger copies use UploadPartCopy), pinned to

@@ -37,10 +37,17 @@ public protocol ObjectStore: Sendable {
     /// The bytes of `range` of `key`, pinned to `ifMatch` (a changed object is
     /// `TransferError.sourceChanged`).
     func read(key: String, range: ClosedRange<Int64>, ifMatch: String?) async throws -> [UInt8]
-    func deleteObject(key: String) async throws
+    /// DeleteObject; with `ifMatch`, only while the object has that ETag (else
+    /// `TransferError.preconditionFailed`, nothing deleted).
+    func deleteObject(key: String, ifMatch: String?) async throws
 }
 
 extension ObjectStore {
+    /// DeleteObject, whatever the object is.
+    public func deleteObject(key: String) async throws {
+        try await deleteObject(key: key, ifMatch: nil)
+    }
+
     /// One page of the objects under `prefix`, with no folders.
     public func list(prefix: String, after: String?, limit: Int) async throws -> ObjectPage {
         try await list(prefix: prefix, after: after, limit: limit, delimiter: nil)
