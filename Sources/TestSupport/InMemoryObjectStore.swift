@@ -190,10 +190,13 @@ public final class InMemoryObjectStore: ObjectStore {
         }
     }
 
-    public func completeMultipartUpload(key: String, uploadID: String, parts: [RecordedPart]) async throws -> String {
+    public func completeMultipartUpload(
+        key: String, uploadID: String, parts: [RecordedPart], condition: WriteCondition?
+    ) async throws -> String {
         try enter(.complete)
         return try state.withLock { s in
             guard let upload = s.uploads[uploadID] else { throw TransferError(code: .noSuchUpload, retryable: false) }
+            try Self.check(condition, s.objects[key].map { s.etags[key] ?? Self.etag($0) })
             var whole: [UInt8] = []
             for part in parts {
                 guard let bytes = upload.parts[part.number], Self.etag(bytes) == part.etag else {
@@ -239,20 +242,35 @@ public final class InMemoryObjectStore: ObjectStore {
     }
 
     public func copyObject(
-        from sourceKey: String, to key: String, attributes: ObjectAttributesSpec?, ifMatch: String?
+        from sourceKey: String, to key: String, attributes: ObjectAttributesSpec?, ifMatch: String?, condition: WriteCondition?
     ) async throws -> String {
         try enter(.copyObject)
         guard let bytes = object(sourceKey) else { throw TransferError(code: .notFound, retryable: false) }
         if let ifMatch, ifMatch != etag(of: sourceKey) { throw TransferError.preconditionFailed }
+        try Self.check(condition, etag(of: key))
         put(key, bytes, attributes: attributes ?? self.attributes(sourceKey) ?? ObjectAttributesSpec())
         return Self.etag(bytes)
     }
 
-    public func putObject(key: String, data: PartData, attributes: ObjectAttributesSpec) async throws -> String {
+    public func putObject(
+        key: String, data: PartData, attributes: ObjectAttributesSpec, condition: WriteCondition?
+    ) async throws
+        -> String
+    {
         try enter(.putObject)
         let bytes = try Self.bytes(data)
+        try Self.check(condition, etag(of: key))
         put(key, bytes, attributes: attributes)
         return Self.etag(bytes)
+    }
+
+    /// As S3 checks `If-None-Match: *` and `If-Match` against what the key holds (`current`).
+    static func check(_ condition: WriteCondition?, _ current: String?) throws {
+        switch condition {
+        case .absent where current != nil: throw TransferError.objectExists
+        case .etag(let etag) where current != etag: throw TransferError.destinationChanged
+        default: return
+        }
     }
 
     public func read(key: String, range: ClosedRange<Int64>, ifMatch: String?) async throws -> [UInt8] {

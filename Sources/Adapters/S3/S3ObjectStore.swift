@@ -65,13 +65,16 @@ public struct S3ObjectStore: ObjectStore {
         }
     }
 
-    public func completeMultipartUpload(key: String, uploadID: String, parts: [RecordedPart]) async throws -> String {
-        try await mapped {
+    public func completeMultipartUpload(
+        key: String, uploadID: String, parts: [RecordedPart], condition: WriteCondition?
+    ) async throws -> String {
+        try await conditional(condition) {
             try await client.completeMultipartUpload(
                 key: key, uploadId: uploadID, parts: parts.map { (partNumber: $0.number, etag: $0.etag) },
                 checksums: Dictionary(
                     parts.compactMap { part in part.checksum.map { (part.number, $0) } },
-                    uniquingKeysWith: { _, later in later }))
+                    uniquingKeysWith: { _, later in later }),
+                conditions: Self.headers(condition))
         }
     }
 
@@ -89,10 +92,18 @@ public struct S3ObjectStore: ObjectStore {
     }
 
     public func copyObject(
-        from sourceKey: String, to key: String, attributes: ObjectAttributesSpec?, ifMatch: String?
+        from sourceKey: String, to key: String, attributes: ObjectAttributesSpec?, ifMatch: String?, condition: WriteCondition?
     ) async throws -> String {
-        try await mapped {
-            try await client.copyObject(from: sourceKey, to: key, attributes: attributes.map(Self.attributes), ifMatch: ifMatch)
+        do {
+            return try await mapped {
+                try await client.copyObject(
+                    from: sourceKey, to: key, attributes: attributes.map(Self.attributes), ifMatch: ifMatch,
+                    conditions: Self.headers(condition))
+            }
+        } catch let error as TransferError where error.code == .preconditionFailed && condition != nil {
+            // 412 says one of the two conditions failed: the source's pin, or the destination's.
+            if let ifMatch, (try? await client.headObject(key: sourceKey).etag) != ifMatch { throw error }
+            throw condition?.failure ?? error
         }
     }
 
@@ -118,14 +129,36 @@ public struct S3ObjectStore: ObjectStore {
         }
     }
 
-    public func putObject(key: String, data: PartData, attributes: ObjectAttributesSpec) async throws -> String {
+    public func putObject(
+        key: String, data: PartData, attributes: ObjectAttributesSpec, condition: WriteCondition?
+    ) async throws
+        -> String
+    {
         defer { withExtendedLifetime(data) {} }
         let md5 = checksum == .md5 ? try Self.contentMD5(data) : nil
         let crc = checksum == .crc32c ? try Self.crc32c(data) : nil
-        return try await mapped {
+        return try await conditional(condition) {
             try await client.putObject(
                 key: key, body: Self.body(data), attributes: Self.attributes(attributes.withDefaultType),
-                contentMD5: md5, checksumCRC32C: crc)
+                contentMD5: md5, checksumCRC32C: crc, conditions: Self.headers(condition))
+        }
+    }
+
+    /// `If-None-Match: *` or `If-Match: etag`.
+    static func headers(_ condition: WriteCondition?) -> [(String, String)] {
+        switch condition {
+        case nil: return []
+        case .absent: return [("If-None-Match", "*")]
+        case .etag(let etag): return [("If-Match", etag)]
+        }
+    }
+
+    /// `mapped`, a 412 being the write's own condition failing.
+    private func conditional<T>(_ condition: WriteCondition?, _ work: () async throws -> T) async throws -> T {
+        do {
+            return try await mapped(work)
+        } catch let error as TransferError where error.code == .preconditionFailed {
+            throw condition?.failure ?? error
         }
     }
 

@@ -151,7 +151,7 @@ struct JobRoutes: Sendable {
     /// `option_not_supported`: nothing is accepted and then ignored).
     static let optionFields: Set<String> = AttributeFields.names.union([
         "partSize", "concurrency", "retryLimit", "timeoutSeconds", "stallTimeoutSeconds",
-        "bandwidthLimit",
+        "bandwidthLimit", "preventOverwrite", "ifMatch",
     ])
     static let knownFields: Set<String> = optionFields.union([
         "type", "accessLevel", "key", "targetIdentityId", "size", "sourceUrl",
@@ -212,6 +212,12 @@ struct JobRoutes: Sendable {
         if let limit = try fields.integer("bandwidthLimit") {
             guard limit >= 1 else { throw APIError.validation("bandwidthLimit must be a positive number of bytes per second.") }
             options.bandwidthLimit = limit
+        }
+        // The final write never clobbers: the key must be free, or still the version named.
+        if try fields.bool("preventOverwrite") == true { options.preventOverwrite = true }
+        options.ifMatch = try fields.string("ifMatch").map { value throws(APIError) in try SafeWrite.etag(value) }
+        if options.preventOverwrite == true && options.ifMatch != nil {
+            throw APIError.validation("preventOverwrite and ifMatch exclude each other.")
         }
         let attributes = try AttributeFields.read(fields)
         options.contentType = attributes.contentType

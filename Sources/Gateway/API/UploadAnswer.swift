@@ -69,6 +69,11 @@ enum UploadAnswer {
                 dialect.says(
                     jobs: "The upload was declared as \(declared) bytes; the body goes past that.",
                     tus: "The upload's length is \(declared) bytes."))
+        case .failed(let code, _) where code == .objectExists:
+            return APIError(.objectExists, "The key already holds an object and the upload was made with preventOverwrite; the job failed.")
+        case .failed(let code, _) where code == .preconditionFailed:
+            return APIError(
+                .preconditionFailed, "The object is no longer the version ifMatch named; nothing was replaced and the job failed.")
         case .failed(let code, _) where code == .jobTimeout && dialect == .jobs:
             return APIError(.jobNotPending, "The upload ran past its timeoutSeconds; the job failed.")
         case .failed(let code, _):

@@ -53,9 +53,9 @@ public final class S3Client: Sendable {
     /// refuse a body that changed on the way.
     public func putObject(
         key: String, body: RequestBodySource, attributes: ObjectAttributes = ObjectAttributes(),
-        contentMD5: String? = nil, checksumCRC32C: String? = nil
+        contentMD5: String? = nil, checksumCRC32C: String? = nil, conditions: [(String, String)] = []
     ) async throws -> String {
-        var headers = attributes.headers
+        var headers = attributes.headers + conditions
         if let contentMD5 { headers.append(("Content-MD5", contentMD5)) }
         if let checksumCRC32C { headers.append(("x-amz-checksum-crc32c", checksumCRC32C)) }
         let response = try await send("PUT", key: key, headers: headers, body: body)
@@ -102,9 +102,9 @@ public final class S3Client: Sendable {
     /// the source's (S3's `COPY` directive); with them, they replace the source's.
     public func copyObject(
         from sourceKey: String, to key: String, attributes: ObjectAttributes? = nil,
-        ifMatch: String? = nil
+        ifMatch: String? = nil, conditions: [(String, String)] = []
     ) async throws -> String {
-        var headers = [("x-amz-copy-source", copySource(sourceKey))]
+        var headers = [("x-amz-copy-source", copySource(sourceKey))] + conditions
         if let ifMatch { headers.append(("x-amz-copy-source-if-match", ifMatch)) }
         if let attributes {
             headers.append(("x-amz-metadata-directive", "REPLACE"))
@@ -303,7 +303,7 @@ public final class S3Client: Sendable {
     /// algorithm.
     public func completeMultipartUpload(
         key: String, uploadId: String, parts: [(partNumber: Int, etag: String)],
-        checksums: [Int: String] = [:]
+        checksums: [Int: String] = [:], conditions: [(String, String)] = []
     ) async throws -> String {
         var xml = "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
         for part in parts.sorted(by: { $0.partNumber < $1.partNumber }) {
@@ -314,7 +314,7 @@ public final class S3Client: Sendable {
         xml += "</CompleteMultipartUpload>"
         let response = try await send(
             "POST", key: key, query: [("uploadId", uploadId)],
-            headers: [("Content-Type", "application/xml")], body: .bytes(Array(xml.utf8)))
+            headers: [("Content-Type", "application/xml")] + conditions, body: .bytes(Array(xml.utf8)))
         return try Self.completionETag(status: response.status, body: response.body)
     }
 

@@ -50,7 +50,11 @@ extension FailureCode {
             return "S3 no longer has the job's multipart upload (a lifecycle rule or another client aborted it). Create "
                 + "the job again."
         case .preconditionFailed:
-            return "The object changed since the job pinned it. Create the job again."
+            return "The object changed since the job pinned it (or, with ifMatch, the destination is no longer the version "
+                + "named). Create the job again."
+        case .objectExists:
+            return "The destination key already holds an object and the job was made with preventOverwrite: nothing was "
+                + "replaced."
         case .accessDenied:
             return "S3 refused the gateway's credentials for this object. Operators: check their permissions (object reads "
                 + "and writes, multipart uploads, and kms:GenerateDataKey with aws:kms)."

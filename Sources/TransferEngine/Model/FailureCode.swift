@@ -44,6 +44,8 @@ public enum FailureCode: String, Sendable, CaseIterable, Codable {
     case noSuchUpload = "no_such_upload"
     /// A conditional request's condition (`If-Match`) did not hold: the object changed.
     case preconditionFailed = "precondition_failed"
+    /// The job wrote with `preventOverwrite` and the key already held an object.
+    case objectExists = "object_exists"
     /// The store refused the gateway's credentials access to the object.
     case accessDenied = "access_denied"
     /// The store did not accept the gateway's credentials at all (unknown key, bad signature,

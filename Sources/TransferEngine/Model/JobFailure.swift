@@ -50,9 +50,10 @@ public struct JobFailure: Sendable, Equatable, Codable {
 
     /// The failure a port's error leaves once the job gives up on it. Every error a retry could
     /// help has been retried by then, so it ends as `retriesExhausted`; a failed `If-Match` is
-    /// the pinned source changing (the engine pins every conditional request to the source).
+    /// the pinned source changing, unless it was the write's own condition at the destination
+    /// (`TransferError.destinationChanged`).
     public init(_ error: TransferError) {
-        let code = error.code == .preconditionFailed ? FailureCode.sourceChanged : error.code
+        let code = error.code == .preconditionFailed && error != .destinationChanged ? FailureCode.sourceChanged : error.code
         if error.retryable {
             self.init(.retriesExhausted, cause: code, status: error.status)
         } else {

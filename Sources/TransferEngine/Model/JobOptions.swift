@@ -13,8 +13,15 @@ public struct JobOptions: Codable, Sendable, Equatable {
     public var contentDisposition: String?
     public var serverSideEncryption: String?
     public var kmsKeyId: String?
+    /// The object must not exist when the job writes it (`If-None-Match: *`).
+    public var preventOverwrite: Bool?
+    /// The object the job replaces must still have this ETag (`If-Match`).
+    public var ifMatch: String?
 
     public init() {}
+
+    /// What the job's final write requires of its key.
+    public var writeCondition: WriteCondition? { WriteCondition(preventOverwrite: preventOverwrite, ifMatch: ifMatch) }
 
     public var attributes: ObjectAttributesSpec {
         ObjectAttributesSpec(

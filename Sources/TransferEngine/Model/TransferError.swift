@@ -20,4 +20,11 @@ extension TransferError {
 
     /// A conditional request's `If-Match` did not hold: the object is no longer the one pinned.
     public static let preconditionFailed = TransferError(code: .preconditionFailed, retryable: false)
+
+    /// A write's own condition (`WriteCondition.etag`) did not hold at the destination. Its
+    /// status 412 tells it from a failed pin of the source, which is the source changing.
+    public static let destinationChanged = TransferError(code: .preconditionFailed, retryable: false, status: 412)
+
+    /// A write with `WriteCondition.absent` found an object at the key.
+    public static let objectExists = TransferError(code: .objectExists, retryable: false)
 }

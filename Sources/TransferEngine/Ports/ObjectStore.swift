@@ -19,7 +19,9 @@ public protocol ObjectStore: Sendable {
         ifMatch: String?
     ) async throws -> String
     func listParts(key: String, uploadID: String) async throws -> [RecordedPart]
-    func completeMultipartUpload(key: String, uploadID: String, parts: [RecordedPart]) async throws -> String
+    /// Completes; with `condition`, only if it holds (else its `failure`, and the upload stays
+    /// open for the caller to abort).
+    func completeMultipartUpload(key: String, uploadID: String, parts: [RecordedPart], condition: WriteCondition?) async throws -> String
     func abortMultipartUpload(key: String, uploadID: String) async throws
     /// The ids of unfinished multipart uploads of exactly `key` begun at least `age` seconds
     /// ago: the store's record of when each began, against this process's clock (so a store
@@ -27,11 +29,13 @@ public protocol ObjectStore: Sendable {
     /// start is unknown counts as old.
     func openUploads(key: String, olderThan age: Double) async throws -> [String]
     /// CopyObject: with `attributes` nil the copy keeps the source's; else they replace them.
-    func copyObject(from sourceKey: String, to key: String, attributes: ObjectAttributesSpec?, ifMatch: String?) async throws -> String
+    func copyObject(
+        from sourceKey: String, to key: String, attributes: ObjectAttributesSpec?, ifMatch: String?, condition: WriteCondition?
+    ) async throws -> String
     /// Sends part `part`, checked by `checksum` (the upload's `PartChecksum`); returns it as it
     /// is to be recorded.
     func uploadPart(key: String, uploadID: String, part: Int, data: PartData, checksum: PartChecksum) async throws -> RecordedPart
-    func putObject(key: String, data: PartData, attributes: ObjectAttributesSpec) async throws -> String
+    func putObject(key: String, data: PartData, attributes: ObjectAttributesSpec, condition: WriteCondition?) async throws -> String
     /// The bytes of `range` of `key` (pinned to `ifMatch`) written into `file` from `fileOffset`.
     func read(key: String, range: ClosedRange<Int64>, ifMatch: String?, into file: SpoolFile, at fileOffset: Int64) async throws
     /// The bytes of `range` of `key`, pinned to `ifMatch` (a changed object is
@@ -43,6 +47,25 @@ public protocol ObjectStore: Sendable {
 }
 
 extension ObjectStore {
+    /// CompleteMultipartUpload, whatever the key holds.
+    public func completeMultipartUpload(key: String, uploadID: String, parts: [RecordedPart]) async throws -> String {
+        try await completeMultipartUpload(key: key, uploadID: uploadID, parts: parts, condition: nil)
+    }
+
+    /// CopyObject, whatever the destination holds.
+    public func copyObject(
+        from sourceKey: String, to key: String, attributes: ObjectAttributesSpec?, ifMatch: String?
+    ) async throws
+        -> String
+    {
+        try await copyObject(from: sourceKey, to: key, attributes: attributes, ifMatch: ifMatch, condition: nil)
+    }
+
+    /// PutObject, whatever the key holds.
+    public func putObject(key: String, data: PartData, attributes: ObjectAttributesSpec) async throws -> String {
+        try await putObject(key: key, data: data, attributes: attributes, condition: nil)
+    }
+
     /// DeleteObject, whatever the object is.
     public func deleteObject(key: String) async throws {
         try await deleteObject(key: key, ifMatch: nil)

@@ -14,15 +14,20 @@ extension JobRunner {
     }
 
     /// Finishes the object and checks it: size and, where S3's rule allows computing it, ETag.
-    func complete(_ work: Work, uploadID: String?, parts: [RecordedPart]) async throws -> String {
+    func complete(_ work: Work, uploadID: String?, parts: [RecordedPart], condition: WriteCondition?) async throws -> String {
         guard let uploadID else { throw Failure(code: .internalError) }
-        return try await completeUpload(key: work.key, uploadID: uploadID, parts: parts, size: work.plan.objectSize)
+        return try await completeUpload(
+            key: work.key, uploadID: uploadID, parts: parts, size: work.plan.objectSize, condition: condition)
     }
 
     /// CompleteMultipartUpload, then the object checked: the multipart ETag of the parts (when
     /// S3's rule allows computing it) and `size`.
-    func completeUpload(key: String, uploadID: String, parts: [RecordedPart], size: Int64) async throws -> String {
-        let etag = try await objects.completeMultipartUpload(key: key, uploadID: uploadID, parts: parts)
+    /// With `condition`, the completion is refused (`objectExists`, `destinationChanged`) when
+    /// the key is not as the job asked.
+    func completeUpload(
+        key: String, uploadID: String, parts: [RecordedPart], size: Int64, condition: WriteCondition?
+    ) async throws -> String {
+        let etag = try await objects.completeMultipartUpload(key: key, uploadID: uploadID, parts: parts, condition: condition)
         if let expected = MultipartETag.expected(for: parts.map(\.etag)), !MultipartETag.same(expected, etag) {
             throw Failure(code: .etagMismatch)
         }

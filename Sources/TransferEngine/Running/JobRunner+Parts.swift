@@ -63,7 +63,9 @@ extension JobRunner {
             try await control.completion.begin(store, lease)
             let etag: String
             do {
-                etag = try await complete(work, uploadID: uploadID, parts: loop.recorded.values.sorted { $0.number < $1.number })
+                etag = try await complete(
+                    work, uploadID: uploadID, parts: loop.recorded.values.sorted { $0.number < $1.number },
+                    condition: options.writeCondition)
             } catch let failure as Failure {
                 return try await giveUp(lease, job, failure.failure, upload: upload)
             } catch let error as TransferError {

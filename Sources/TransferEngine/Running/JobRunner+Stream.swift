@@ -132,7 +132,8 @@ extension JobRunner {
         let parts = (1..<pass.number).compactMap { recorded[$0] }
         guard parts.count == pass.number - 1 else { throw Failure(code: .internalError) }
         try await control.completion.begin(store, lease)
-        let etag = try await completeUpload(key: source.key, uploadID: uploadID, parts: parts, size: pass.total)
+        let etag = try await completeUpload(
+            key: source.key, uploadID: uploadID, parts: parts, size: pass.total, condition: options.writeCondition)
         try Task.checkCancellation()
         cleanUp(job, after: .completed)
         try await store.finish(lease, state: .completed, etag: etag, error: nil)
@@ -243,7 +244,9 @@ extension JobRunner {
         try await control.completion.begin(store, lease)
         let etag = try await settings.transferring(for: job.owner) {
             try await clock.retrying(limit: pass.retryLimit, backoff: settings.backoff, random: settings.random) {
-                try await objects.putObject(key: key, data: .file(file, offset: 0, length: filled), attributes: options.attributes)
+                try await objects.putObject(
+                    key: key, data: .file(file, offset: 0, length: filled), attributes: options.attributes,
+                    condition: options.writeCondition)
             }
         }
         try Task.checkCancellation()

@@ -66,7 +66,7 @@ extension JobRunner {
                 try await completing()
                 return try await objectStore.copyObject(
                     from: source.key, to: key, attributes: chosen.isEmpty ? nil : attributes,
-                    ifMatch: pinned)
+                    ifMatch: pinned, condition: options.writeCondition)
             },
             sourceETag: info.etag, attributes: attributes)
     }
@@ -141,7 +141,8 @@ extension JobRunner {
                         try await completing()
                         return RecordedPart(
                             number: 1, size: data.count,
-                            etag: try await objectStore.putObject(key: key, data: data, attributes: attributes))
+                            etag: try await objectStore.putObject(
+                                key: key, data: data, attributes: attributes, condition: options.writeCondition))
                     }.etag
                 },
                 sourceETag: probe.etag, partChecksum: settings.partChecksum))

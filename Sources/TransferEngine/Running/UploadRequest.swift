@@ -225,7 +225,8 @@ struct UploadRequest: Sendable {
                     try await record(sent, &progress)
                 }
                 try await completion.begin(receiver.store, lease)
-                etag = try await objects.completeMultipartUpload(key: key, uploadID: uploadID, parts: progress.parts)
+                etag = try await objects.completeMultipartUpload(
+                    key: key, uploadID: uploadID, parts: progress.parts, condition: options.writeCondition)
                 if let expected = MultipartETag.expected(for: progress.parts.map(\.etag)), !MultipartETag.same(expected, etag) {
                     return try await fail(&progress, JobFailure(.etagMismatch))
                 }
@@ -239,7 +240,8 @@ struct UploadRequest: Sendable {
                 etag = try await settings.transferring(for: job.owner) {
                     try await receiver.clock.retrying(limit: retryLimit, backoff: settings.backoff, random: settings.random) {
                         try await objects.putObject(
-                            key: key, data: .file(file, offset: 0, length: tailSize), attributes: options.attributes)
+                            key: key, data: .file(file, offset: 0, length: tailSize), attributes: options.attributes,
+                            condition: options.writeCondition)
                     }
                 }
                 try await record(RecordedPart(number: 1, size: tailSize, etag: etag), &progress)
