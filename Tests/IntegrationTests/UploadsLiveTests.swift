@@ -71,6 +71,48 @@ struct UploadsLiveTests {
         await gateway.stop()
     }
 
+    /// Two client uploads completing to one key with `preventOverwrite`: exactly one lands; the
+    /// other answers 412 `object_exists` and stays open, to be aborted (or completed without it).
+    @Test func racingCompletionsWithPreventOverwriteLandOnce() async throws {
+        let gateway = try LiveGateway()
+        let client = try gateway.configuration.makeS3Client()
+        let token = gateway.token("alice")
+        let key = "cdm-race-\(UUID().uuidString).bin"
+        var ids: [String] = []
+        var bodies: [Data] = []
+        for seed in [UInt8(1), 2] {
+            let body = Data(repeating: seed, count: 6 << 20)
+            let created = try await gateway.request(
+                "POST", "/v1/uploads", token: token, json: ["accessLevel": "private", "key": key, "size": body.count])
+            let id = try #require(created.json["uploadId"] as? String, "\(created.json)")
+            let urls = Self.urls(created.json)
+            #expect(try await Self.put(try #require(urls[1]), body.prefix(5 << 20)) == 200)
+            #expect(try await Self.put(try #require(urls[2]), body.dropFirst(5 << 20)) == 200)
+            ids.append(id)
+            bodies.append(body)
+        }
+        let jobIDs = ids
+        let statuses = try await withThrowingTaskGroup(of: (Int, Int, String?).self) { group in
+            for index in 0..<2 {
+                group.addTask {
+                    let answer = try await gateway.request(
+                        "POST", "/v1/uploads/\(jobIDs[index])/complete", token: token, json: ["preventOverwrite": true])
+                    return (index, answer.status, answer.json["code"] as? String)
+                }
+            }
+            return try await group.reduce(into: [Int: (Int, String?)]()) { $0[$1.0] = ($1.1, $1.2) }
+        }
+        #expect(Set([statuses[0]?.0, statuses[1]?.0]) == [200, 412], "\(statuses)")
+        let winner = statuses[0]?.0 == 200 ? 0 : 1, loser = 1 - winner
+        #expect(statuses[loser]?.1 == "object_exists")
+        let stored = try await client.getObject(key: "private/alice/\(key)", sink: .memory(limit: 16 << 20)).body
+        #expect(Data(stored) == bodies[winner])
+        let open = try await gateway.request("GET", "/v1/uploads/\(ids[loser])", token: token)
+        #expect(open.json["state"] as? String == "open", "\(open.json)")
+        #expect(try await gateway.request("DELETE", "/v1/uploads/\(ids[loser])", token: token).status == 204)
+        await gateway.stop()
+    }
+
     @Test func abortLeavesNothingBehind() async throws {
         let gateway = try LiveGateway()
         let client = try gateway.configuration.makeS3Client()

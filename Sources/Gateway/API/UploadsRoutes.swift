@@ -299,7 +299,14 @@ struct UploadsRoutes: Sendable {
     private func complete(_ http: HTTPRequest, id: String) async throws -> HTTPResponse {
         let upload = try await upload(http, id: id)
         try requireOpen(upload)
-        let fields = try await Responses.fields(from: http, known: ["parts"])
+        let fields = try await Responses.fields(from: http, known: ["parts", "preventOverwrite", "ifMatch"])
+        // The completion makes the object: it never clobbers when asked (412, the upload stays open).
+        let condition = WriteCondition(
+            preventOverwrite: try fields.bool("preventOverwrite"),
+            ifMatch: try fields.string("ifMatch").map { value throws(APIError) in try SafeWrite.etag(value) })
+        if try fields.bool("preventOverwrite") == true && fields.has("ifMatch") {
+            throw APIError.validation("preventOverwrite and ifMatch exclude each other.")
+        }
         // The record is claimed first, before S3 is asked anything: an abort racing this
         // completion loses (409), or wins and this one answers 409 `upload_not_open`.
         guard try await jobs.clientUploads.claim(id: upload.id, for: .completing) else { throw try await notOpen(upload.id) }
@@ -318,7 +325,15 @@ struct UploadsRoutes: Sendable {
         let etag: String = try await Shield.run {
             let etag: String
             do {
-                etag = try await objects.completeMultipartUpload(key: upload.objectKey, uploadID: upload.s3UploadID, parts: chosen)
+                etag = try await objects.completeMultipartUpload(
+                    key: upload.objectKey, uploadID: upload.s3UploadID, parts: chosen, condition: condition)
+            } catch let error as TransferError where error == .objectExists || error == .destinationChanged {
+                try? await store.unclaim(id: upload.id)
+                throw error == .objectExists
+                    ? APIError(
+                        .objectExists,
+                        "The key already holds an object; the upload stays open (complete without preventOverwrite, or abort).")
+                    : APIError(.preconditionFailed, "The object is no longer the version ifMatch named; the upload stays open.")
             } catch {
                 // An answer lost on the way (a timeout, a reset) may come after S3 made the
                 // object, and a retry then finds the upload gone: the object says which.
