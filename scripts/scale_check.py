@@ -991,9 +991,14 @@ def phase_three(ctx: Context) -> bool:
                 results.append(r)
 
     def clients():
+        n = 0
         while not stop.is_set():
+            # transfer-client sends files under 16 MiB as an upload job, larger ones as a client
+            # upload (parts straight to S3): both, in turn.
+            n += 1
+            size = (18 if n % 2 else 12) * MiB + random.randint(0, MiB)
             try:
-                r = client_upload(ctx, ctx.key("client"), 12 * MiB + random.randint(0, MiB), time.monotonic() + 90)
+                r = client_upload(ctx, ctx.key("client"), size, time.monotonic() + 90)
                 r["ok"] = True
             except Exception as e:  # noqa: BLE001
                 r = {"kind": "client upload", "ok": False, "bytes": 0, "detail": f"{type(e).__name__}: {e}"}
