@@ -276,5 +276,8 @@ public enum Schema {
                 "ALTER TABLE jobs ADD COLUMN last_error jsonb",
                 "ALTER TABLE jobs ADD COLUMN retries integer NOT NULL DEFAULT 0",
             ]),
+        // Version 13 is the `instances` table's; the runner applies whatever is missing, in
+        // order, so a database may take 14 before 13.
+        Schema.eventFeed,
     ])
 }
