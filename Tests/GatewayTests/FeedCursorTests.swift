@@ -38,10 +38,11 @@ struct FeedCursorTests {
         }
     }
 
-    @Test(arguments: [
-        (nil, false), ("text/event-stream", false), ("application/json", true), ("Application/JSON; charset=utf-8", true),
-        ("text/event-stream, application/json", false), ("*/*", false),
-    ] as [(String?, Bool)])
+    @Test(
+        arguments: [
+            (nil, false), ("text/event-stream", false), ("application/json", true), ("Application/JSON; charset=utf-8", true),
+            ("text/event-stream, application/json", false), ("*/*", false),
+        ] as [(String?, Bool)])
     func jsonOnlyWhenAskedForAndNotTheStream(accept: String?, json: Bool) {
         #expect(EventFeedRoutes.wantsJSON(accept) == json)
     }

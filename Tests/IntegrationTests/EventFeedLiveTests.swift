@@ -59,7 +59,9 @@ extension JobTableTests {
             #expect(feed.responseHead.lowercased().contains("content-type: text/event-stream"))
             let first = try await withThrowingTaskGroup(of: [String].self) { group in
                 for _ in 0..<5 {
-                    group.addTask { var ids: [String] = []; for _ in 0..<10 { ids.append(try await alice.completeAJob()) }; return ids }
+                    group.addTask {
+                        var ids: [String] = []; for _ in 0..<10 { ids.append(try await alice.completeAJob()) }; return ids
+                    }
                 }
                 return try await group.reduce(into: [String]()) { $0 += $1 }
             }
@@ -187,7 +189,8 @@ extension JobTableTests {
             let forged = link.replacingOccurrences(of: "signature=", with: "signature=0")
             #expect(try curl(["-o", "/dev/null", forged]).status == 403)
             let someoneElse = link.replacingOccurrences(
-                of: "identity=", with: "identity=\(Data("feed-mallory".utf8).base64EncodedString().replacingOccurrences(of: "=", with: ""))x")
+                of: "identity=",
+                with: "identity=\(Data("feed-mallory".utf8).base64EncodedString().replacingOccurrences(of: "=", with: ""))x")
             #expect(try curl(["-o", "/dev/null", someoneElse]).status == 403)
             #expect(try curl(["-o", "/dev/null", erin.url]).status == 401)
             await setup.stop()
