@@ -60,7 +60,9 @@ extension JobTableTests {
             let first = try await withThrowingTaskGroup(of: [String].self) { group in
                 for _ in 0..<5 {
                     group.addTask {
-                        var ids: [String] = []; for _ in 0..<10 { ids.append(try await alice.completeAJob()) }; return ids
+                        var ids: [String] = []
+                        for _ in 0..<10 { ids.append(try await alice.completeAJob()) }
+                        return ids
                     }
                 }
                 return try await group.reduce(into: [String]()) { $0 += $1 }
@@ -188,12 +190,51 @@ extension JobTableTests {
             feed.stop()
             let forged = link.replacingOccurrences(of: "signature=", with: "signature=0")
             #expect(try curl(["-o", "/dev/null", forged]).status == 403)
-            let someoneElse = link.replacingOccurrences(
-                of: "identity=",
-                with: "identity=\(Data("feed-mallory".utf8).base64EncodedString().replacingOccurrences(of: "=", with: ""))x")
+            // Mallory's name with Erin's signature.
+            var components = try #require(URLComponents(string: link))
+            components.queryItems = components.queryItems?.map {
+                $0.name == "identity" ? URLQueryItem(name: "identity", value: "ZmVlZC1tYWxsb3J5") : $0
+            }
+            let someoneElse = try #require(components.string)
+            #expect(someoneElse != link)
             #expect(try curl(["-o", "/dev/null", someoneElse]).status == 403)
             #expect(try curl(["-o", "/dev/null", erin.url]).status == 401)
             await setup.stop()
+        }
+
+        /// Bytes flowing make `job.progress` events, at most one a second per job.
+        @Test func progressIsToldAtMostOnceASecond() async throws {
+            let setup = try await Self.start()
+            let frank = try await Reader.make(setup, "feed-frank")
+            let start = try #require(try await frank.page("").json["cursor"] as? String)
+            let size = 12 << 20
+            let job = try await frank.gateway.request(
+                "POST", "/v1/jobs", token: frank.token, json: ["type": "upload", "accessLevel": "private", "key": "p.bin", "size": size])
+            let id = try #require(job.json["id"] as? String)
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("feed-\(UUID().uuidString)")
+            try Data(repeating: 7, count: size).write(to: file)
+            defer { try? FileManager.default.removeItem(at: file) }
+            let sent = try curl([
+                "-X", "PUT", "-T", file.path, "--limit-rate", "3M", "-H", "Authorization: Bearer \(frank.token)",
+                "http://127.0.0.1:\(frank.gateway.port)/v1/jobs/\(id)/data",
+            ])
+            #expect(sent.status == 200, "\(sent.body)")
+            let events = try #require(try await frank.page("?since=\(start)").json["events"] as? [[String: Any]])
+            #expect(events.first?["type"] as? String == "job.created" && events.last?["type"] as? String == "job.completed")
+            let progress = events.filter { $0["type"] as? String == "job.progress" }
+            let times = progress.compactMap { ($0["createdAt"] as? String).flatMap(Self.milliseconds) }
+            #expect(times.count == progress.count && progress.count >= 2, "\(events.compactMap { $0["type"] })")
+            for (earlier, later) in zip(times, times.dropFirst()) { #expect(later - earlier >= 990, "\(times)") }
+            let bytes = progress.compactMap { ($0["data"] as? [String: Any])?["bytesTransferred"] as? Int }
+            #expect(bytes == bytes.sorted() && bytes.contains { $0 > 0 && $0 < size }, "\(bytes)")
+            await setup.stop()
+        }
+
+        /// `2026-12-03T10:00:00.123Z` → milliseconds since 1970.
+        static func milliseconds(_ text: String) -> Int? {
+            let formatter = ISO8601DateFormatter()
+            formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            return formatter.date(from: text).map { Int(($0.timeIntervalSince1970 * 1000).rounded()) }
         }
 
         /// The `job.completed` events of a stream, as (event number, job id).
