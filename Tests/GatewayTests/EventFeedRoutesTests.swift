@@ -100,9 +100,10 @@ struct EventFeedRoutesTests {
             feed.record(owner: "alice", type: "job.completed", subject: Self.job("alice", .completed))
         }
         let started = ContinuousClock.now
-        let answer = try await rig.send("GET", "/v1/events?since=1&wait=20", as: "alice", headers: Self.json)
+        let answer = try await rig.send("GET", "/v1/events?since=1&wait=60", as: "alice", headers: Self.json)
         #expect(Self.events(answer).compactMap { $0["type"] as? String } == ["job.completed"], "\(answer.json)")
-        #expect(ContinuousClock.now - started < .seconds(10))
+        // Answered by the event, not by the deadline (generous: the whole suite shares two cores).
+        #expect(ContinuousClock.now - started < .seconds(50))
     }
 
     @Test func theSignedLinkOpensTheFeedWithoutAHeaderAndATamperedOneIsRefused() async throws {
