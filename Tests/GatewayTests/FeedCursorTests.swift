@@ -28,7 +28,9 @@ struct FeedCursorTests {
     }
 
     /// A number past the identity's newest event was never given to it: refused, not waited for.
-    @Test(arguments: [("6", nil), (nil, "6"), ("x", nil), (nil, "x"), ("", nil), (nil, "-1")] as [(String?, String?)])
+    @Test(
+        arguments: [("6", nil), (nil, "6"), ("x", nil), (nil, "x"), ("", nil), (nil, "-1"), ("0", ""), ("1", "x"), ("1", "6")]
+            as [(String?, String?)])
     func aPositionThisFeedDidNotGiveIsRefused(lastEventID: String?, since: String?) {
         #expect(throws: APIError.self) { try EventFeedRoutes.position(lastEventID: lastEventID, since: since, latest: 5) }
         do {

@@ -70,22 +70,23 @@ struct EventFeedRoutes: Sendable {
     }
 
     /// Where the feed starts: after `Last-Event-ID` when the client sends one (an `EventSource`
-    /// reconnecting), else after `since`, else now. A value that is not a number this feed gave
-    /// (not a number, or past the identity's newest event) is 400 `validation_failed`.
+    /// reconnecting to the URL it opened, `since` and all), else after `since`, else now. Each
+    /// given must be a number this feed gave (a decimal number no larger than the identity's
+    /// newest event), or the answer is 400 `validation_failed`.
     static func position(lastEventID: String?, since: String?, latest: Int64) throws(APIError) -> FeedCursor {
-        if let lastEventID {
-            guard let cursor = FeedCursor(lastEventID), cursor.sequence <= latest else {
+        let fromHeader = try lastEventID.map { text throws(APIError) -> FeedCursor in
+            guard let cursor = FeedCursor(text), cursor.sequence <= latest else {
                 throw APIError.validation("Last-Event-ID is not an event id this feed gave.")
             }
             return cursor
         }
-        if let since {
-            guard let cursor = FeedCursor(since), cursor.sequence <= latest else {
+        let fromQuery = try since.map { text throws(APIError) -> FeedCursor in
+            guard let cursor = FeedCursor(text), cursor.sequence <= latest else {
                 throw APIError.validation("since is not a cursor this feed gave.")
             }
             return cursor
         }
-        return FeedCursor(latest)
+        return fromHeader ?? fromQuery ?? FeedCursor(latest)
     }
 
     /// JSON when the client asks for it and not for `text/event-stream`; the stream otherwise.
