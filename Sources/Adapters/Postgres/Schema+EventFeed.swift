@@ -9,7 +9,8 @@ extension Schema {
     /// numbers have no gaps (a rolled-back change takes its number back with it). Each event
     /// keeps the row as the change left it (`snapshot`, read back with `jsonb_populate_record`).
     /// A `job.progress` (bytes, parts or a state with no event of its own) is written at most
-    /// once a second per job, through its mark in `feed_progress`. `NOTIFY gateway_jobs,
+    /// once a second per job, through its mark in `feed_progress`, and never after the job ended
+    /// (the janitor's later bookkeeping on an ended job tells nothing). `NOTIFY gateway_jobs,
     /// 'events:<md5 of the identity>'` wakes the feeds of that identity on every instance.
     static let eventFeed = Migrations.Migration(
         version: 14, name: "event feed",
@@ -61,7 +62,7 @@ extension Schema {
                         kinds := ARRAY['job.' || NEW.state];
                     ELSIF OLD.state IS DISTINCT FROM NEW.state AND OLD.state IN ('paused', 'failed') THEN
                         kinds := ARRAY['job.resumed'];
-                    ELSE
+                    ELSIF NEW.state NOT IN ('completed', 'failed', 'canceled') THEN
                         INSERT INTO feed_progress AS p (subject_id, at) VALUES (NEW.id, clock_timestamp())
                             ON CONFLICT (subject_id) DO UPDATE SET at = EXCLUDED.at
                             WHERE p.at <= EXCLUDED.at - interval '1 second'
