@@ -30,11 +30,17 @@ import time
 
 PROFILES = {"3g": {"up_rate": 125_000, "down_rate": 250_000, "latency_ms": 150, "reset_every": 20 << 20}}
 CHUNK = 16 * 1024
-# Chunks read ahead of the link per direction of a connection (1 MiB): like a real link's bytes in
-# flight, this pushes back on the sender, so a rate limit is felt by the sender and a sender that
-# stops (paused, killed) leaves only this much and its sockets' buffers still to cross (on loopback
-# the sender's kernel send buffer alone grows to 4 MiB, drained at the link's rate after a close).
-QUEUE_CHUNKS = 64
+# Bytes read ahead of the link per direction of a connection: half a second of the direction's
+# rate (at least 64 KiB; 1 MiB when it has no rate). Like a real link's bytes in flight, this pushes
+# back on the sender, so a rate limit is felt by the sender, a sender that stops (paused, killed)
+# leaves little still to cross, and a sender's progress is the link's, not a buffer filling.
+READ_AHEAD_SECONDS = 0.5
+# The clients' side of every connection is given a small window and segment size, as on a real slow
+# link: over loopback (MSS 64 KiB, windows of megabytes) a sender's kernel would accept some 4 MiB
+# per connection at once, which the link then needs long to carry while the sender sees no progress
+# (with five parts in flight at 125 kB/s, over a minute: every request timeout would pass).
+CLIENT_MSS = 1400
+CLIENT_RECEIVE_BUFFER = 64 * 1024
 
 
 class Link:
@@ -89,7 +95,8 @@ def abort(writer):
 async def pump(link, direction, reader, writer, peer):
     """Relays bytes from reader to writer: each chunk waits out the latency (in order), then the
     link's rate. A reset due on the way up aborts both sides."""
-    queue = asyncio.Queue(maxsize=QUEUE_CHUNKS)
+    rate = link.rates[direction]
+    queue = asyncio.Queue(maxsize=max(4, int(rate * READ_AHEAD_SECONDS) // CHUNK) if rate else 64)
 
     async def read():
         try:
@@ -160,6 +167,19 @@ async def control(link, reader, writer):
     writer.close()
 
 
+def client_side_socket(host, port):
+    """A listening socket whose connections get CLIENT_MSS and CLIENT_RECEIVE_BUFFER (set before
+    `listen`, so the SYN-ACK carries them)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, CLIENT_RECEIVE_BUFFER)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, CLIENT_MSS)
+    sock.bind((host, port))
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
 def address(text):
     host, port = text.rsplit(":", 1)
     return host, int(port)
@@ -186,8 +206,7 @@ async def main():
     servers = []
     for route in args.route:
         listen, _, upstream = route.partition("=")
-        host, port = address(listen)
-        server = await asyncio.start_server(lambda r, w, u=upstream: relay(link, u, r, w), host, port)
+        server = await asyncio.start_server(lambda r, w, u=upstream: relay(link, u, r, w), sock=client_side_socket(*address(listen)))
         servers.append(server)
         ports.append(server.sockets[0].getsockname()[1])
     host, port = address(args.control)

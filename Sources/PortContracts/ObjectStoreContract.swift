@@ -17,6 +17,7 @@ public enum ObjectStoreContract {
         putStoresBytesAndAttributes, aMissingObjectIsNotFound, aMultipartUploadCompletesToTheMultipartETag,
         crc32cPartsCarryTheirChecksums, theCompletionRefusesAPartNotStored, anAbortedUploadIsGone, openUploadsAreThoseOfTheExactKey,
         copiesKeepOrReplaceAttributesAndArePinned, partCopiesTakeARangeOfAPinnedSource, listingPagesThroughAPrefixInKeyOrder,
+        aListingWithADelimiterRollsKeysIntoFolders,
     ]
 
     // MARK: helpers: the one place bytes are made and errors read
@@ -283,5 +284,23 @@ public enum ObjectStoreContract {
         let whole = try await f.store.list(prefix: folder, after: nil, limit: 3)
         #expect(whole.objects.count == 3 && whole.next == nil, "a full last page names no next one")
         #expect(try await f.store.list(prefix: folder + "none/", after: nil, limit: 10).objects.isEmpty)
+    }
+
+    static let aListingWithADelimiterRollsKeysIntoFolders = ContractCase<ObjectStoreFixture>(
+        "with a delimiter, keys past a folder come once as that folder, folders and objects share the page size"
+    ) { f in
+        let root = f.key("tree/")
+        for name in ["a.txt", "b/1.txt", "b/2.txt", "c/d/1.txt", "e.txt"] {
+            _ = try await f.store.putObject(key: root + name, data: .bytes([7]), attributes: ObjectAttributesSpec())
+        }
+        let first = try await f.store.list(prefix: root, after: nil, limit: 2, delimiter: "/")
+        #expect(first.objects.map(\.key) == [root + "a.txt"] && first.folders == [root + "b/"], "\(first)")
+        #expect(first.next == root + "b/")
+        // Past every key of the folder the page ended with.
+        let second = try await f.store.list(prefix: root, after: root + "b/\u{10FFFF}", limit: 2, delimiter: "/")
+        #expect(second.folders == [root + "c/"] && second.objects.map(\.key) == [root + "e.txt"], "\(second)")
+        #expect(second.next == nil)
+        let inside = try await f.store.list(prefix: root + "c/", after: nil, limit: 10, delimiter: "/")
+        #expect(inside.folders == [root + "c/d/"] && inside.objects.isEmpty && inside.next == nil)
     }
 }

@@ -95,18 +95,37 @@ public final class InMemoryObjectStore: ObjectStore {
     /// The same moment as HeadObject's `Last-Modified` (an HTTP-date) shows it.
     public static let headLastModified = "Tue, 01 Dec 2026 18:30:02 GMT"
 
-    public func list(prefix: String, after: String?, limit: Int) async throws -> (objects: [ObjectSummary], next: String?) {
-        let keys = keys(under: prefix).filter { after == nil || $0 > after! }
-        let page = keys.prefix(limit)
-        let objects = state.withLock { s in
-            // Whole seconds, as SeaweedFS lists them (AWS adds ".000").
-            page.map {
-                ObjectSummary(
-                    key: $0, size: Int64(s.objects[$0]?.count ?? 0), etag: s.etags[$0] ?? "",
-                    lastModified: Self.listedLastModified)
+    public func list(prefix: String, after: String?, limit: Int, delimiter: String?) async throws -> ObjectPage {
+        // Compared as UTF-8 bytes, as S3 sorts.
+        let keys = keys(under: prefix).filter { key in after.map { $0.utf8.lexicographicallyPrecedes(key.utf8) } ?? true }
+        return state.withLock { s in
+            var page = ObjectPage(objects: [], next: nil)
+            var entries = 0
+            for key in keys {
+                var folder: String?
+                if let delimiter, !delimiter.isEmpty {
+                    let rest = String(decoding: key.utf8.dropFirst(prefix.utf8.count), as: UTF8.self)
+                    if let end = rest.range(of: delimiter) { folder = prefix + rest[..<end.upperBound] }
+                }
+                if let folder, page.folders.last == folder { continue }
+                if entries == limit {
+                    let lastFolder = page.folders.last ?? "", lastKey = page.objects.last?.key ?? ""
+                    page.next = lastFolder.utf8.lexicographicallyPrecedes(lastKey.utf8) ? lastKey : lastFolder
+                    break
+                }
+                entries += 1
+                if let folder {
+                    page.folders.append(folder)
+                } else {
+                    // Whole seconds, as SeaweedFS lists them (AWS adds ".000").
+                    page.objects.append(
+                        ObjectSummary(
+                            key: key, size: Int64(s.objects[key]?.count ?? 0), etag: s.etags[key] ?? "",
+                            lastModified: Self.listedLastModified))
+                }
             }
+            return page
         }
-        return (objects, keys.count > limit ? page.last : nil)
     }
 
     public func createMultipartUpload(key: String, attributes: ObjectAttributesSpec, checksum: PartChecksum?) async throws -> String {

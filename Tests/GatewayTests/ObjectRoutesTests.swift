@@ -28,6 +28,92 @@ import TransferEngine
         #expect(try await rig.send("GET", "/v1/objects?accessLevel=private&limit=0", as: "alice").code == "validation_failed")
     }
 
+    /// `delimiter=/` lists one folder level: `folders` beside `objects`, both in the caller's key
+    /// space, paged together; a folder ending a page is passed over whole by the next.
+    @Test func aDelimiterListsFoldersBesideObjects() async throws {
+        let rig = try RouteRig()
+        for name in ["a.txt", "photos/1.jpg", "photos/2.jpg", "photos/2026/x.jpg", "z.txt", "zip/1"] {
+            rig.objects.put("private/alice/\(name)", [1])
+        }
+        rig.objects.put("private/bob/secret/1", [1])
+        func page(_ query: String) async throws -> (objects: [String], folders: [String], next: String?) {
+            let answer = try await rig.send("GET", "/v1/objects?accessLevel=private&delimiter=/\(query)", as: "alice")
+            #expect(answer.status == 200, "\(answer.json)")
+            return (
+                (answer.json["objects"] as? [[String: Any]] ?? []).compactMap { $0["key"] as? String },
+                answer.json["folders"] as? [String] ?? ["missing"], answer.json["nextCursor"] as? String
+            )
+        }
+        let first = try await page("&limit=2")
+        #expect(first.objects == ["a.txt"] && first.folders == ["photos/"] && first.next == "photos/")
+        let second = try await page("&limit=2&cursor=photos/")
+        #expect(second.objects == ["z.txt"] && second.folders == ["zip/"] && second.next == nil, "\(second)")
+        let inside = try await page("&prefix=photos/")
+        #expect(inside.objects == ["photos/1.jpg", "photos/2.jpg"] && inside.folders == ["photos/2026/"])
+        let flat = try await rig.send("GET", "/v1/objects?accessLevel=private", as: "alice")
+        #expect(flat.json["folders"] == nil && (flat.json["objects"] as? [Any])?.count == 6, "without a delimiter, as before")
+        let other = try await rig.send("GET", "/v1/objects?accessLevel=private&delimiter=%2C", as: "alice")
+        #expect(other.status == 400 && other.code == "validation_failed")
+    }
+
+    /// Up to 1,000 keys of one level deleted at once: each key answered on its own (a key the
+    /// rules refuse is an error, a missing one is deleted already), another's level is 403.
+    @Test func manyKeysAreDeletedAtOnceEachAnswered() async throws {
+        let rig = try RouteRig()
+        for name in ["a", "b"] { rig.objects.put("private/alice/d/\(name)", [1]) }
+        rig.objects.put("private/bob/d/a", [1])
+        let answer = try await rig.send(
+            "POST", "/v1/objects/delete", as: "alice",
+            json: ["accessLevel": "private", "keys": ["d/a", "d/b", "d/missing", "d/\u{FFFE}", "d/a"]])
+        #expect(answer.status == 200, "\(answer.json)")
+        #expect(answer.json["deleted"] as? [String] == ["d/a", "d/b", "d/missing"], "\(answer.json)")
+        let errors = answer.json["errors"] as? [[String: Any]] ?? []
+        #expect(errors.count == 1 && errors.first?["key"] as? String == "d/\u{FFFE}")
+        #expect(errors.first?["code"] as? String == "invalid_key", "\(errors)")
+        #expect(rig.objects.object("private/alice/d/a") == nil && rig.objects.object("private/alice/d/b") == nil)
+        #expect(rig.objects.object("private/bob/d/a") != nil)
+        let protected = try await rig.send(
+            "POST", "/v1/objects/delete", as: "alice",
+            json: ["accessLevel": "protected", "targetIdentityId": "bob", "keys": ["d/a"]])
+        #expect(protected.status == 403)
+        let tooMany = try await rig.send(
+            "POST", "/v1/objects/delete", as: "alice", json: ["accessLevel": "private", "keys": (0...1000).map { "k\($0)" }])
+        #expect(tooMany.status == 400 && tooMany.code == "validation_failed")
+        #expect(try await rig.send("POST", "/v1/objects/delete", as: "alice", json: ["accessLevel": "private", "keys": []]).status == 400)
+    }
+
+    /// A move copies to the destination and deletes the source, under the write rules of both;
+    /// the 403 cases leave both as they were.
+    @Test func aMoveTakesTheObjectUnderBothLevelsRules() async throws {
+        let rig = try RouteRig()
+        rig.objects.put("private/alice/draft.txt", Array("text".utf8), attributes: ObjectAttributesSpec(contentType: "text/plain"))
+        rig.objects.put("protected/bob/shared.txt", [9])
+        func move(_ source: [String: Any], _ destination: [String: Any]) async throws -> RouteRig.Answer {
+            try await rig.send("POST", "/v1/objects/move", as: "alice", json: ["source": source, "destination": destination])
+        }
+        let moved = try await move(
+            ["accessLevel": "private", "key": "draft.txt"], ["accessLevel": "protected", "key": "final/report.txt"])
+        #expect(moved.status == 200 && moved.json["objectKey"] as? String == "protected/alice/final/report.txt", "\(moved.json)")
+        #expect(moved.json["size"] as? Int == 4)
+        #expect(rig.objects.object("private/alice/draft.txt") == nil)
+        #expect(rig.objects.object("protected/alice/final/report.txt") == Array("text".utf8))
+        // Another's protected object may be read, not taken away; nor may anything be moved into
+        // another's level.
+        let taking = try await move(
+            ["accessLevel": "protected", "key": "shared.txt", "targetIdentityId": "bob"], ["accessLevel": "private", "key": "mine.txt"])
+        #expect(taking.status == 403 && rig.objects.object("protected/bob/shared.txt") == [9])
+        let giving = try await move(
+            ["accessLevel": "protected", "key": "final/report.txt"],
+            ["accessLevel": "protected", "key": "x.txt", "targetIdentityId": "bob"])
+        #expect(giving.status == 403 && rig.objects.object("protected/alice/final/report.txt") != nil)
+        #expect(try await move(["accessLevel": "private", "key": "gone.txt"], ["accessLevel": "private", "key": "y.txt"]).status == 404)
+        let same = try await move(
+            ["accessLevel": "protected", "key": "final/report.txt"], ["accessLevel": "protected", "key": "final/report.txt"])
+        #expect(same.status == 400)
+        let extra = try await move(["accessLevel": "private", "key": "a", "colour": "red"], ["accessLevel": "private", "key": "b"])
+        #expect(extra.status == 400 && extra.code == "unknown_field")
+    }
+
     @Test func propertiesAndDeleteFollowTheRules() async throws {
         let rig = try RouteRig()
         rig.objects.put(

@@ -19,12 +19,14 @@ final class LiveGateway: @unchecked Sendable {
     let configuration: Configuration
     let logs = MemorySink()
 
-    init(_ tweak: (inout Configuration) -> Void = { _ in }) throws {
+    /// `deployment`: what `GatewayApp.prepareDatabase` read, as `serve` passes it (the shared link
+    /// secret); without, links are signed with a key of this instance alone.
+    init(deployment: GatewayApp.Deployment = .init(), _ tweak: (inout Configuration) -> Void = { _ in }) throws {
         var c = try Configuration.fromEnvironment(ProcessInfo.processInfo.environment)
         c.port = 0
         tweak(&c)
         configuration = c
-        app = try GatewayApp(configuration: c, logger: Logger(level: .info, sink: logs))
+        app = try GatewayApp(configuration: c, logger: Logger(level: .info, sink: logs), deployment: deployment)
         port = try app.server.start()
         // As `serve` does: job changes are heard (long polls, uploads paused mid-stream), and
         // events are delivered when a receiver is set.

@@ -54,6 +54,42 @@ struct PresignLiveTests {
         await gateway.stop()
     }
 
+    /// A get URL can ask S3 for the answer's Content-Disposition and Content-Type (signed into
+    /// it: changing them breaks the signature); on any other operation they are refused.
+    @Test func getURLsCarryResponseHeaderOverrides() async throws {
+        let gateway = try LiveGateway()
+        let alice = gateway.token("alice")
+        let key = "overrides/\(UUID().uuidString).bin"
+        let client = try gateway.configuration.makeS3Client()
+        _ = try await client.putObject(key: "private/alice/\(key)", body: .bytes(Array("0123456789".utf8)))
+        let disposition = #"attachment; filename="report 2026.csv"; filename*=UTF-8''report%202026.csv"#
+        let get = try await gateway.request(
+            "POST", "/v1/presign", token: alice,
+            json: [
+                "operation": "get", "accessLevel": "private", "key": key,
+                "responseContentDisposition": disposition, "responseContentType": "text/csv",
+            ])
+        #expect(get.status == 200, "\(get.json)")
+        let url = try #require(get.json["url"] as? String)
+        let headers = try curl(["-s", "-D", "-", "-o", "/dev/null", url])
+        #expect(headers.status == 200)
+        let lines = headers.body.split(separator: "\r\n").map { $0.lowercased() }
+        #expect(lines.contains("content-disposition: \(disposition.lowercased())"), "\(headers.body)")
+        #expect(lines.contains("content-type: text/csv"), "\(headers.body)")
+        let tampered = url.replacingOccurrences(of: "response-content-type=text%2Fcsv", with: "response-content-type=text%2Fhtml")
+        #expect(tampered != url)
+        #expect(try curl(["-o", "/dev/null", tampered]).status == 403)
+        let put = try await gateway.request(
+            "POST", "/v1/presign", token: alice,
+            json: ["operation": "put", "accessLevel": "private", "key": key, "responseContentType": "text/csv"])
+        #expect(put.status == 400 && put.json["code"] as? String == "option_not_supported", "\(put.json)")
+        let control = try await gateway.request(
+            "POST", "/v1/presign", token: alice,
+            json: ["operation": "get", "accessLevel": "private", "key": key, "responseContentDisposition": "a\r\nSet-Cookie: x"])
+        #expect(control.status == 400 && control.json["code"] as? String == "validation_failed", "\(control.json)")
+        await gateway.stop()
+    }
+
     @Test func tamperedAndExpiredURLsAreRefused() async throws {
         let gateway = try LiveGateway()
         let alice = gateway.token("alice")

@@ -276,8 +276,55 @@ public enum Schema {
                 "ALTER TABLE jobs ADD COLUMN last_error jsonb",
                 "ALTER TABLE jobs ADD COLUMN retries integer NOT NULL DEFAULT 0",
             ]),
-        // Version 13 is the `instances` table's; the runner applies whatever is missing, in
-        // order, so a database may take 14 before 13.
+        .init(
+            version: 13, name: "one fleet: shared settings, instances, per-identity limits",
+            statements: [
+                // Settings every instance of a deployment must share, made once (the link secret,
+                // by `migrate`, when GATEWAY_LINK_SECRET is not set).
+                """
+                CREATE TABLE gateway_settings (
+                    name text PRIMARY KEY,
+                    value text NOT NULL,
+                    created_at timestamptz NOT NULL DEFAULT now())
+                """,
+                // Every running instance, its heartbeat every few seconds: what `/readyz` compares
+                // and `GET /v1/admin/instances` lists. An instance is live while its heartbeat is
+                // recent; the rows of instances long gone are swept.
+                """
+                CREATE TABLE instances (
+                    id text PRIMARY KEY,
+                    host text NOT NULL,
+                    version text NOT NULL,
+                    schema_version integer NOT NULL,
+                    settings_hash text NOT NULL,
+                    settings jsonb NOT NULL,
+                    started_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+                    heartbeat_at timestamptz NOT NULL DEFAULT clock_timestamp())
+                """,
+                // Creation tokens per identity (GATEWAY_USER_RATE), one bucket for the fleet.
+                """
+                CREATE TABLE identity_rates (
+                    identity text PRIMARY KEY,
+                    tokens double precision NOT NULL,
+                    at timestamptz NOT NULL,
+                    granted boolean NOT NULL)
+                """,
+                // Long polls, event streams and data streams held open, per identity, by
+                // instance: those of an instance whose heartbeat stopped no longer count.
+                """
+                CREATE TABLE identity_holds (
+                    id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+                    identity text NOT NULL,
+                    kind text NOT NULL,
+                    instance_id text NOT NULL,
+                    created_at timestamptz NOT NULL DEFAULT clock_timestamp())
+                """,
+                "CREATE INDEX identity_holds_identity ON identity_holds (identity, kind)",
+                "CREATE INDEX identity_holds_instance ON identity_holds (instance_id)",
+            ]),
         Schema.eventFeed,
     ])
+
+    /// The newest schema version this binary knows.
+    public static var latestVersion: Int { migrations.migrations.map(\.version).max() ?? 0 }
 }

@@ -29,13 +29,12 @@ public struct S3ObjectStore: ObjectStore {
         }
     }
 
-    public func list(prefix: String, after: String?, limit: Int) async throws -> (objects: [ObjectSummary], next: String?) {
+    public func list(prefix: String, after: String?, limit: Int, delimiter: String?) async throws -> ObjectPage {
         try await mapped {
-            let page = try await client.listObjectsPage(prefix: prefix, startAfter: after, limit: limit)
-            return (
-                page.objects.map { ObjectSummary(key: $0.key, size: $0.size, etag: $0.etag, lastModified: $0.lastModified) },
-                page.nextStartAfter
-            )
+            let page = try await client.listObjectsPage(prefix: prefix, startAfter: after, limit: limit, delimiter: delimiter)
+            return ObjectPage(
+                objects: page.objects.map { ObjectSummary(key: $0.key, size: $0.size, etag: $0.etag, lastModified: $0.lastModified) },
+                folders: page.prefixes, next: page.nextStartAfter)
         }
     }
 

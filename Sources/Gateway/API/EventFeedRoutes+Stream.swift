@@ -8,8 +8,8 @@ import HTTPServer
 extension EventFeedRoutes {
     static let batch = 100
 
-    func stream(owner: String, after start: FeedCursor, http: HTTPRequest) throws -> HTTPResponse {
-        let slot = try WaitSlot(limits: context.limits, owner: owner)
+    func stream(owner: String, after start: FeedCursor, http: HTTPRequest) async throws -> HTTPResponse {
+        let slot = try await context.limits.admitWait(owner)
         let routes = self
         let headers = HTTPHeaders([
             ("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-store"),

@@ -49,7 +49,7 @@ struct EventFeedRoutes: Sendable {
             let limit = try PageLimit.read(query, fallback: Self.pageDefault, maximum: Self.pageMaximum)
             return try await page(owner: owner, after: position, limit: limit, wait: wait ?? 0, http: http)
         }
-        return try stream(owner: owner, after: position, http: http)
+        return try await stream(owner: owner, after: position, http: http)
     }
 
     /// The identity whose feed this is: by a signed link (`identity`, `expires`, `signature`), the

@@ -57,7 +57,7 @@ extension JobRoutes {
             return HTTPResponse(status: status, headers: headers, body: .stream(length: Int(length)) { _ in })
         }
         // Every stream counts against the job's owner, whoever holds the link.
-        let slot = try context.limits.admitStream(job.owner)
+        let slot = try await context.limits.admitStream(job.owner)
         // The read-ahead's blocks come out of the memory budget, the owner's share of it, one
         // at a time; with no room soon for the first, 503.
         let reads = ReadAhead(

@@ -24,7 +24,7 @@ extension JobRoutes {
         if job.state.isFinal && lastSeen == Self.etag(job) {
             return HTTPResponse(status: 204, headers: HTTPHeaders([("Cache-Control", "no-store")]))
         }
-        let slot = try WaitSlot(limits: context.limits, owner: holder)
+        let slot = try await context.limits.admitWait(holder)
         let routes = self
         let headers = HTTPHeaders([
             ("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-store"),
@@ -81,26 +81,4 @@ extension JobRoutes {
     static func event(_ job: Job, json: [UInt8]) -> [UInt8] {
         Array("id: \(job.version)\nevent: job\ndata: ".utf8) + json + Array("\n\n".utf8)
     }
-}
-
-/// One of an identity's wait slots, held by a stream: given back when the stream ends, and when
-/// the answer is dropped without its body ever being produced.
-final class WaitSlot: Sendable {
-    private let limits: RequestLimits
-    private let owner: String
-    private let held = Atomic<Bool>(true)
-
-    init(limits: RequestLimits, owner: String) throws(APIError) {
-        guard limits.waits.acquire(owner) else {
-            throw APIError.quotaExceeded("This identity holds \(limits.waits.limit) long polls or event streams already.", retryAfter: 5)
-        }
-        self.limits = limits
-        self.owner = owner
-    }
-
-    func release() {
-        if held.exchange(false, ordering: .acquiringAndReleasing) { limits.waits.release(owner) }
-    }
-
-    deinit { release() }
 }

@@ -14,7 +14,7 @@ extension JobRoutes {
         let (visible, identity) = try await visibleJob(http, id: id)
         guard let caller = identity.id, AccessPolicy.same(visible.owner, caller) else { throw APIError.forbidden }
         // A retry makes work as a creation does: it counts against the same rate.
-        try context.limits.admitCreation(caller)
+        try await context.limits.admitCreation(caller)
         let failedSince = Int64(context.now() - context.settings.uploadTTL) * 1000
         let store = jobs.store, quota = context.limits.quota
         guard let job = try await Shield.run({ try await store.retry(id: visible.id, failedSince: failedSince, quota: quota) }) else {

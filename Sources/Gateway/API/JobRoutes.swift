@@ -37,7 +37,7 @@ struct JobRoutes: Sendable {
         // The token first, then the rate: nothing of the body is read for a caller refused anyway.
         let identity = try context.authenticator.identity(of: http)
         guard let owner = identity.id else { throw APIError.unauthorized }
-        try context.limits.admitCreation(owner)
+        try await context.limits.admitCreation(owner)
         let fields = try await Responses.fields(from: http, known: Self.knownFields)
         return try await jobs.idempotency.run(
             http, owner: owner, scope: "jobs", request: fields.canonical,

@@ -3,8 +3,9 @@ import HTTPServer
 import TransferEngine
 
 /// `/v1/objects`: what a screen that lists files needs (openapi.yaml, tag `objects`): a page of
-/// the objects under a level (and a prefix), one object's properties, and deleting one, each
-/// under the access rules of the level (reads as `get`, deletes as `put`).
+/// the objects under a level (and a prefix; with `delimiter=/`, one folder level: `folders`
+/// beside `objects`), one object's properties, and deleting one, each under the access rules of
+/// the level (reads as `get`, deletes as `put`).
 struct ObjectRoutes: Sendable {
     let context: RouteContext
     let jobs: JobPorts
@@ -13,6 +14,7 @@ struct ObjectRoutes: Sendable {
         router.add("GET", "/v1/objects") { try await list($0.http) }
         router.add("GET", "/v1/objects/properties") { try await properties($0.http) }
         router.add("DELETE", "/v1/objects") { try await delete($0.http) }
+        registerBulk(in: &router)
     }
 
     private static func level(_ query: [String: String]) throws(APIError) -> AccessLevel {
@@ -23,7 +25,9 @@ struct ObjectRoutes: Sendable {
 
     private func list(_ http: HTTPRequest) async throws -> HTTPResponse {
         let identity = try context.authenticator.identity(of: http, guestAllowed: true)
-        let query = try QueryParameters.read(http, known: ["accessLevel", "prefix", "targetIdentityId", "limit", "cursor"])
+        let query = try QueryParameters.read(http, known: ["accessLevel", "prefix", "targetIdentityId", "limit", "cursor", "delimiter"])
+        let delimiter = query["delimiter"]
+        if let delimiter, delimiter != "/" { throw APIError.validation("delimiter must be /.") }
         let base = try context.policy.grantedPrefix(
             .read, level: try Self.level(query), identity: identity, target: query["targetIdentityId"])
         let prefix = query["prefix"] ?? ""
@@ -40,16 +44,19 @@ struct ObjectRoutes: Sendable {
             guard cursor.utf8.starts(with: prefix.utf8), cursor.utf8.count <= 1024 else {
                 throw APIError.validation("cursor is not one this API gave.")
             }
-            after = base + cursor
+            // A folder was the page's last entry: the next page starts past every key in it
+            // (U+10FFFF sorts after any other character, and no key may hold it).
+            let isFolder = delimiter != nil && cursor.hasSuffix("/") && cursor.utf8.count > prefix.utf8.count
+            after = base + cursor + (isFolder ? "\u{10FFFF}" : "")
         }
         let objects = jobs.objects
-        let page: (objects: [ObjectSummary], next: String?)
+        let page: ObjectPage
         do {
-            page = try await objects.list(prefix: base + prefix, after: after, limit: limit)
+            page = try await objects.list(prefix: base + prefix, after: after, limit: limit, delimiter: delimiter)
         } catch let error as TransferError {
             throw APIError(.storageError, "S3 did not list the objects (\(error.code.rawValue)).")
         }
-        if let next = page.next, !Self.advances(next, after: after) {
+        if let next = page.next, !Self.advances(next, after: after.map { $0.hasSuffix("\u{10FFFF}") ? String($0.dropLast()) : $0 }) {
             // Following this cursor would answer the same page again, forever.
             throw APIError(.storageError, "S3 answered a page that does not advance; the listing stopped.")
         }
@@ -75,6 +82,17 @@ struct ObjectRoutes: Sendable {
         var text = JSONText()
         text.begin(capacity: items.count + 256)
         text.rawField("objects", items)
+        if delimiter != nil {
+            var folders: [UInt8] = [UInt8(ascii: "[")]
+            for folder in page.folders.compactMap({ Self.within(base, $0) }) {
+                if folders.count > 1 { folders.append(UInt8(ascii: ",")) }
+                var quoted = JSONText()
+                quoted.appendString(folder)
+                folders += quoted.bytes
+            }
+            folders.append(UInt8(ascii: "]"))
+            text.rawField("folders", folders)
+        }
         if let next = page.next, let cursor = Self.within(base, next) {
             text.field("nextCursor", .string(cursor))
         } else {

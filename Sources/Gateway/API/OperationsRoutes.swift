@@ -27,10 +27,10 @@ struct OperationsRoutes: Sendable {
         let results = await readiness.run()
         var checks = JSONText()
         checks.begin()
-        for (name, failure) in results { checks.field(name, .string(failure ?? "ok")) }
+        for result in results { checks.field(result.name, .string(result.failure ?? "ok")) }
         checks.end()
         let checksJSON = String(decoding: checks.bytes, as: UTF8.self)
-        if results.allSatisfy({ $0.1 == nil }) {
+        if results.allSatisfy({ $0.failure == nil || $0.advisory }) {
             return Responses.json(200, bytes: Array("{\"status\":\"ready\",\"checks\":\(checksJSON)}".utf8))
         }
         var response = Responses.problem(APIError(.notReady, "A dependency does not answer."))

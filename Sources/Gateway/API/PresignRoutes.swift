@@ -11,7 +11,7 @@ struct PresignRoutes: Sendable {
     struct PresignRequest {
         static let known = AttributeFields.names.union([
             "operation", "accessLevel", "key", "targetIdentityId", "contentLength",
-            "contentMD5", "expiresIn",
+            "contentMD5", "expiresIn", "responseContentDisposition", "responseContentType",
         ])
         let operation: String
         let accessLevel: AccessLevel
@@ -21,6 +21,9 @@ struct PresignRoutes: Sendable {
         let contentLength: Int64?
         let contentMD5: String?
         let expiresIn: Int?
+        /// The answer's headers S3 is asked to set (a get only): signed into the URL.
+        let responseContentDisposition: String?
+        let responseContentType: String?
         /// The first field that only a put uses, if one was given.
         let putOnly: String?
 
@@ -33,7 +36,20 @@ struct PresignRoutes: Sendable {
             contentLength = try fields.integer("contentLength")
             contentMD5 = try fields.string("contentMD5")
             expiresIn = try fields.integer("expiresIn").map { Int(clamping: $0) }
+            responseContentDisposition = try Self.headerValue(fields, "responseContentDisposition")
+            responseContentType = try Self.headerValue(fields, "responseContentType")
             putOnly = AttributeFields.names.union(["contentLength", "contentMD5"]).sorted().first(where: fields.has)
+        }
+
+        /// A header value for S3 to send back: at most 1024 bytes of visible ASCII and spaces
+        /// (what every S3 store takes in a header; a filename beyond ASCII goes as RFC 8187
+        /// `filename*=UTF-8''…`).
+        static func headerValue(_ fields: JSONFields, _ name: String) throws(APIError) -> String? {
+            guard let value = try fields.string(name) else { return nil }
+            guard !value.isEmpty, value.utf8.count <= 1024, value.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else {
+                throw APIError.validation("\(name) must be 1 to 1024 characters of printable ASCII.")
+            }
+            return value
         }
     }
 
@@ -112,12 +128,19 @@ struct PresignRoutes: Sendable {
         } else if let field = body.putOnly {
             throw APIError(.optionNotSupported, "'\(field)' applies to put only.")
         }
+        var query: [(String, String)] = []
+        if let value = body.responseContentDisposition { query.append(("response-content-disposition", value)) }
+        if let value = body.responseContentType { query.append(("response-content-type", value)) }
+        if !query.isEmpty && method != "GET" {
+            throw APIError(.optionNotSupported, "responseContentDisposition and responseContentType apply to get only.")
+        }
         // Written by hand: this is the hottest answer a frontend asks for. The URL is signed
         // straight into the answer.
         var json = JSONText()
         json.begin(capacity: objectKey.utf8.count * 4 + 1024)
         json.plainStringField("url") { out in
-            context.presigner.appendURL(to: &out, method: method, key: objectKey, expires: expires, headers: signed, query: [], at: issued)
+            context.presigner.appendURL(
+                to: &out, method: method, key: objectKey, expires: expires, headers: signed, query: query, at: issued)
         }
         json.field("method", .string(method))
         json.stringsField("headers", signed)

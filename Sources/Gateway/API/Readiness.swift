@@ -4,7 +4,8 @@ import Synchronization
 /// `cacheSeconds`, and callers that arrive while a run is under way share it: however many
 /// clients ask, the dependencies are asked about once a second.
 final class Readiness: Sendable {
-    typealias Results = [(String, String?)]
+    /// Each check's name, its failure (nil: ok), and whether it is advisory.
+    typealias Results = [(name: String, failure: String?, advisory: Bool)]
 
     private struct State {
         var result: Results?
@@ -39,13 +40,13 @@ final class Readiness: Sendable {
 
     private func ask() async -> Results {
         let checks = self.checks, timeout = self.timeout
-        let results = await withTaskGroup(of: (Int, String, String?).self) { group in
+        let results = await withTaskGroup(of: (Int, String?).self) { group in
             for (index, check) in checks.enumerated() {
-                group.addTask { (index, check.name, await check.check(timeout: timeout)) }
+                group.addTask { (index, await check.check(timeout: timeout)) }
             }
-            var results: [(Int, String, String?)] = []
+            var results: [(Int, String?)] = []
             for await result in group { results.append(result) }
-            return results.sorted { $0.0 < $1.0 }.map { ($0.1, $0.2) }
+            return results.sorted { $0.0 < $1.0 }.map { (name: checks[$0.0].name, failure: $0.1, advisory: checks[$0.0].isAdvisory) }
         }
         state.withLock { s in
             s.result = results

@@ -22,12 +22,17 @@ public struct RouteContext: Sendable {
     /// The job database's ports; nil without one (then only the operations and presign routes
     /// are served).
     public let jobs: JobPorts?
+    /// The deployment's instances (`GET /v1/admin/instances`); nil without a database.
+    public let instances: (any InstanceDirectory)?
 
-    /// `monotonic`: seconds on a monotonic clock (creation rates).
+    /// `monotonic`: seconds on a monotonic clock (creation rates). `sharedLimits`: the
+    /// deployment's per-identity counts (without, this instance counts alone).
     public init(
         authenticator: Authenticator, presigner: any Presigner, metrics: Metrics, settings: RouteSettings, jobs: JobPorts?,
-        now: @escaping @Sendable () -> Int, monotonic: @escaping @Sendable () -> Double
+        now: @escaping @Sendable () -> Int, monotonic: @escaping @Sendable () -> Double,
+        sharedLimits: (any SharedLimits)? = nil, instances: (any InstanceDirectory)? = nil
     ) {
+        self.instances = instances
         self.authenticator = authenticator
         self.presigner = presigner
         self.metrics = metrics
@@ -38,7 +43,7 @@ public struct RouteContext: Sendable {
         limits = RequestLimits(
             rate: CreationRate(perSecond: settings.userRate, now: monotonic), quota: settings.quota,
             waits: PerIdentityCount(limit: settings.userMaxWaits),
-            streams: PerIdentityCount(limit: settings.userMaxStreams))
+            streams: PerIdentityCount(limit: settings.userMaxStreams), shared: sharedLimits)
     }
 
     /// What the engine is told by the settings (part sizes, budgets, the spool's share).

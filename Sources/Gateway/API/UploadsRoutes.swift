@@ -42,7 +42,7 @@ struct UploadsRoutes: Sendable {
     private func create(_ http: HTTPRequest) async throws -> HTTPResponse {
         let identity = try context.authenticator.identity(of: http)
         guard let owner = identity.id else { throw APIError.unauthorized }
-        try context.limits.admitCreation(owner)
+        try await context.limits.admitCreation(owner)
         let fields = try await Responses.fields(from: http, known: Self.createFields)
         // A repeat is answered afresh (its part URLs signed now), not from a stored copy: an
         // answer of up to 1,000 URLs is not kept, and old URLs may have expired.

@@ -1,7 +1,7 @@
 import Synchronization
 
 /// How many of something one identity holds at once on this instance (long polls and event
-/// streams: `GATEWAY_USER_MAX_WAITS`).
+/// streams: `GATEWAY_USER_MAX_WAITS`; data streams: `GATEWAY_USER_MAX_STREAMS`).
 final class PerIdentityCount: Sendable {
     let limit: Int
     private let counts = Mutex<[String: Int]>([:])
@@ -31,20 +31,28 @@ final class PerIdentityCount: Sendable {
     }
 }
 
-/// One slot of a `PerIdentityCount`, given back once: by `release()` or when the last
-/// reference goes.
+/// One slot of a `PerIdentityCount` (and its hold in the deployment's `SharedLimits`, if any),
+/// given back once: by `release()` or when the last reference goes.
 final class HeldSlot: Sendable {
     private let count: PerIdentityCount
     private let identity: String
+    private let shared: (any SharedLimits, SharedHold)?
     private let held = Atomic<Bool>(true)
 
-    init(_ count: PerIdentityCount, _ identity: String) {
+    init(_ count: PerIdentityCount, _ identity: String, shared: (any SharedLimits, SharedHold)? = nil) {
         self.count = count
         self.identity = identity
+        self.shared = shared
     }
 
     func release() {
-        if held.exchange(false, ordering: .acquiringAndReleasing) { count.release(identity) }
+        guard held.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        guard let (limits, hold) = shared else { return count.release(identity) }
+        // The local count last: once this instance shows the slot free, the fleet does too.
+        Task { [count, identity] in
+            await limits.release(hold)
+            count.release(identity)
+        }
     }
 
     deinit { release() }

@@ -73,7 +73,7 @@ struct TusRoutes: Sendable {
         if let refusal = versionRefusal(http) { return refusal }
         let identity = try context.authenticator.identity(of: http)
         guard let owner = identity.id else { throw APIError.unauthorized }
-        try context.limits.admitCreation(owner)
+        try await context.limits.admitCreation(owner)
         // A retried creation is the same upload: the answer gives its offset now.
         let fingerprint = Array("\(http.headers["upload-length"] ?? "")\n\(http.headers["upload-metadata"] ?? "")".utf8)
         return try await jobs.idempotency.run(

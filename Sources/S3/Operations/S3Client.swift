@@ -216,17 +216,37 @@ public final class S3Client: Sendable {
         return objects
     }
 
-    /// One page of the keys under `prefix` after `startAfter` (ListObjectsV2), at most `limit`.
-    /// A page whose last key is not past `startAfter` is an error: the next page would repeat it.
-    public func listObjectsPage(prefix: String, startAfter: String?, limit: Int) async throws -> ObjectPage {
+    /// One page of the keys under `prefix` after `startAfter` (ListObjectsV2), at most `limit`
+    /// entries; with `delimiter`, the common prefixes too (counted among the entries, as S3
+    /// counts them), the next page starting after the greater of the last key and last prefix.
+    /// A page whose end is not past `startAfter` is an error: the next page would repeat it.
+    public func listObjectsPage(prefix: String, startAfter: String?, limit: Int, delimiter: String? = nil) async throws -> ListPage {
         var query = [("list-type", "2"), ("max-keys", String(limit)), ("prefix", prefix), ListingEncoding.parameter]
         if let startAfter { query.append(("start-after", startAfter)) }
-        let page = try listing(try parse(try await send("GET", key: nil, query: query)))
-        let next = page.truncated ? page.objects.last?.key : nil
+        if let delimiter { query.append(("delimiter", delimiter)) }
+        let tree = try parse(try await send("GET", key: nil, query: query))
+        let page = try listing(tree)
+        var prefixes: [String] = []
+        if delimiter != nil {
+            let encoded = ListingEncoding.isEncoded(tree)
+            for item in tree.all("CommonPrefixes") {
+                guard let raw = item.text("Prefix") else { continue }
+                guard let decoded = ListingEncoding.decode(raw, encoded: encoded) else {
+                    throw protocolError("a listed prefix is not URL-encoded UTF-8")
+                }
+                prefixes.append(decoded)
+            }
+        }
+        var next: String?
+        if page.truncated {
+            let lastKey = page.objects.last?.key ?? "", lastPrefix = prefixes.last ?? ""
+            next = lastKey.utf8.lexicographicallyPrecedes(lastPrefix.utf8) ? lastPrefix : lastKey
+            if next == "" { next = nil }
+        }
         if let next, !ListingEncoding.advances(next, after: startAfter) {
             throw protocolError("ListObjectsV2 answered a page that does not advance")
         }
-        return ObjectPage(objects: page.objects, nextStartAfter: next)
+        return ListPage(objects: page.objects, prefixes: prefixes, nextStartAfter: next)
     }
 
     /// A ListObjectsV2 answer read: its objects (keys URL-decoded when S3 encoded them), whether

@@ -42,8 +42,10 @@ public struct ObjectListing: Sendable, Equatable {
 }
 
 /// One page of ListObjectsV2.
-public struct ObjectPage: Sendable, Equatable {
+public struct ListPage: Sendable, Equatable {
     public var objects: [ObjectListing]
+    /// With a delimiter: the common prefixes (each ending in the delimiter).
+    public var prefixes: [String] = []
     /// The key to list after for the next page, when S3 said there is one.
     public var nextStartAfter: String?
 }

@@ -3,9 +3,12 @@
 public protocol ObjectStore: Sendable {
     /// HeadObject: size, ETag and the attributes the object was stored with.
     func properties(of key: String) async throws -> ObjectProperties
-    /// One page of the objects under `prefix` after the key `after`, at most `limit`, and the
-    /// key to list after for the next page when there is one.
-    func list(prefix: String, after: String?, limit: Int) async throws -> (objects: [ObjectSummary], next: String?)
+    /// One page under `prefix` after the key `after`: at most `limit` entries, and the key to
+    /// list after for the next page when there is one. With a `delimiter`, the keys that have it
+    /// past the prefix are rolled into `folders` (each the key up to and including its first
+    /// delimiter past the prefix, once), counted among the entries; `next` is then the greater
+    /// of the last object and the last folder.
+    func list(prefix: String, after: String?, limit: Int, delimiter: String?) async throws -> ObjectPage
     /// With `checksum` `.crc32c` the upload is created with that algorithm: each part must be
     /// sent with `.crc32c` and completed with its recorded checksum.
     func createMultipartUpload(key: String, attributes: ObjectAttributesSpec, checksum: PartChecksum?) async throws -> String
@@ -38,6 +41,11 @@ public protocol ObjectStore: Sendable {
 }
 
 extension ObjectStore {
+    /// One page of the objects under `prefix`, with no folders.
+    public func list(prefix: String, after: String?, limit: Int) async throws -> ObjectPage {
+        try await list(prefix: prefix, after: after, limit: limit, delimiter: nil)
+    }
+
     /// A multipart upload whose parts carry no declared checksum (a client's, a copy's).
     public func createMultipartUpload(key: String, attributes: ObjectAttributesSpec) async throws -> String {
         try await createMultipartUpload(key: key, attributes: attributes, checksum: nil)
@@ -114,6 +122,19 @@ public struct ObjectProperties: Sendable, Equatable {
         self.etag = etag
         self.lastModified = lastModified
         self.attributes = attributes
+    }
+}
+
+/// One page of a listing: objects, folders (with a delimiter), and where the next page starts.
+public struct ObjectPage: Sendable, Equatable {
+    public var objects: [ObjectSummary]
+    public var folders: [String]
+    public var next: String?
+
+    public init(objects: [ObjectSummary], folders: [String] = [], next: String?) {
+        self.objects = objects
+        self.folders = folders
+        self.next = next
     }
 }
 

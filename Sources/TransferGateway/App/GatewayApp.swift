@@ -29,12 +29,31 @@ public struct GatewayApp: Sendable {
     public let webhooks: WebhookDelivery?
     /// Keeps the S3 credentials fresh when they come from STS, the container endpoint or IMDS.
     public let credentialsRefresher: CredentialsRefresher
+    /// This instance among the deployment's (heartbeat, shared per-identity counts; nil without
+    /// a database).
+    public let fleet: PostgresFleet?
+
+    /// What the database holds for every instance of a deployment, read before the app is built
+    /// (`prepareDatabase`).
+    public struct Deployment: Sendable {
+        /// The link secret made by `migrate`, used when GATEWAY_LINK_SECRET is not set.
+        public var linkSecret: String?
+        /// The database's schema version.
+        public var schemaVersion: Int
+
+        public init(linkSecret: String? = nil, schemaVersion: Int = Schema.latestVersion) {
+            self.linkSecret = linkSecret
+            self.schemaVersion = schemaVersion
+        }
+    }
 
     /// Whole seconds since 1970, read without building a `Date` (presigning asks twice a request).
     static let wallClock: @Sendable () -> Int = { Int(time(nil)) }
 
     /// Fails with a `Configuration.Invalid` naming the variable when a setting cannot be used.
-    public init(configuration: Configuration, logger: Logger) throws(Configuration.Invalid) {
+    /// `deployment`: what `prepareDatabase` read (without, links are signed with GATEWAY_LINK_SECRET
+    /// or a key of this instance alone).
+    public init(configuration: Configuration, logger: Logger, deployment: Deployment = Deployment()) throws(Configuration.Invalid) {
         self.configuration = configuration
         self.logger = logger
         let metrics = Metrics()
@@ -53,7 +72,8 @@ public struct GatewayApp: Sendable {
         } else {
             keySetRefresher = nil
         }
-        let settings = try Self.settings(configuration)
+        let linkSecret = configuration.linkSecret ?? deployment.linkSecret ?? Digest.hex(Digest.randomBytes(32))
+        let settings = try Self.settings(configuration, linkSecret: linkSecret)
         let objects = S3ObjectStore(client: s3, checksum: configuration.s3Checksum)
         let spool: DirectorySpool
         do {
@@ -90,6 +110,14 @@ public struct GatewayApp: Sendable {
                 })
             let instance =
                 "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)-\(Digest.hex(Digest.randomBytes(3)))"
+            let digests = configuration.sharedSettingsDigests(linkSecret: linkSecret)
+            let now = Self.wallClock()
+            fleet = PostgresFleet(
+                pool: pool,
+                current: InstanceRecord(
+                    id: instance, host: ProcessInfo.processInfo.hostName, version: CommandHelp.version,
+                    schemaVersion: deployment.schemaVersion, settingsHash: Configuration.settingsHash(digests), settings: digests,
+                    startedAt: now, heartbeatAt: now, live: true))
             let receiver = UploadReceiver(
                 store: store, objects: objects, spool: spool, settings: settings.engine, instance: instance,
                 observer: JobMetrics(metrics: metrics), signals: changes)
@@ -123,7 +151,9 @@ public struct GatewayApp: Sendable {
             janitor = nil
             listener = nil
             webhooks = nil
+            fleet = nil
         }
+        if let fleet { checks.append(FleetCheck(fleet: fleet)) }
         checks.append(CredentialsCheck(refresher: credentialsRefresher))
         checks.append(S3Check(client: s3))
         if let keySet { checks.append(KeySetCheck(keySet: keySet)) }
@@ -131,7 +161,8 @@ public struct GatewayApp: Sendable {
         let context = RouteContext(
             authenticator: authenticator,
             presigner: S3Presigner(client: s3, publicEndpoint: try configuration.s3PublicEndpointValue()),
-            metrics: metrics, settings: settings, jobs: jobs, now: Self.wallClock, monotonic: Self.monotonicSeconds)
+            metrics: metrics, settings: settings, jobs: jobs, now: Self.wallClock, monotonic: Self.monotonicSeconds,
+            sharedLimits: fleet, instances: fleet)
         let routes = GatewayRoutes(context: context, checks: checks, openAPI: Self.loadOpenAPI(configuration.openAPIPath))
         var beforeRoute: (@Sendable (HTTPRequest) async -> Void)?
         if keySet != nil { beforeRoute = { request in await authenticator.prepare(request) } }
@@ -152,7 +183,7 @@ public struct GatewayApp: Sendable {
     }
 
     /// What the engine and the routes are told by the settings.
-    static func settings(_ configuration: Configuration) throws(Configuration.Invalid) -> RouteSettings {
+    static func settings(_ configuration: Configuration, linkSecret: String) throws(Configuration.Invalid) -> RouteSettings {
         var engine = EngineSettings()
         engine.partSize = Int64(configuration.partSize)
         engine.concurrency = configuration.partConcurrency
@@ -178,7 +209,7 @@ public struct GatewayApp: Sendable {
         settings.userRate = configuration.userRate
         settings.userMaxWaits = configuration.userMaxWaits
         settings.userMaxStreams = configuration.userMaxStreams
-        settings.linkSecret = configuration.linkSecret.map { Array($0.utf8) } ?? Digest.randomBytes(32)
+        settings.linkSecret = Array(linkSecret.utf8)
         settings.downloadTTL = configuration.downloadTTL
         return settings
     }
@@ -200,6 +231,7 @@ public struct GatewayApp: Sendable {
         if let keySetRefresher { Task { await keySetRefresher.run() } }
         Task { [credentialsRefresher] in await credentialsRefresher.run() }
         if let webhooks { Task { await webhooks.run() } }
+        if let fleet { Task { await fleet.run() } }
     }
 
     /// `host[:port]` of a URL, as the address guard lists allowed hosts: the key set's host is
@@ -216,6 +248,7 @@ public struct GatewayApp: Sendable {
         await webhooks?.stop()
         await server.shutdown(grace: grace) { [changes] in changes.close() }
         listener?.stop()
+        await fleet?.leave()
     }
 
     /// Seconds on the monotonic clock (for rates).
@@ -228,6 +261,29 @@ public struct GatewayApp: Sendable {
     /// Applies the missing schema migrations; returns the versions applied now.
     public static func migrate(databaseURL: String) async throws -> [Int] {
         try await Schema.migrations.apply(using: PostgresPool(url: databaseURL, size: 1))
+    }
+
+    /// A database newer than this binary: an instance of an older release must not run on it.
+    public struct SchemaTooNew: Error, CustomStringConvertible {
+        public let database: Int
+        public var description: String {
+            "the database's schema is version \(database), newer than this binary's \(Schema.latestVersion): run the newer transfer-gateway"
+        }
+    }
+
+    /// What `migrate` and `serve` do first: the missing migrations applied, a schema newer than
+    /// this binary refused, and the deployment's link secret made once (kept in PostgreSQL).
+    public static func prepareDatabase(databaseURL: String) async throws -> (applied: [Int], deployment: Deployment) {
+        try await prepareDatabase(using: PostgresPool(url: databaseURL, size: 1))
+    }
+
+    /// `prepareDatabase(databaseURL:)` over a pool of the caller's (its sessions' settings).
+    static func prepareDatabase(using pool: PostgresPool) async throws -> (applied: [Int], deployment: Deployment) {
+        let applied = try await Schema.migrations.apply(using: pool)
+        let version = try await PostgresFleet.schemaVersion(pool: pool)
+        guard version <= Schema.latestVersion else { throw SchemaTooNew(database: version) }
+        let secret = try await PostgresFleet.linkSecret(pool: pool, fresh: Digest.hex(Digest.randomBytes(32)))
+        return (applied, Deployment(linkSecret: secret, schemaVersion: version))
     }
 
     /// The JWT keys: the HS256 secret and/or the PEM public key file (RS256 or ES256).

@@ -64,9 +64,24 @@ enum Command {
         raiseDescriptorLimit()
         let sink = StderrSink()
         let logger = Logger(level: configuration.logLevel, sink: sink)
+        // The database first: its schema, and what every instance shares (the link secret).
+        var deployment = GatewayApp.Deployment()
+        if let url = configuration.databaseURL {
+            do {
+                let prepared = try await GatewayApp.prepareDatabase(databaseURL: url)
+                deployment = prepared.deployment
+                if !prepared.applied.isEmpty {
+                    logger.info("migrated", ["versions": .string(prepared.applied.map(String.init).joined(separator: ","))])
+                }
+            } catch let error as GatewayApp.SchemaTooNew {
+                fail("\(error)", code: 1)
+            } catch {
+                fail("migration failed: \(error)", code: 1)
+            }
+        }
         let app: GatewayApp
         do {
-            app = try GatewayApp(configuration: configuration, logger: logger)
+            app = try GatewayApp(configuration: configuration, logger: logger, deployment: deployment)
         } catch {
             fail("\(error)", code: 2)
         }
@@ -77,14 +92,6 @@ enum Command {
             case .instanceMetadata = configuration.s3CredentialsSource
         {
             fail("GATEWAY_S3_ACCESS_KEY_ID: is required (or AWS_ACCESS_KEY_ID); the instance metadata service gave none", code: 2)
-        }
-        if let url = configuration.databaseURL {
-            do {
-                let applied = try await GatewayApp.migrate(databaseURL: url)
-                if !applied.isEmpty { logger.info("migrated", ["versions": .string(applied.map(String.init).joined(separator: ","))]) }
-            } catch {
-                fail("migration failed: \(error)", code: 1)
-            }
         }
         let port: Int
         do {
@@ -103,7 +110,7 @@ enum Command {
                 "GATEWAY_JWT_JWKS_URL is set without GATEWAY_JWT_ISSUER and GATEWAY_JWT_AUDIENCE: tokens the provider signed for other applications are accepted too"
             )
         }
-        if configuration.linkSecret == nil {
+        if configuration.linkSecret == nil && deployment.linkSecret == nil {
             logger.warn(
                 "GATEWAY_LINK_SECRET is not set: dataUrl links are signed with a random key of this instance, so only it serves them")
         }
