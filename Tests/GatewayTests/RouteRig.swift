@@ -17,6 +17,8 @@ final class RouteRig: Sendable {
     let objects: InMemoryObjectStore
     let clientUploads: InMemoryClientUploadStore
     let changes = JobChanges()
+    /// The event feed's twin: nothing records on its own; tests record what they need.
+    let feed: InMemoryEventFeed
     let spool: DirectorySpool
     let responder: GatewayResponder
     let logs = MemorySink()
@@ -31,6 +33,7 @@ final class RouteRig: Sendable {
         // One database's twins: an identity's open uploads count its upload jobs and client uploads together.
         clientUploads = InMemoryClientUploadStore(jobs: store)
         objects = InMemoryObjectStore(clock: clock)
+        feed = InMemoryEventFeed(changes: changes, now: { [clock] in Int64(clock.now()) })
         spool = try DirectorySpool(directory: NSTemporaryDirectory() + "route-spool-" + UUID().uuidString)
         var settings = RouteSettings()
         settings.engine.roomWaitMilliseconds = 1000
@@ -43,7 +46,7 @@ final class RouteRig: Sendable {
             jobs: JobPorts(
                 store: store, objects: objects, receiver: receiver,
                 clientUploads: clientUploads, changes: changes,
-                idempotency: InMemoryIdempotencyStore(), sourceCheck: sourceCheck),
+                idempotency: InMemoryIdempotencyStore(), sourceCheck: sourceCheck, events: feed),
             presigner: presigner)
         responder = GatewayResponder(
             router: GatewayRoutes(context: context, checks: [], openAPI: nil).router(), cors: CORS(origins: []),

@@ -66,6 +66,37 @@ enum LiveContractFixtures {
             })
     }
 
+    /// `PostgresEventFeed` on the live database: jobs inserted by `PostgresJobStore`, whose
+    /// trigger records each, under owners of the fixture's own. The jobs are completed downloads:
+    /// no worker claims them and no other suite's clean-up changes them.
+    static func eventFeed() async throws -> EventFeedFixture {
+        let url = try #require(try Configuration.fromEnvironment(liveEnvironment).databaseURL)
+        _ = try await GatewayApp.migrate(databaseURL: url)
+        let pool = PostgresPool(url: url, size: 2)
+        let jobs = PostgresJobStore(pool: pool)
+        let tag = String(UUID().uuidString.prefix(8)).lowercased()
+        let owners = "%-" + tag
+        return EventFeedFixture(
+            feed: PostgresEventFeed(pool: pool), tag: tag,
+            create: { job in _ = try await jobs.insert(job, quota: nil) },
+            age: { milliseconds in
+                _ = try await pool.withConnection { connection in
+                    try connection.query(
+                        """
+                        UPDATE feed_events SET created_at = created_at - \(Int64(milliseconds)) * interval '1 millisecond'
+                        WHERE owner LIKE \(owners)
+                        """)
+                }
+            },
+            tearDown: {
+                _ = try? await pool.withTransaction { connection in
+                    try connection.query("DELETE FROM jobs WHERE owner LIKE \(owners)")
+                    try connection.query("DELETE FROM feed_events WHERE owner LIKE \(owners)")
+                    try connection.query("DELETE FROM feed_sequences WHERE owner LIKE \(owners)")
+                }
+            })
+    }
+
     /// The S3 adapter on the live bucket, under `tests/port-contracts/<uuid>/`.
     static func objects() throws -> ObjectStoreFixture {
         let client = try liveClient()

@@ -10,7 +10,7 @@ public struct PostgresClientUploadStore: ClientUploadStore {
         self.pool = pool
     }
 
-    private static let columns = SQLFragment(
+    static let columns = SQLFragment(
         """
         id::text AS id, owner, object_key, s3_upload_id, size, part_size, part_count, state, etag,
         extract(epoch FROM created_at)::float8::text AS created

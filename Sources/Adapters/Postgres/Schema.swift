@@ -322,6 +322,7 @@ public enum Schema {
                 "CREATE INDEX identity_holds_identity ON identity_holds (identity, kind)",
                 "CREATE INDEX identity_holds_instance ON identity_holds (instance_id)",
             ]),
+        Schema.eventFeed,
     ])
 
     /// The newest schema version this binary knows.

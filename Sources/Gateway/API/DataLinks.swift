@@ -1,7 +1,8 @@
 import Crypto
 
-/// Gateway-signed links to a download job's data (`dataUrl`) and to a job's event stream
-/// (`eventsUrl`, for `EventSource`, which cannot send a header): the job id and an expiry under an
+/// Gateway-signed links to a download job's data (`dataUrl`), to a job's event stream and to an
+/// identity's event feed (`eventsUrl`, for `EventSource`, which cannot send a header): the job
+/// id (or the identity) and an expiry under an
 /// HMAC-SHA256 made with `GATEWAY_LINK_SECRET`, so the link needs no `Authorization` header
 /// (`<a href download>`, media players, background download tasks) and any instance that
 /// shares the secret serves it. A link lives at most `lifetime` seconds; its expiry is rounded
@@ -21,12 +22,21 @@ public struct DataLinks: Sendable {
     enum Purpose: String, Sendable {
         case data = "data-link"
         case events = "events-link"
+        /// An identity's event feed (`GET /v1/events`): the subject is the identity, not a job.
+        case feed = "feed-link"
     }
+
+    /// The expiry a link made now carries, seconds since 1970.
+    func expiry() -> Int { (now() + lifetime) / 60 * 60 }
 
     /// The query of a fresh link to `jobID`'s data (or events): `expires=…&signature=…`.
     func query(jobID: String, for purpose: Purpose = .data) -> String {
-        let expires = (now() + lifetime) / 60 * 60
-        return "expires=\(expires)&signature=\(signature(jobID: jobID, expires: expires, purpose: purpose))"
+        query(jobID: jobID, expires: expiry(), for: purpose)
+    }
+
+    /// The query of a link to `jobID` (or an identity) that expires at `expires`.
+    func query(jobID: String, expires: Int, for purpose: Purpose) -> String {
+        "expires=\(expires)&signature=\(signature(jobID: jobID, expires: expires, purpose: purpose))"
     }
 
     /// Whether `expires` and `signature` make a link to `jobID` that is valid now.

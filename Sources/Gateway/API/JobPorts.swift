@@ -15,6 +15,8 @@ public struct JobPorts: Sendable {
     public let changes: JobChanges
     /// Refuses imports of addresses the fetcher would refuse, at creation (absent: no early check).
     public let sourceCheck: (any SourceAddressCheck)?
+    /// Every identity's changes, numbered (`GET /v1/events`; absent: no feed is served).
+    public let events: (any EventFeed)?
     /// `Idempotency-Key` replays of the create routes, over the idempotency store.
     let idempotency: Idempotency
     /// Cancel, tus termination and client-upload abort, with their cleanup (the engine's one way).
@@ -22,7 +24,8 @@ public struct JobPorts: Sendable {
 
     public init(
         store: any UploadJobStore, objects: any ObjectStore, receiver: UploadReceiver, clientUploads: any ClientUploadStore,
-        changes: JobChanges, idempotency: any IdempotencyStore, sourceCheck: (any SourceAddressCheck)? = nil
+        changes: JobChanges, idempotency: any IdempotencyStore, sourceCheck: (any SourceAddressCheck)? = nil,
+        events: (any EventFeed)? = nil
     ) {
         self.store = store
         self.objects = objects
@@ -30,6 +33,7 @@ public struct JobPorts: Sendable {
         self.clientUploads = clientUploads
         self.changes = changes
         self.sourceCheck = sourceCheck
+        self.events = events
         self.idempotency = Idempotency(store: idempotency)
         cancellation = Cancellation(receiver: receiver)
     }

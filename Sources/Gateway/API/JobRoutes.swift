@@ -365,12 +365,18 @@ struct JobRoutes: Sendable {
     /// (its `Host`).
     func json(_ job: Job, _ http: HTTPRequest, eventsLink: Bool = true) -> [UInt8] {
         guard let links else { return Self.json(job) }
-        let host = http.headers["host"].flatMap { DataLinks.plausibleHost($0) ? $0 : nil } ?? "localhost"
-        let scheme = http.headers["x-forwarded-proto"] == "https" && http.clientAddress != http.remoteAddress ? "https" : "http"
-        let base = "\(scheme)://\(host)/v1/jobs/\(job.id)/"
+        let base = "\(Self.origin(of: http))/v1/jobs/\(job.id)/"
         let data = job.kind == .download && job.state == .completed ? base + "data?" + links.query(jobID: job.id) : nil
         let events = job.state.isFinal || !eventsLink ? nil : base + "events?" + links.query(jobID: job.id, for: .events)
         return Self.json(job, dataURL: data, eventsURL: events)
+    }
+
+    /// `scheme://host` of the gateway as the client reached it (its `Host`; `https` when a
+    /// trusted proxy says so), for the links written into answers.
+    static func origin(of http: HTTPRequest) -> String {
+        let host = http.headers["host"].flatMap { DataLinks.plausibleHost($0) ? $0 : nil } ?? "localhost"
+        let scheme = http.headers["x-forwarded-proto"] == "https" && http.clientAddress != http.remoteAddress ? "https" : "http"
+        return "\(scheme)://\(host)"
     }
 
     static func json(_ job: Job, dataURL: String? = nil, eventsURL: String? = nil) -> [UInt8] {

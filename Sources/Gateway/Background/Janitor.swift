@@ -13,7 +13,8 @@ import TransferEngine
 ///   no longer has; a record whose creation died half way is resolved from the uploads S3 lists
 ///   for exactly its key around its creation time;
 /// - staged tail pieces whose job ended or no longer lists them;
-/// - spool files untouched for `GATEWAY_DOWNLOAD_TTL` whose job is not running.
+/// - spool files untouched for `GATEWAY_DOWNLOAD_TTL` whose job is not running;
+/// - event feed entries older than 24 hours (`GET /v1/events` keeps a day).
 public struct Janitor: Sendable {
     let jobs: any MaintenanceStore
     let clientUploads: any ClientUploadStore
@@ -24,11 +25,14 @@ public struct Janitor: Sendable {
     let spool: (any SpoolMaintenance)?
     let downloadTTLSeconds: Int
     let stagingPrefix: String
+    /// The event feed, swept of what is older than `eventFeedSeconds` (absent: nothing to sweep).
+    let events: (any EventFeed)?
+    let eventFeedSeconds: Int
 
     public init(
         jobs: any MaintenanceStore, clientUploads: any ClientUploadStore, jobStore: any JobStore, bucket: any BucketMaintenance,
         ttlSeconds: Int, spool: (any SpoolMaintenance)? = nil, downloadTTLSeconds: Int = 3600,
-        stagingPrefix: String = EngineSettings().stagingPrefix
+        stagingPrefix: String = EngineSettings().stagingPrefix, events: (any EventFeed)? = nil, eventFeedSeconds: Int = 86_400
     ) {
         self.jobs = jobs
         self.clientUploads = clientUploads
@@ -38,6 +42,8 @@ public struct Janitor: Sendable {
         self.spool = spool
         self.downloadTTLSeconds = downloadTTLSeconds
         self.stagingPrefix = stagingPrefix
+        self.events = events
+        self.eventFeedSeconds = eventFeedSeconds
     }
 
     /// Removes spool files last written more than the download TTL ago, unless their job is
@@ -154,6 +160,10 @@ public struct Janitor: Sendable {
                 if !staged.isEmpty { logger.info("janitor removed staged tails", ["count": .int(staged.count)]) }
                 let removed = try await sweepSpool()
                 if !removed.isEmpty { logger.info("janitor removed expired spool files", ["count": .int(removed.count)]) }
+                if let events {
+                    let dropped = try await events.sweep(olderThanSeconds: eventFeedSeconds)
+                    if dropped > 0 { logger.info("janitor removed old feed events", ["count": .int(dropped)]) }
+                }
             } catch {
                 logger.warn("janitor pass failed", ["error": .string(String(describing: type(of: error)))])
             }

@@ -98,10 +98,11 @@ public struct GatewayApp: Sendable {
                 settings: configuration.webhookURL == nil ? [] : [("gateway.webhooks", "on")])
             let store = PostgresJobStore(pool: pool)
             let clientUploads = PostgresClientUploadStore(pool: pool)
+            let feed = PostgresEventFeed(pool: pool)
             janitor = Janitor(
                 jobs: PostgresMaintenanceStore(pool: pool), clientUploads: clientUploads, jobStore: store,
                 bucket: S3BucketMaintenance(client: s3), ttlSeconds: configuration.uploadTTL, spool: spool,
-                downloadTTLSeconds: configuration.downloadTTL, stagingPrefix: settings.engine.stagingPrefix)
+                downloadTTLSeconds: configuration.downloadTTL, stagingPrefix: settings.engine.stagingPrefix, events: feed)
             listener = PostgresListener(
                 url: url, channel: "gateway_jobs", onNotify: { changes.notify($0) },
                 onReconnect: {
@@ -123,7 +124,8 @@ public struct GatewayApp: Sendable {
             jobs = JobPorts(
                 store: store, objects: objects, receiver: receiver, clientUploads: clientUploads, changes: changes,
                 idempotency: PostgresIdempotencyStore(pool: pool),
-                sourceCheck: URLSourceAddressCheck(fetcher: s3.urlFetcher(allowedHosts: configuration.importAllowHosts)))
+                sourceCheck: URLSourceAddressCheck(fetcher: s3.urlFetcher(allowedHosts: configuration.importAllowHosts)),
+                events: feed)
             let fetcher = HTTPSourceFetcher(fetcher: s3.urlFetcher(allowedHosts: configuration.importAllowHosts))
             let jobWorker = JobWorker(
                 store: store, objects: objects, fetcher: fetcher, spool: spool,

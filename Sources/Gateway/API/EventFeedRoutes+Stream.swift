@@ -1,0 +1,48 @@
+import HTTPServer
+
+/// The feed as Server-Sent Events: `retry: 2000`, then each event as `id: <number>`,
+/// `event: <type>`, `data: <envelope>`, a `: keep-alive` comment every 15 seconds with nothing
+/// to say, and the end after 30 minutes (an `EventSource` opens it again with `Last-Event-ID`,
+/// and a link is checked again then). The stream holds one of the identity's
+/// `GATEWAY_USER_MAX_WAITS` slots until it ends or the client hangs up.
+extension EventFeedRoutes {
+    static let batch = 100
+
+    func stream(owner: String, after start: FeedCursor, http: HTTPRequest) async throws -> HTTPResponse {
+        let slot = try await context.limits.admitWait(owner)
+        let routes = self
+        let headers = HTTPHeaders([
+            ("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-store"),
+            ("X-Accel-Buffering", "no"),
+        ])
+        return HTTPResponse(
+            status: 200, headers: headers,
+            body: .stream(length: nil) { writer in
+                defer { slot.release() }
+                try await routes.follow(owner: owner, after: start, to: writer, http: http)
+            })
+    }
+
+    private func follow(owner: String, after start: FeedCursor, to writer: ResponseBodyWriter, http: HTTPRequest) async throws {
+        var position = start
+        let end = ContinuousClock.now + JobRoutes.longestStream
+        try await writer.write(Array("retry: 2000\n\n".utf8))
+        while !http.serverIsShuttingDown && ContinuousClock.now < end {
+            let found = try await nextEvents(
+                owner: owner, after: position, limit: Self.batch, until: min(end, ContinuousClock.now + JobRoutes.heartbeat), http: http)
+            if found.isEmpty {
+                try await writer.write(Array(": keep-alive\n\n".utf8))
+                continue
+            }
+            var chunk: [UInt8] = []
+            for event in found { chunk += Self.sse(event) }
+            try await writer.write(chunk)
+            position = FeedCursor(found[found.count - 1].sequence)
+        }
+    }
+
+    /// `id: <number>` `event: <type>` `data: <envelope>`: the JSON has no line breaks, so one data line.
+    static func sse(_ event: FeedEvent) -> [UInt8] {
+        Array("id: \(event.sequence)\nevent: \(event.type)\ndata: ".utf8) + event.envelope() + Array("\n\n".utf8)
+    }
+}
