@@ -241,6 +241,33 @@ private struct Uploads {
         #expect(uploads.objects.object("private/alice/up.bin") == body)
     }
 
+    /// A crash after the object is written but before the job is finished (its instance died):
+    /// the bytes are all committed, so the client's next request is an empty one at the full
+    /// offset, and it finishes the job with the object that is there — never writes it again
+    /// from the nothing it holds. One PutObject, and a completed multipart upload, alike.
+    @Test(arguments: [3 * MiB + 5, 11 * MiB + 3])
+    func aCrashAfterTheObjectIsWrittenIsFinishedWithThatObject(size: Int) async throws {
+        struct Crash: Error {}
+        let crashing = Atomic<Bool>(true)
+        let uploads = Uploads(beforeWrite: { what in
+            if what == "finish", crashing.load(ordering: .relaxed) { throw Crash() }
+        })
+        let body = bytes(size, seed: 8)
+        let job = try await uploads.insert(size: Int64(body.count))
+        await #expect(throws: Crash.self) { _ = try await uploads.send(try uploads.receiver("a"), job, from: 0, body) }
+        crashing.store(false, ordering: .relaxed)
+        uploads.store.expireLease(job.id)
+        let cut = try #require(try await uploads.store.job(id: job.id))
+        #expect(cut.bytesCommitted == Int64(size) && cut.state == .running && cut.completing)
+        #expect(uploads.objects.object("private/alice/up.bin")?.elementsEqual(body) == true, "S3 holds the object")
+        let done = try await uploads.send(try uploads.receiver("b"), job, from: Int64(size), [])
+        guard case .completed(_, let doneSize) = done else { Issue.record("\(done)"); return }
+        #expect(doneSize == Int64(size))
+        let now = uploads.objects.object("private/alice/up.bin") ?? []
+        #expect(now.count == size && now.elementsEqual(body), "the object is the one written, not \(now.count) bytes")
+        #expect(try await uploads.store.job(id: job.id)?.state == .completed)
+    }
+
     /// A pause while the request streams ends it at once with what is committed.
     @Test func aPauseEndsTheRequest() async throws {
         let uploads = Uploads()

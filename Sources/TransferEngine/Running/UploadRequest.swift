@@ -210,7 +210,12 @@ struct UploadRequest: Sendable {
         do {
             let tail = progress.tailFile
             let etag: String
-            if let uploadID = progress.uploadID {
+            if let made = try await madeBefore(progress) {
+                // The object was written by a request whose instance died before finishing the
+                // job: it is there, whole. Writing again would replace it with what this request
+                // holds (an empty PATCH at the full offset holds nothing).
+                etag = made
+            } else if let uploadID = progress.uploadID {
                 if tailSize > 0 || progress.parts.isEmpty {
                     guard let file = tail else { throw TransferError(code: .spoolFailed, retryable: false) }
                     let number = progress.nextPart
@@ -225,8 +230,14 @@ struct UploadRequest: Sendable {
                     try await record(sent, &progress)
                 }
                 try await completion.begin(receiver.store, lease)
-                etag = try await objects.completeMultipartUpload(
-                    key: key, uploadID: uploadID, parts: progress.parts, condition: options.writeCondition)
+                do {
+                    etag = try await objects.completeMultipartUpload(
+                        key: key, uploadID: uploadID, parts: progress.parts, condition: options.writeCondition)
+                } catch let error as TransferError where error.code == .noSuchUpload {
+                    // Completed by a request whose answer (or instance) was lost: the object says so.
+                    guard let made = try await completedEarlier(progress) else { throw error }
+                    etag = made
+                }
                 if let expected = MultipartETag.expected(for: progress.parts.map(\.etag)), !MultipartETag.same(expected, etag) {
                     return try await fail(&progress, JobFailure(.etagMismatch))
                 }
@@ -257,6 +268,27 @@ struct UploadRequest: Sendable {
             if error.retryable { throw error }
             return try await fail(&progress, JobFailure(error))
         }
+    }
+
+    /// The ETag of the object when a request before this one already wrote it: a one-part
+    /// object's PutObject is recorded as its part only once S3 holds it, so a recorded part with
+    /// no multipart upload and no tail is the object, there already.
+    private func madeBefore(_ progress: Progress) async throws -> String? {
+        guard progress.uploadID == nil, progress.tailSize == 0, progress.parts.count == 1, let part = progress.parts.first,
+            part.size == progress.received
+        else { return nil }
+        let found = try await receiver.objects.size(of: key)
+        guard found.size == part.size, found.etag == part.etag else { return nil }
+        return found.etag
+    }
+
+    /// The object's ETag when the multipart upload was completed before (S3 no longer has it)
+    /// and the object is the one the recorded parts make.
+    private func completedEarlier(_ progress: Progress) async throws -> String? {
+        guard progress.tailSize == 0, let found = try? await receiver.objects.size(of: key), found.size == progress.received,
+            let expected = MultipartETag.expected(for: progress.parts.map(\.etag)), MultipartETag.same(expected, found.etag)
+        else { return nil }
+        return found.etag
     }
 
     /// The job fails: S3 refused a part for good, or the object came out wrong.
