@@ -54,6 +54,32 @@ import TransferEngine
         #expect(gone.status == 410)
     }
 
+    /// The instance that wrote a tus upload's object died before finishing its job: every byte
+    /// is committed, so the client's HEAD sees nothing left to send. That HEAD finishes the job
+    /// with the object S3 holds (after the dead request's lease lapses), never an empty one.
+    @Test func aHeadFinishesAnUploadWhoseLastRequestDiedAfterWritingTheObject() async throws {
+        let rig = try RouteRig()
+        let length = 3000
+        let created = try await rig.send(
+            "POST", "/v1/tus/", as: "alice",
+            headers: [Self.tus, ("Upload-Length", String(length)), ("Upload-Metadata", "key \(Data("d.bin".utf8).base64EncodedString())")])
+        let id = try #require(created.headers["location"]?.split(separator: "/").last.map(String.init))
+        let job = try #require(try await rig.store.job(id: id))
+        // What the dead request left: the object written and recorded as its one part, the job
+        // marked completing, its lease lapsed.
+        let body = [UInt8](repeating: 9, count: length)
+        let etag = try await rig.objects.putObject(key: try #require(job.objectKey), data: .bytes(body), attributes: ObjectAttributesSpec())
+        let claim = try #require(try await rig.store.claimUpload(id: id, owner: "gone", leaseMilliseconds: 30_000))
+        _ = try await rig.store.recordUploadPart(RecordedPart(number: 1, size: Int64(length), etag: etag), under: claim.lease)
+        try await rig.store.beginCompleting(claim.lease)
+        rig.store.expireLease(id)
+        let head = try await driving(rig.clock) { try await rig.send("HEAD", "/v1/tus/\(id)", as: "alice", headers: [Self.tus]) }
+        #expect(head.status == 200 && head.headers["upload-offset"] == String(length))
+        let finished = try #require(try await rig.store.job(id: id))
+        #expect(finished.state == Job.State.completed && finished.etag == etag, "\(finished.state)")
+        #expect(rig.objects.object(job.objectKey ?? "")?.count == length)
+    }
+
     @Test func jobsCancelOfAPausedUploadLeavesNothingEither() async throws {
         let rig = try RouteRig()
         let id = try await Self.tusUpload(rig)

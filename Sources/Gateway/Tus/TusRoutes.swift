@@ -221,10 +221,18 @@ struct TusRoutes: Sendable {
 
     private func head(_ http: HTTPRequest, id: String) async throws -> HTTPResponse {
         if let refusal = versionRefusal(http) { return refusal }
-        let job: Job
+        var job: Job
         switch try await upload(http, id: id) {
         case .success(let found): job = found
         case .failure(let refusal): return refusal
+        }
+        if job.state == .running && job.completing, let total = job.bytesTotal, job.bytesCommitted == total {
+            // Every byte is in, but the request that sent the last ones ended (its instance died)
+            // before the job did: a tus client sees nothing left to send, so the gateway finishes
+            // it now, as an empty PATCH would (refused while that request's lease still holds).
+            let uploads = jobs.receiver, jobID = job.id
+            _ = try? await Shield.run { try await uploads.receive(jobID: jobID, offset: total, body: NoBytes()) }
+            job = (try? await jobs.store.job(id: jobID)) ?? job
         }
         var headers = [
             ("Upload-Offset", String(job.bytesCommitted)), ("Cache-Control", "no-store"),
@@ -274,6 +282,11 @@ struct TusRoutes: Sendable {
         return try await UploadAnswer.response(to: outcome, in: .tus) { committed in
             answer(204, [("Upload-Offset", String(committed)), ("Upload-Expires", httpDate(secondsSince1970: expires(job)))])
         }
+    }
+
+    /// The body of a request that sends nothing.
+    private struct NoBytes: ByteSource {
+        func next() async throws -> ArraySlice<UInt8>? { nil }
     }
 
     // MARK: termination
