@@ -10,7 +10,7 @@ public enum ClientUploadStoreContract {
     /// Every case, in the order they are listed.
     public static let cases: [ContractCase<StoreFixture>] = [
         beginRecordsCreating, completeAndAbortClaimAnOpenUploadOnce, openUploadsAreBoundedPerIdentity,
-        theOpenListingIsNewestFirstByCursor, idleUploadsAreThoseUntouchedSinceTheCutoff,
+        theOpenListingIsNewestFirstByCursor, idleUploadsAreThoseUntouchedSinceTheCutoff, aClaimLeftByADeadRequestIsTakenOver,
     ]
 
     /// A client upload of `owner` on `key`. Every upload of the suite is made here.
@@ -149,6 +149,22 @@ public enum ClientUploadStoreContract {
         #expect(try await ids(bob) == [bobs.id])
         #expect(try await f.clientUploads.claim(id: made[3].id, for: .completing))
         #expect(try await ids(alice, limit: 1) == [made[1].id])
+    }
+
+    static let aClaimLeftByADeadRequestIsTakenOver = ContractCase<StoreFixture>(
+        "a completion claimed long ago and never finished (its request died) is taken over by the next completion, not by an abort"
+    ) { f in
+        let made = upload(f.owner("alice"), key: f.key("stale.bin"))
+        try await Self.open(f, made)
+        #expect(try await f.clientUploads.claim(id: made.id, for: .completing))
+        #expect(try await !f.clientUploads.claim(id: made.id, for: .completing), "held by a live request")
+        try await f.age(milliseconds: (ClientUpload.staleClaimSeconds + 5) * 1000)
+        #expect(try await !f.clientUploads.claim(id: made.id, for: .aborting), "only a step of the same kind takes over")
+        #expect(try await f.clientUploads.claim(id: made.id, for: .completing))
+        #expect(try await !f.clientUploads.claim(id: made.id, for: .completing), "the taking over is a fresh claim")
+        try await f.clientUploads.completed(id: made.id, etag: "\"e\"")
+        try await f.age(milliseconds: (ClientUpload.staleClaimSeconds + 5) * 1000)
+        #expect(try await !f.clientUploads.claim(id: made.id, for: .completing), "a completed upload is never claimed")
     }
 
     static let idleUploadsAreThoseUntouchedSinceTheCutoff = ContractCase<StoreFixture>(

@@ -92,7 +92,8 @@ public final class InMemoryClientUploadStore: ClientUploadStore {
     public func claim(id: String, for state: ClientUpload.State) async throws -> Bool {
         let time = now()
         return uploads.withLock { u in
-            guard u[id]?.upload.state == .open else { return false }
+            let stale = u[id].map { $0.upload.state == state && time - $0.touched >= Double(ClientUpload.staleClaimSeconds) } ?? false
+            guard u[id]?.upload.state == .open || stale else { return false }
             u[id]?.upload.state = state
             u[id]?.touched = time
             return true

@@ -68,7 +68,9 @@ public struct PostgresClientUploadStore: ClientUploadStore {
             !(try connection.query(
                 """
                 UPDATE uploads SET state = \(state.rawValue), touched_at = now()
-                WHERE id = \(id)::uuid AND state = 'open'
+                WHERE id = \(id)::uuid
+                  AND (state = 'open'
+                       OR (state = \(state.rawValue) AND touched_at < now() - make_interval(secs => \(ClientUpload.staleClaimSeconds))))
                 RETURNING 1 AS ok
                 """)).isEmpty
         }

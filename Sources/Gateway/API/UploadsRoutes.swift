@@ -428,7 +428,13 @@ struct UploadsRoutes: Sendable {
 
     /// The answer to a complete or abort that lost the record to another request.
     private func notOpen(_ id: String) async throws -> APIError {
-        let state = try await jobs.clientUploads.upload(id: id)?.state.rawValue ?? "gone"
-        return APIError(.uploadNotOpen, "The upload is \(state): another request completed or aborted it.")
+        let state = try await jobs.clientUploads.upload(id: id)?.state
+        // Another request is completing or aborting it: ask again later (a request that died
+        // with its instance is taken over after `ClientUpload.staleClaimSeconds`).
+        if state == .completing || state == .aborting {
+            return APIError(
+                .uploadNotOpen, "The upload is \(state?.rawValue ?? ""): another request is at it; ask again.", retryAfter: 10)
+        }
+        return APIError(.uploadNotOpen, "The upload is \(state?.rawValue ?? "gone"): another request completed or aborted it.")
     }
 }

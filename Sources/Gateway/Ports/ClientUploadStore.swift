@@ -10,6 +10,10 @@ public struct ClientUpload: Sendable, Equatable {
         case creating, open, completing, completed, aborting, aborted
     }
 
+    /// A completion or abort claimed this long ago whose request never finished it is taken
+    /// over by the next request that asks for the same.
+    public static let staleClaimSeconds = 30
+
     public var id: String
     public var owner: String
     public var objectKey: String
@@ -51,8 +55,10 @@ public protocol ClientUploadStore: Sendable {
     func open(owner: String, limit: Int, after cursor: String?) async throws -> [ClientUpload]
     /// The client asked for part URLs: the upload is not idle.
     func touch(id: String) async throws
-    /// Moves the upload from `open` to `state` (`completing` or `aborting`); false when it was
-    /// not open (another request claimed it first, or it has ended).
+    /// Moves the upload from `open` to `state` (`completing` or `aborting`), or takes over a
+    /// claim of the same kind made `ClientUpload.staleClaimSeconds` ago or more (its request
+    /// died with its instance: the step is idempotent, so it is done again); false otherwise
+    /// (another request holds it, or it has ended).
     func claim(id: String, for state: ClientUpload.State) async throws -> Bool
     /// A claim whose S3 call failed: `completing` or `aborting` back to `open`.
     func unclaim(id: String) async throws

@@ -93,16 +93,27 @@ struct ClientUploadTransfer: Sendable {
         }
     }
 
-    /// Completes; a completion whose answer was lost (the upload is no longer open) is read back.
+    /// Completes; a completion whose answer was lost (the upload is no longer open) is read back,
+    /// and one another request holds (`completing`: perhaps a request whose gateway died, which
+    /// the gateway takes over after half a minute) is asked again every 10 s, for up to 5 minutes.
     private func complete(_ id: String, _ record: TransferRecord) async throws -> TransferResult {
-        do {
-            let done = try await context.api.completeUpload(id)
-            return result(record, objectKey: done.objectKey, size: done.size, etag: done.etag)
-        } catch let error as TransferError where error.status == 409 || error.status == 404 {
-            guard let upload = try? await context.api.upload(id), upload.state == "completed" else { throw error }
-            return result(record, objectKey: upload.objectKey, size: upload.size, etag: upload.etag)
+        var waits = 0
+        while true {
+            do {
+                let done = try await context.api.completeUpload(id)
+                return result(record, objectKey: done.objectKey, size: done.size, etag: done.etag)
+            } catch let error as TransferError where error.status == 409 || error.status == 404 {
+                guard let upload = try? await context.api.upload(id) else { throw error }
+                if upload.state == "completed" { return result(record, objectKey: upload.objectKey, size: upload.size, etag: upload.etag) }
+                guard upload.state == "completing", waits < Self.completingWaits else { throw error }
+                waits += 1
+                try await Task.sleep(nanoseconds: 10_000_000_000)
+            }
         }
     }
+
+    /// Times a completion held by another request is waited for, 10 s each.
+    static let completingWaits = 30
 
     private func result(_ record: TransferRecord, objectKey: String, size: Int64, etag: String?) -> TransferResult {
         reporter.setCommitted(size)
