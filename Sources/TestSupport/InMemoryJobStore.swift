@@ -413,6 +413,16 @@ public final class InMemoryJobStore: UploadJobStore {
     // MARK: for tests
 
     /// Makes the job's lease lapse now (its worker stalled past it, or died).
+    public func strandedCompletions(limit: Int) async throws -> [String] {
+        let now = Int64(clock.now())
+        return state.withLock { s in
+            s.jobs.values.filter { job in
+                job.kind == .upload && job.state == .running && job.completing && job.bytesTotal == job.bytesCommitted
+                    && (s.leases[job.id]?.expiresAt ?? 0) < now
+            }.map(\.id).sorted().prefix(limit).map { $0 }
+        }
+    }
+
     public func expireLease(_ id: String) {
         state.withLock { s in
             if let lease = s.leases[id] { s.leases[id] = (lease.owner, lease.token, 0) }

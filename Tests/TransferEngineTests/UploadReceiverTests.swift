@@ -268,6 +268,29 @@ private struct Uploads {
         #expect(try await uploads.store.job(id: job.id)?.state == .completed)
     }
 
+    /// The same crash with no client coming back (a tus client whose HEAD showed the whole
+    /// length has nothing left to send): the finisher finishes the job once the dead request's
+    /// lease lapses, and leaves alone one whose request may still be at it.
+    @Test func theFinisherFinishesAnUploadStrandedAtCompletion() async throws {
+        struct Crash: Error {}
+        let crashing = Atomic<Bool>(true)
+        let uploads = Uploads(beforeWrite: { what in
+            if what == "finish", crashing.load(ordering: .relaxed) { throw Crash() }
+        })
+        let body = bytes(2 * MiB + 1, seed: 9)
+        let job = try await uploads.insert(size: Int64(body.count))
+        await #expect(throws: Crash.self) { _ = try await uploads.send(try uploads.receiver("a"), job, from: 0, body) }
+        crashing.store(false, ordering: .relaxed)
+        let finisher = UploadFinisher(store: uploads.store, receiver: try uploads.receiver("b"))
+        #expect(await finisher.finishStranded() == 0, "the lease still holds: its request may be at it")
+        uploads.store.expireLease(job.id)
+        #expect(try await uploads.store.strandedCompletions(limit: 10) == [job.id])
+        #expect(try await driving(uploads.clock) { await finisher.finishStranded() } == 1)
+        #expect(try await uploads.store.job(id: job.id)?.state == .completed)
+        #expect(uploads.objects.object("private/alice/up.bin")?.elementsEqual(body) == true)
+        #expect(try await uploads.store.strandedCompletions(limit: 10).isEmpty)
+    }
+
     /// A pause while the request streams ends it at once with what is committed.
     @Test func aPauseEndsTheRequest() async throws {
         let uploads = Uploads()

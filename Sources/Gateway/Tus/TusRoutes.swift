@@ -231,7 +231,7 @@ struct TusRoutes: Sendable {
             // before the job did: a tus client sees nothing left to send, so the gateway finishes
             // it now, as an empty PATCH would (refused while that request's lease still holds).
             let uploads = jobs.receiver, jobID = job.id
-            _ = try? await Shield.run { try await uploads.receive(jobID: jobID, offset: total, body: NoBytes()) }
+            _ = try? await Shield.run { try await uploads.receive(jobID: jobID, offset: total, body: UploadFinisher.NoBytes()) }
             job = (try? await jobs.store.job(id: jobID)) ?? job
         }
         var headers = [
@@ -282,11 +282,6 @@ struct TusRoutes: Sendable {
         return try await UploadAnswer.response(to: outcome, in: .tus) { committed in
             answer(204, [("Upload-Offset", String(committed)), ("Upload-Expires", httpDate(secondsSince1970: expires(job)))])
         }
-    }
-
-    /// The body of a request that sends nothing.
-    private struct NoBytes: ByteSource {
-        func next() async throws -> ArraySlice<UInt8>? { nil }
     }
 
     // MARK: termination

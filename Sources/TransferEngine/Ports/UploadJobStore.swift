@@ -20,6 +20,10 @@ public protocol UploadJobStore: JobStore {
     func saveUploadTail(_ segments: [TailSegment], under lease: Lease) async throws -> [TailSegment]
     /// Back to `pending`: the upload waits for its next request.
     func releaseUpload(_ lease: Lease) async throws
+    /// Upload jobs with every byte committed whose completion began but whose request died
+    /// with its instance (lease lapsed): no client has bytes left to send them, so the gateway
+    /// finishes them itself (`UploadFinisher`). At most `limit` ids.
+    func strandedCompletions(limit: Int) async throws -> [String]
 }
 
 /// One piece of an upload's tail: `size` bytes at object offset `offset`, kept in the staged

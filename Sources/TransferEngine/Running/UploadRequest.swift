@@ -149,6 +149,16 @@ struct UploadRequest: Sendable {
         if let id = progress.uploadID { return id }
         let options = job.options
         let checksum = settings.partChecksum
+        if job.crashes > 0 {
+            // A request before this one died with its instance, perhaps between creating an
+            // upload and recording its id: such an upload belongs to no one (at least a lease old
+            // by now, where one another writer of this key has just begun is younger).
+            let inUse = try await receiver.store.uploadIDsInUse(key: key)
+            let age = Double(settings.leaseMilliseconds) / 2000
+            for orphan in try await receiver.objects.openUploads(key: key, olderThan: age) where !inUse.contains(orphan) {
+                try? await receiver.objects.abortMultipartUpload(key: key, uploadID: orphan)
+            }
+        }
         let created = try await receiver.objects.createMultipartUpload(key: key, attributes: options.attributes, checksum: checksum)
         let parts = job.bytesTotal.map { Int(($0 + job.partSize - 1) / job.partSize) } ?? 0
         try await receiver.store.start(

@@ -32,6 +32,8 @@ public struct GatewayApp: Sendable {
     /// This instance among the deployment's (heartbeat, shared per-identity counts; nil without
     /// a database).
     public let fleet: PostgresFleet?
+    /// Finishes upload jobs whose last request died after every byte was in (nil without a database).
+    public let uploadFinisher: UploadFinisher?
 
     /// What the database holds for every instance of a deployment, read before the app is built
     /// (`prepareDatabase`).
@@ -121,6 +123,7 @@ public struct GatewayApp: Sendable {
             let receiver = UploadReceiver(
                 store: store, objects: objects, spool: spool, settings: settings.engine, instance: instance,
                 observer: JobMetrics(metrics: metrics), signals: changes)
+            uploadFinisher = UploadFinisher(store: store, receiver: receiver)
             jobs = JobPorts(
                 store: store, objects: objects, receiver: receiver, clientUploads: clientUploads, changes: changes,
                 idempotency: PostgresIdempotencyStore(pool: pool),
@@ -152,6 +155,7 @@ public struct GatewayApp: Sendable {
             listener = nil
             webhooks = nil
             fleet = nil
+            uploadFinisher = nil
         }
         if let fleet { checks.append(FleetCheck(fleet: fleet)) }
         checks.append(CredentialsCheck(refresher: credentialsRefresher))
@@ -232,6 +236,7 @@ public struct GatewayApp: Sendable {
         Task { [credentialsRefresher] in await credentialsRefresher.run() }
         if let webhooks { Task { await webhooks.run() } }
         if let fleet { Task { await fleet.run() } }
+        if let uploadFinisher { Task { await uploadFinisher.run(every: 5) } }
     }
 
     /// `host[:port]` of a URL, as the address guard lists allowed hosts: the key set's host is
