@@ -28,6 +28,9 @@ extension ObjectRoutes {
         let fields = try await Responses.fields(from: http, known: ["accessLevel", "keys", "targetIdentityId"])
         let level = try fields.accessLevel("accessLevel")
         let target = try fields.string("targetIdentityId")
+        // The level and target are the request's: refused (a bad or another's target), the whole
+        // request is, not each key.
+        _ = try context.policy.grantedPrefix(.write, level: level, identity: identity, target: target)
         guard let values = try fields.array("keys"), (1...Self.keysPerDelete).contains(values.count) else {
             throw APIError.validation("keys must list 1 to \(Self.keysPerDelete) keys.")
         }
@@ -127,9 +130,10 @@ extension ObjectRoutes {
         let to = try context.policy.granted(
             .write, level: try destination.accessLevel("accessLevel"), key: try destination.requiredString("key"),
             identity: identity, target: try destination.string("targetIdentityId"))
-        guard from != to else { throw APIError.validation("source and destination are the same object.") }
         let objects = jobs.objects
         let found = try await Self.found { try await objects.properties(of: from) }
+        // A move onto itself is done already.
+        if from == to { return Self.moved(to, size: found.size, etag: found.etag) }
         guard found.size <= Self.largestMove else {
             throw APIError(
                 .validationFailed, "The object is larger than 5 GiB: move it with a copy job, then delete the source.")
@@ -146,10 +150,15 @@ extension ObjectRoutes {
             try await objects.deleteObject(key: from)
             return etag
         }
+        return Self.moved(to, size: found.size, etag: etag)
+    }
+
+    /// `{objectKey, size, etag}` of a moved object.
+    private static func moved(_ objectKey: String, size: Int64, etag: String) -> HTTPResponse {
         var text = JSONText()
         text.begin()
-        text.field("objectKey", .string(to))
-        text.field("size", .int(Int(found.size)))
+        text.field("objectKey", .string(objectKey))
+        text.field("size", .int(Int(size)))
         text.field("etag", .string(etag))
         text.end()
         return Responses.json(200, bytes: text.bytes)
