@@ -100,6 +100,12 @@ public final class InMemoryClientUploadStore: ClientUploadStore {
         }
     }
 
+    /// Makes the upload's claim stale, as if made `ClientUpload.staleClaimSeconds` ago (tests:
+    /// a request that died with its instance).
+    public func release(claimOf id: String) async throws {
+        uploads.withLock { $0[id]?.touched -= Double(ClientUpload.staleClaimSeconds + 1) }
+    }
+
     public func unclaim(id: String) async throws {
         let time = now()
         uploads.withLock { u in

@@ -33,6 +33,35 @@ import TransferEngine
         #expect(try await rig.send("GET", "/v1/uploads/\(id)", as: "bob").status == 404)
     }
 
+    /// A completion whose request died after S3 made the object (the record says `completing`,
+    /// S3 no longer has the upload): the next complete answers the object, and the record says
+    /// completed — not 404, not aborted.
+    @Test func aCompletionMadeByARequestThatDiedIsAnsweredWithItsObject() async throws {
+        let rig = try RouteRig()
+        let size = 6 * 1024 * 1024
+        let created = try await rig.send(
+            "POST", "/v1/uploads", as: "alice", json: ["accessLevel": "private", "key": "done.bin", "size": size])
+        let id = try #require(created.json["uploadId"] as? String)
+        let s3ID = try #require(try await rig.clientUploads.upload(id: id)?.s3UploadID)
+        var parts: [RecordedPart] = []
+        for (number, length) in [(1, 5_242_880), (2, size - 5_242_880)] {
+            parts.append(
+                try await rig.objects.uploadPart(
+                    key: "private/alice/done.bin", uploadID: s3ID, part: number,
+                    data: .bytes([UInt8](repeating: UInt8(number), count: length)), checksum: .md5))
+        }
+        // What the dead request did: claimed the record, and S3 made the object.
+        #expect(try await rig.clientUploads.claim(id: id, for: .completing))
+        let etag = try await rig.objects.completeMultipartUpload(key: "private/alice/done.bin", uploadID: s3ID, parts: parts)
+        let done = try await rig.send("POST", "/v1/uploads/\(id)/complete", as: "alice", json: [:])
+        #expect(done.status == 409 && done.headers["retry-after"] == "10", "held by a request that may still be at it: \(done.json)")
+        // The claim is stale (the request is gone): taken over, and answered from the object.
+        try await rig.clientUploads.release(claimOf: id)
+        let again = try await rig.send("POST", "/v1/uploads/\(id)/complete", as: "alice", json: [:])
+        #expect(again.status == 200 && again.json["etag"] as? String == etag, "\(again.status) \(again.json)")
+        #expect(try await rig.clientUploads.upload(id: id)?.state == .completed)
+    }
+
     @Test func aMissingPartIsNamedAndAnAbortedUploadIsGone() async throws {
         let rig = try RouteRig()
         let created = try await rig.send(

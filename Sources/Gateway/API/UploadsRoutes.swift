@@ -298,7 +298,9 @@ struct UploadsRoutes: Sendable {
 
     private func complete(_ http: HTTPRequest, id: String) async throws -> HTTPResponse {
         let upload = try await upload(http, id: id)
-        try requireOpen(upload)
+        // A completion another request holds is refused by the claim below (409, Retry-After),
+        // or taken over once that request is long gone (it died with its instance).
+        if upload.record.state != .completing { try requireOpen(upload) }
         let fields = try await Responses.fields(from: http, known: ["parts", "preventOverwrite", "ifMatch"])
         // The completion makes the object: it never clobbers when asked (412, the upload stays open).
         let condition = WriteCondition(
@@ -312,13 +314,25 @@ struct UploadsRoutes: Sendable {
         guard try await jobs.clientUploads.claim(id: upload.id, for: .completing) else { throw try await notOpen(upload.id) }
         // From the claim on, the request's work runs to its end even if the client hangs up.
         let routes = self
-        let parts: [RecordedPart] = try await Shield.run {
-            do {
-                return try await routes.chosenParts(upload, fields)
-            } catch {
-                try? await routes.jobs.clientUploads.unclaim(id: upload.id)
+        let parts: [RecordedPart]
+        do {
+            parts = try await Shield.run {
+                do {
+                    return try await routes.chosenParts(upload, fields)
+                } catch {
+                    // Gone from S3: kept claimed while the object is looked at, below.
+                    if (error as? APIError) != Self.gone { try? await routes.jobs.clientUploads.unclaim(id: upload.id) }
+                    throw error
+                }
+            }
+        } catch let error as APIError where error == Self.gone {
+            // S3 no longer has the upload: a completion whose request died may have made the object.
+            guard let etag = await Self.completedElsewhere(jobs.objects, upload) else {
+                try? await jobs.clientUploads.unclaim(id: upload.id)
                 throw error
             }
+            try await jobs.clientUploads.completed(id: upload.id, etag: etag)
+            return Responses.json(200, bytes: Self.completedAnswer(upload, etag: etag))
         }
         let store = jobs.clientUploads, objects = jobs.objects, chosen = parts
         // Completion and its record run to their end even if the client hangs up meanwhile.
@@ -356,13 +370,27 @@ struct UploadsRoutes: Sendable {
             }
             return etag
         }
+        return Responses.json(200, bytes: Self.completedAnswer(upload, etag: etag))
+    }
+
+    /// `{objectKey, size, etag}` of a completed upload.
+    private static func completedAnswer(_ upload: Upload, etag: String) -> [UInt8] {
         var text = JSONText()
         text.begin()
         text.field("objectKey", .string(upload.objectKey))
         text.field("size", .int(Int(upload.size)))
         text.field("etag", .string(etag))
         text.end()
-        return Responses.json(200, bytes: text.bytes)
+        return text.bytes
+    }
+
+    /// The object's ETag when S3 holds one at the key that a completion of this upload made: its
+    /// size, and a multipart ETag of as many parts (the parts themselves are gone with the upload).
+    private static func completedElsewhere(_ objects: any ObjectStore, _ upload: Upload) async -> String? {
+        guard let found = try? await objects.size(of: upload.objectKey), found.size == upload.size,
+            found.etag.trimmingCharacters(in: CharacterSet(charactersIn: "\"")).hasSuffix("-\(upload.plan.partCount)")
+        else { return nil }
+        return found.etag
     }
 
     private func abort(_ http: HTTPRequest, id: String) async throws -> HTTPResponse {
