@@ -117,11 +117,14 @@ public final class HTTPServer: Sendable {
     }
 
     /// Stops accepting, lets requests in flight finish for up to `grace` seconds, then closes
-    /// whatever is left. Idle connections close at once; handlers that hold an answer back (long
-    /// polls) see `HTTPRequest.serverIsShuttingDown` and can answer at once.
+    /// whatever is left. Idle connections stay open for `idleWindow` seconds (0: close at once)
+    /// and serve at most one more request, answered with `Connection: close`: behind a proxy
+    /// that keeps connections alive, a request already on its way is served instead of cut.
+    /// Handlers that hold an answer back (long polls) see `HTTPRequest.serverIsShuttingDown`
+    /// and can answer at once.
     /// `onDrain` runs once every connection knows (and `serverIsShuttingDown` is true): the
     /// place to wake handlers that wait on something else than the clock.
-    public func shutdown(grace: Double, onDrain: @Sendable () -> Void = {}) async {
+    public func shutdown(grace: Double, idleWindow: Double = 0, onDrain: @Sendable () -> Void = {}) async {
         let running = state.withLock { s -> Running? in
             defer { s = nil }
             return s
@@ -131,10 +134,11 @@ public final class HTTPServer: Sendable {
         if running.acceptSuspended { running.acceptSource.resume() }
         // Every open connection learns of the shutdown before we wait: answers written from
         // now on say `Connection: close`.
+        let lameDuck = Clock.nanoseconds(min(max(0, idleWindow), grace))
         for connection in context.connections {
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
                 connection.loop.execute {
-                    connection.beginShutdown()
+                    connection.beginShutdown(lameDuck: lameDuck)
                     done.resume()
                 }
             }

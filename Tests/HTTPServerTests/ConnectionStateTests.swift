@@ -94,15 +94,42 @@ import Testing
 
     @Test func shutdownClosesIdleConnectionsAndWaitsForRequestsInFlight() {
         var idle = Self.machine()
-        #expect(idle.shutdown(exchangeInFlight: false, pendingOutbound: 0) == .close)
+        #expect(idle.shutdown(exchangeInFlight: false, pendingOutbound: 0, now: 0, lameDuck: 0) == .close)
         var draining = Self.machine()
-        #expect(draining.shutdown(exchangeInFlight: false, pendingOutbound: 50) == .none)
+        #expect(draining.shutdown(exchangeInFlight: false, pendingOutbound: 50, now: 0, lameDuck: Self.second) == .none)
         #expect(draining.closesWhenFlushed && draining.flushed() == .linger)
         var busy = Self.machine()
-        #expect(busy.shutdown(exchangeInFlight: true, pendingOutbound: 0) == .none)
+        #expect(busy.shutdown(exchangeInFlight: true, pendingOutbound: 0, now: 0, lameDuck: Self.second) == .none)
         #expect(!busy.mayParseNext(pendingOutbound: 0), "no new request once shutting down")
         #expect(busy.closesAfter(Self.exchange(), answerSaysClose: false, untilClose: false), "the answer says Connection: close")
         #expect(busy.exchangeEnded(now: 0, pendingOutbound: 0) == .linger)
+    }
+
+    /// A balancer's pooled connection may carry a request at the instant of SIGTERM: an idle
+    /// connection serves one more request in the lame-duck window, answered `Connection: close`,
+    /// and closes when the window passes without one.
+    @Test func anIdleConnectionServesOneMoreRequestInTheLameDuckWindow() {
+        let start = 1_000 * Self.second
+        var idle = Self.machine(at: start)
+        idle.requestBegan()
+        _ = idle.exchangeEnded(now: start, pendingOutbound: 0)
+        #expect(idle.shutdown(exchangeInFlight: false, pendingOutbound: 0, now: start + Self.second, lameDuck: Self.second) == .none)
+        #expect(idle.wantsRead(exchange: nil, bodyWantsData: false, pendingOutbound: 0, buffered: 0))
+        #expect(idle.mayParseNext(pendingOutbound: 0), "the request already on its way is parsed")
+        #expect(idle.deadline(reading: true, pendingOutbound: 0, exchange: nil, bodyHasDemand: false) == start + 2 * Self.second)
+        idle.headIncomplete(now: start + 2 * Self.second - 1)
+        #expect(
+            idle.deadline(reading: true, pendingOutbound: 0, exchange: nil, bodyHasDemand: false) == start + 12 * Self.second - 1,
+            "a head that began in the window has the header timeout to arrive")
+        idle.requestBegan()
+        #expect(!idle.mayParseNext(pendingOutbound: 0), "one request only")
+        #expect(idle.closesAfter(Self.exchange(), answerSaysClose: false, untilClose: false), "its answer says Connection: close")
+        #expect(idle.exchangeEnded(now: start + 3 * Self.second, pendingOutbound: 0) == .linger)
+
+        var quiet = Self.machine(at: start)
+        #expect(quiet.shutdown(exchangeInFlight: false, pendingOutbound: 0, now: start, lameDuck: Self.second) == .none)
+        #expect(quiet.deadline(reading: true, pendingOutbound: 0, exchange: nil, bodyHasDemand: false) == start + Self.second)
+        #expect(quiet.timedOut(exchangeInFlight: false) == .close, "no request in the window: closed without an answer")
     }
 
     @Test func aClientThatClosesMidBodyFailsTheBody() {

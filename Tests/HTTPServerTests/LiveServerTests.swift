@@ -434,6 +434,28 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
         #expect((try? LoopbackClient(port: port)) == nil, "the listener is closed")
     }
 
+    /// The request a balancer sends on its pooled connection as SIGTERM arrives is served (with
+    /// `Connection: close`); a connection that brings nothing closes when the window ends.
+    @Test func anIdleConnectionIsServedOnceInTheLameDuckWindow() async throws {
+        let (server, port, _) = try startServer()
+        let pooled = try LoopbackClient(port: port)
+        try pooled.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+        #expect(try pooled.readResponse().text == "hello")
+        let quiet = try LoopbackClient(port: port)
+        #expect(eventually { server.openConnections == 2 })
+        let started = Date()
+        let stopping = Task { await server.shutdown(grace: 5, idleWindow: 1) }
+        #expect(eventually { server.isDraining })
+        try pooled.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n\r\ndata")
+        let response = try pooled.readResponse()
+        #expect(response.status == 200 && response.text == "data" && response.header("connection") == "close")
+        #expect(pooled.closedByPeer(within: 3))
+        #expect(quiet.closedByPeer(within: 3))
+        await stopping.value
+        let took = Date().timeIntervalSince(started)
+        #expect(took >= 0.9 && took < 4, "the quiet connection was kept for the window, then closed: \(took) s")
+    }
+
     @Test func aHandlerHoldingItsAnswerLearnsOfTheShutdown() async throws {
         let (server, port, responder) = try startServer()
         let client = try LoopbackClient(port: port)

@@ -50,6 +50,8 @@ struct ConnectionState {
     let limits: Limits
     private(set) var phase = Phase.open
     private(set) var shuttingDown = false
+    /// While shutting down, until when an idle connection may still bring one request (0: none).
+    private(set) var lameDuckUntil: UInt64 = 0
     private(set) var peerClosed = false
     private(set) var served = 0
     private let openedAt: UInt64
@@ -78,18 +80,21 @@ struct ConnectionState {
         case .open: break
         }
         if peerClosed { return false }
-        guard let exchange else { return !shuttingDown && pendingOutbound < limits.responseHighWater }
+        guard let exchange else { return mayTakeRequest && pendingOutbound < limits.responseHighWater }
         if exchange.bodyDone { return false }
         if exchange.discarding { return true }
         if exchange.awaitsContinue { return false }
         return buffered < 64 * 1024 && bodyWantsData
     }
 
-    /// Whether the next pipelined request may be parsed: not while closing or shutting down, and
-    /// not while answers not yet sent pile up (a client that pipelines and never reads).
+    /// Whether the next pipelined request may be parsed: not while closing or shutting down
+    /// (but for the lame duck's one request), and not while answers not yet sent pile up (a
+    /// client that pipelines and never reads).
     func mayParseNext(pendingOutbound: Int) -> Bool {
-        phase == .open && !shuttingDown && pendingOutbound < limits.responseHighWater
+        phase == .open && mayTakeRequest && pendingOutbound < limits.responseHighWater
     }
+
+    private var mayTakeRequest: Bool { !shuttingDown || lameDuckUntil != 0 }
 
     mutating func bytesRead(now: UInt64) { lastActivity = now }
 
@@ -98,6 +103,7 @@ struct ConnectionState {
     mutating func requestBegan() {
         served += 1
         headStartedAt = 0
+        lameDuckUntil = 0
     }
 
     mutating func bodyDemanded(now: UInt64) { lastActivity = now }
@@ -161,6 +167,9 @@ struct ConnectionState {
         if case .lingering(let until) = phase { return until }
         if pendingOutbound > 0 { return lastWriteProgress + limits.writeTimeout }
         guard let exchange else {
+            if lameDuckUntil != 0 {
+                return headStartedAt == 0 ? lameDuckUntil : max(lameDuckUntil, headStartedAt + limits.headerTimeout)
+            }
             if headStartedAt != 0 { return headStartedAt + limits.headerTimeout }
             if served == 0 { return openedAt + limits.headerTimeout }
             return lastActivity + limits.idleTimeout
@@ -179,11 +188,18 @@ struct ConnectionState {
 
     // MARK: shutdown
 
-    /// The server stops: after the request in flight; an idle connection closes now.
-    mutating func shutdown(exchangeInFlight: Bool, pendingOutbound: Int) -> Action {
+    /// The server stops: a connection with a request in flight closes after its answer; an idle
+    /// one stays open for `lameDuck` nanoseconds (0: closes now) and takes at most one more
+    /// request, answered with `Connection: close`. A proxy that pooled the connection may have
+    /// sent on it at this very instant; closing it now would cut that request, and a proxy cannot
+    /// resend a POST or PATCH whose body it began sending.
+    mutating func shutdown(exchangeInFlight: Bool, pendingOutbound: Int, now: UInt64, lameDuck: UInt64) -> Action {
         shuttingDown = true
         guard !exchangeInFlight, phase == .open else { return .none }
-        return pendingOutbound > 0 ? closeWhenFlushed(pendingOutbound: pendingOutbound) : .close
+        if pendingOutbound > 0 { return closeWhenFlushed(pendingOutbound: pendingOutbound) }
+        if lameDuck == 0 || peerClosed { return .close }
+        lameDuckUntil = now + lameDuck
+        return .none
     }
 
     // MARK: keep-alive

@@ -82,9 +82,12 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
         }
     }
 
-    /// Stops after the request in flight; an idle connection closes now.
-    func beginShutdown() {
-        perform(state.shutdown(exchangeInFlight: exchange != nil, pendingOutbound: pendingOutbound))
+    /// Stops after the request in flight; an idle connection closes once `lameDuck` nanoseconds
+    /// pass without a request, or after answering the one that comes.
+    func beginShutdown(lameDuck: UInt64) {
+        let action = state.shutdown(
+            exchangeInFlight: exchange != nil, pendingOutbound: pendingOutbound, now: Clock.now(), lameDuck: lameDuck)
+        if action == .none { updateInterest() } else { perform(action) }
     }
 
     func close() {

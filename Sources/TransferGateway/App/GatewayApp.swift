@@ -247,11 +247,13 @@ public struct GatewayApp: Sendable {
     }
 
     /// SIGTERM: jobs handed back first (another instance takes them at once), then waiting
-    /// requests answered and requests in flight finished for up to `grace` seconds.
-    public func shutdown(grace: Double) async {
+    /// requests answered and requests in flight finished for up to `grace` seconds. Idle
+    /// connections serve one more request for `idleWindow` seconds (a balancer's pooled
+    /// connection may carry one already).
+    public func shutdown(grace: Double, idleWindow: Double = 0) async {
         await worker?.stop()
         await webhooks?.stop()
-        await server.shutdown(grace: grace) { [changes] in changes.close() }
+        await server.shutdown(grace: grace, idleWindow: idleWindow) { [changes] in changes.close() }
         listener?.stop()
         await fleet?.leave()
     }

@@ -122,7 +122,7 @@ enum Command {
         logger.info("shutting down", ["signal": .string(signalName), "graceSeconds": .double(configuration.shutdownGrace)])
         // Jobs first: their leases are released at once, so another instance takes them now.
         janitorTask?.cancel()
-        await app.shutdown(grace: configuration.shutdownGrace)
+        await app.shutdown(grace: configuration.shutdownGrace, idleWindow: min(1, configuration.shutdownGrace / 4))
         logger.info("stopped")
         sink.flush()
         exit(0)
