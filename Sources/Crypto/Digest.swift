@@ -56,7 +56,7 @@ public enum Digest {
 
     /// `crc` as S3 writes a CRC-32C: its four bytes, big-endian, in base64.
     public static func crc32cBase64(_ crc: UInt32) -> String {
-        Data([UInt8(crc >> 24), UInt8(crc >> 16 & 0xff), UInt8(crc >> 8 & 0xff), UInt8(crc & 0xff)]).base64EncodedString()
+        Data(crc32cBytes(crc)).base64EncodedString()
     }
 
     /// SHA-1 of `bytes` (tus's `Upload-Checksum`; integrity against accidents, not attackers).
@@ -166,40 +166,52 @@ extension String: ContiguousBytesLike {
 }
 
 extension Digest {
-    /// Which digest an incremental `Context` computes.
+    /// Which digest an incremental `Context` computes. `crc32c` is S3's CRC-32C, its four
+    /// bytes big-endian (a check against accidents, not attackers).
     public enum Algorithm: Sendable {
-        case sha256, md5, sha1
+        case sha256, md5, sha1, crc32c
     }
 
-    /// An incremental digest (EVP) for data that arrives in pieces: hashing a part as it is
-    /// spooled, or a file range read back in small blocks, never the whole of it in memory.
+    /// An incremental digest (EVP, or the CPU's CRC-32C) for data that arrives in pieces:
+    /// hashing a part as it is spooled, or a file range read back in small blocks, never the
+    /// whole of it in memory.
     public final class Context {
-        private let context: OpaquePointer
+        /// The EVP context; nil for CRC-32C, kept in `crc`.
+        private let context: OpaquePointer?
+        private var crc: UInt32 = 0
 
         public init(_ algorithm: Algorithm = .sha256) {
-            guard let context = EVP_MD_CTX_new() else { preconditionFailure("libcrypto is out of memory") }
-            self.context = context
             let md: OpaquePointer
             switch algorithm {
             case .sha256: md = Digest.algorithms.sha256
             case .md5: md = Digest.algorithms.md5
             case .sha1: md = Digest.algorithms.sha1
+            case .crc32c:
+                context = nil
+                return
             }
+            guard let context = EVP_MD_CTX_new() else { preconditionFailure("libcrypto is out of memory") }
+            self.context = context
             EVP_DigestInit_ex2(context, md, nil)
         }
 
-        deinit { EVP_MD_CTX_free(context) }
+        deinit { if let context { EVP_MD_CTX_free(context) } }
 
         public func update(_ bytes: [UInt8]) {
             bytes.withUnsafeBytes { update($0) }
         }
 
         public func update(_ bytes: UnsafeRawBufferPointer) {
+            guard let context else {
+                crc = Digest.crc32c(bytes, continuing: crc)
+                return
+            }
             _ = EVP_DigestUpdate(context, bytes.baseAddress, bytes.count)
         }
 
         /// The digest; the context is spent afterwards.
         public func finish() -> [UInt8] {
+            guard let context else { return Digest.crc32cBytes(crc) }
             var out = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
             var length: UInt32 = 0
             _ = out.withUnsafeMutableBufferPointer { EVP_DigestFinal_ex(context, $0.baseAddress, &length) }
@@ -209,4 +221,9 @@ extension Digest {
 
     /// Incremental SHA-256.
     public typealias SHA256Context = Context
+
+    /// `crc`'s four bytes, big-endian, as S3 and RFC 9530's `crc32c` carry it.
+    public static func crc32cBytes(_ crc: UInt32) -> [UInt8] {
+        [UInt8(crc >> 24), UInt8(crc >> 16 & 0xff), UInt8(crc >> 8 & 0xff), UInt8(crc & 0xff)]
+    }
 }

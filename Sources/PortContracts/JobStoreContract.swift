@@ -18,6 +18,7 @@ public enum JobStoreContract {
         finishEndsTheJobAndItsLease, transitionsFollowTheLifecycleTable, listingIsNewestFirstByCursor,
         uploadIDsInUseComeFromJobsAndClientUploads, anUploadJobIsHeldByOneRequestAtATime, anUploadsCommittedBytesArePartsAndTail,
         aPostponedJobWaitsForItsRetryAtWithItsParts, onlyARetryableFailureIsRetriedWithinItsTime,
+        aCompletedJobKeepsItsObjectsChecksum,
     ]
 
     // MARK: the one place jobs are made and errors read

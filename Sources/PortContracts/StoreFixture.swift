@@ -15,6 +15,9 @@ public struct StoreFixture: ContractFixture {
     public let clientUploads: any ClientUploadStore
     /// The idempotency keys, in the same database.
     public let idempotency: any IdempotencyStore
+    /// The whole-object checksums the job store's completions record (absent: those cases
+    /// check only the job's own `checksum`).
+    public let checksums: (any ObjectChecksumStore)?
     /// Unique to this fixture: every owner a case names (`owner(_:)`) and every object key it
     /// makes (`key(_:)`) carries it, so a database shared with other suites shows a case only
     /// its own rows.
@@ -29,8 +32,9 @@ public struct StoreFixture: ContractFixture {
     public init(
         jobs: any UploadJobStore, clientUploads: any ClientUploadStore, idempotency: any IdempotencyStore, tag: String,
         age: @escaping @Sendable (Int) async throws -> Void, now: @escaping @Sendable () async throws -> Double,
-        tearDown: @escaping @Sendable () async -> Void = {}
+        tearDown: @escaping @Sendable () async -> Void = {}, checksums: (any ObjectChecksumStore)? = nil
     ) {
+        self.checksums = checksums
         self.jobs = jobs
         self.clientUploads = clientUploads
         self.idempotency = idempotency
@@ -65,6 +69,6 @@ public struct StoreFixture: ContractFixture {
         return StoreFixture(
             jobs: jobs, clientUploads: InMemoryClientUploadStore(now: seconds, jobs: jobs),
             idempotency: InMemoryIdempotencyStore(now: seconds), tag: String(UUID().uuidString.prefix(8)).lowercased(),
-            age: { clock.advance(by: $0) }, now: { seconds() })
+            age: { clock.advance(by: $0) }, now: { seconds() }, checksums: jobs)
     }
 }

@@ -17,6 +17,8 @@ public final class InMemoryJobStore: UploadJobStore {
         var tokens: [String: Int64] = [:]
         var tails: [String: [TailSegment]] = [:]
         var partWrites = 0
+        /// `ObjectChecksumStore`'s table: checksums by object key and ETag.
+        var checksums: [ObjectChecksumKey: ObjectChecksum] = [:]
     }
     private let state = Mutex(Tables())
     /// The twin of PostgreSQL's per-identity advisory lock: a quota check and its insert, in
@@ -79,6 +81,7 @@ public final class InMemoryJobStore: UploadJobStore {
                 source: job.source, options: job.options, bytesTotal: job.bytesTotal, partSize: job.partSize)
             stored.etag = job.etag
             stored.sourceETag = job.sourceETag
+            stored.checksum = job.checksum
             stored.bytesTransferred = job.bytesTransferred
             stored.bytesCommitted = job.bytesCommitted
             stored.createdAt = Int64(clock.now())
@@ -231,12 +234,20 @@ public final class InMemoryJobStore: UploadJobStore {
         }
     }
 
-    public func finish(_ lease: Lease, state newState: Job.State, etag: String?, error: JobFailure?) async throws {
+    public func finish(
+        _ lease: Lease, state newState: Job.State, etag: String?, error: JobFailure?, checksum: ObjectChecksum?
+    ) async throws {
         let now = Int64(clock.now())
         try state.withLock { s in
             try guardWrite(s, lease, "finish")
-            s.jobs[lease.jobID]?.state = JobLifecycle.target(of: JobLifecycle.ending(newState))
+            let ending = JobLifecycle.target(of: JobLifecycle.ending(newState))
+            s.jobs[lease.jobID]?.state = ending
             s.jobs[lease.jobID]?.etag = etag
+            let kept = ending == .completed ? checksum : nil
+            s.jobs[lease.jobID]?.checksum = kept
+            if let kept, let etag, let key = s.jobs[lease.jobID]?.objectKey {
+                s.checksums[ObjectChecksumKey(key: key, etag: etag)] = kept
+            }
             s.jobs[lease.jobID]?.error = error
             s.jobs[lease.jobID]?.completedAt = now
             s.jobs[lease.jobID]?.updatedAt = now
@@ -437,4 +448,21 @@ public final class InMemoryJobStore: UploadJobStore {
 
     /// The tail pieces the store lists for `id`.
     public func tail(of id: String) -> [TailSegment] { state.withLock { $0.tails[id] ?? [] } }
+}
+
+/// The object checksums kept beside the jobs, as PostgreSQL's `object_checksums` table is.
+extension InMemoryJobStore: ObjectChecksumStore {
+    public func checksum(ofKey key: String, etag: String) async throws -> ObjectChecksum? {
+        state.withLock { $0.checksums[ObjectChecksumKey(key: key, etag: etag)] }
+    }
+
+    public func record(_ checksum: ObjectChecksum, key: String, etag: String) async throws {
+        state.withLock { $0.checksums[ObjectChecksumKey(key: key, etag: etag)] = checksum }
+    }
+}
+
+/// An object at one version: the key of `ObjectChecksumStore`'s records.
+struct ObjectChecksumKey: Hashable {
+    let key: String
+    let etag: String
 }

@@ -46,7 +46,7 @@ final class RouteRig: Sendable {
             jobs: JobPorts(
                 store: store, objects: objects, receiver: receiver,
                 clientUploads: clientUploads, changes: changes,
-                idempotency: InMemoryIdempotencyStore(), sourceCheck: sourceCheck, events: feed),
+                idempotency: InMemoryIdempotencyStore(), sourceCheck: sourceCheck, events: feed, checksums: store),
             presigner: presigner)
         responder = GatewayResponder(
             router: GatewayRoutes(context: context, checks: [], openAPI: nil).router(), cors: CORS(origins: []),

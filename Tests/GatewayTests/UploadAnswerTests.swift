@@ -18,6 +18,8 @@ import TransferEngine
         let offset: String?
         /// `Retry-After`, when the answer gives one.
         let retry: String?
+        /// tus's own status, where its protocol fixes one (460 for a checksum mismatch).
+        var tusStatus: Int? = nil
     }
 
     static let table: [Expected] = [
@@ -46,9 +48,9 @@ import TransferEngine
             jobs: "The gateway has no room for more bytes right now; send them again shortly.",
             tus: "No room for more bytes right now; send them again shortly.", offset: "8", retry: "5"),
         Expected(
-            outcome: .checksumMismatch(committed: 9), status: 460, code: "checksum_mismatch",
-            jobs: "The body does not match its checksum; nothing of it was kept.",
-            tus: "The chunk does not match its Upload-Checksum; nothing was kept.", offset: "9", retry: nil),
+            outcome: .checksumMismatch(committed: 9), status: 400, code: "checksum_mismatch",
+            jobs: "The body does not match its Content-Digest; nothing of it was kept (the offset is unchanged).",
+            tus: "The chunk does not match its Upload-Checksum; nothing was kept.", offset: "9", retry: nil, tusStatus: 460),
         Expected(
             outcome: .unavailable(committed: 11), status: 503, code: "storage_unavailable",
             jobs: "S3 is not answering right now. The bytes committed so far are kept; send the rest from Upload-Offset after Retry-After.",
@@ -75,7 +77,7 @@ import TransferEngine
         #expect(jobs.headers.fields.map { "\($0.name): \($0.value)" } == jobsHeaders.map { "\($0.0): \($0.1)" })
 
         let tus = try await Self.answer(expected.outcome, .tus)
-        #expect(tus.status == expected.status && Self.detail(tus)["code"] as? String == expected.code)
+        #expect(tus.status == (expected.tusStatus ?? expected.status) && Self.detail(tus)["code"] as? String == expected.code)
         #expect(Self.detail(tus)["detail"] as? String == expected.tus)
         var tusHeaders = [("Content-Type", "application/problem+json"), ("Tus-Resumable", "1.0.0")]
         if let offset = expected.offset { tusHeaders.append(("Upload-Offset", offset)) }

@@ -61,9 +61,11 @@ enum LiveContractFixtures {
                 _ = try? await pool.withTransaction { connection in
                     try connection.query("DELETE FROM jobs WHERE owner LIKE \(owners)")
                     try connection.query("DELETE FROM uploads WHERE owner LIKE \(owners)")
+                    try connection.query("DELETE FROM object_checksums WHERE object_key LIKE \("contracts/" + tag + "/%")")
                     try connection.query("DELETE FROM idempotency_keys WHERE owner LIKE \(owners)")
                 }
-            })
+            },
+            checksums: PostgresObjectChecksums(pool: pool))
     }
 
     /// `PostgresEventFeed` on the live database: jobs inserted by `PostgresJobStore`, whose

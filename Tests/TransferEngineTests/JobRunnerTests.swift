@@ -402,8 +402,8 @@ private func copySource(_ key: String) -> JobSource { .object(ObjectSource(key: 
                 lease, uploadID: uploadID, partChecksum: partChecksum, partsTotal: partsTotal, partSize: partSize,
                 bytesTotal: bytesTotal, sourceETag: sourceETag)
         }
-        func finish(_ lease: Lease, state: Job.State, etag: String?, error: JobFailure?) async throws {
-            try gate(); try await inner.finish(lease, state: state, etag: etag, error: error)
+        func finish(_ lease: Lease, state: Job.State, etag: String?, error: JobFailure?, checksum: ObjectChecksum?) async throws {
+            try gate(); try await inner.finish(lease, state: state, etag: etag, error: error, checksum: checksum)
         }
         func list(owner: String?, state: Job.State?, kind: Job.Kind?, limit: Int, after cursor: String?) async throws -> [Job] { [] }
         func transition(id: String, _ action: JobLifecycle.Action) async throws -> Job? { nil }

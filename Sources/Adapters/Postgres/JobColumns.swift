@@ -5,6 +5,13 @@ import TransferEngine
 /// the only place a job's values are JSON text on the way to or from PostgreSQL. A row that does
 /// not decode is `UnreadableJob`, naming the job and the column, never a silent default.
 enum JobColumns {
+    /// `checksum_algorithm` and `checksum_value` (of `jobs`, `uploads` and `object_checksums`):
+    /// both or neither; an algorithm this build does not know reads as no checksum.
+    static func checksum(algorithm: String?, value: String?) throws -> ObjectChecksum? {
+        guard let algorithm, let value, let known = ObjectChecksum.Algorithm(rawValue: algorithm) else { return nil }
+        return ObjectChecksum(algorithm: known, value: value)
+    }
+
     /// `source` of a job of `kind`: `{}` (an upload job), `{"uploadMetadata": …}` (a tus
     /// upload), `{"url": …}` (an import), `{"key": …, "contentType"?, "filename"?}` (a copy or
     /// a download).

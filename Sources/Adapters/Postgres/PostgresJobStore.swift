@@ -16,7 +16,7 @@ public struct PostgresJobStore: UploadJobStore {
     static let columns = SQLFragment(
         """
         id::text, owner, type, state, object_key, source::text, options::text, bytes_total, bytes_transferred, bytes_flowing,
-        bytes_committed, part_size, parts_total, upload_id, part_checksum, etag, error::text, attempts, crashes, completing, source_etag, version,
+        bytes_committed, part_size, parts_total, upload_id, part_checksum, etag, checksum_algorithm, checksum_value, error::text, attempts, crashes, completing, source_etag, version,
         (extract(epoch FROM retry_at) * 1000)::bigint AS retry_ms, last_error::text, retries,
         lease_owner, lease_token, (extract(epoch FROM lease_expires_at) * 1000)::bigint AS lease_expires_ms,
         (extract(epoch FROM created_at) * 1000)::bigint AS created_ms,
@@ -33,11 +33,11 @@ public struct PostgresJobStore: UploadJobStore {
             let rows = try connection.query(
                 """
                 INSERT INTO jobs (id, owner, type, state, object_key, source, options, bytes_total, part_size, etag, source_etag,
-                                  bytes_transferred, bytes_committed, completed_at)
+                                  bytes_transferred, bytes_committed, completed_at, checksum_algorithm, checksum_value)
                 VALUES (\(job.id)::uuid, \(job.owner), \(job.kind.rawValue), \(job.state.rawValue), \(job.objectKey),
                         \(JobColumns.json(job.source))::jsonb, \(JobColumns.json(job.options))::jsonb, \(job.bytesTotal), \(job.partSize), \(job.etag),
                         \(job.sourceETag), \(job.bytesTransferred), \(job.bytesCommitted),
-                        CASE WHEN \(job.state.isFinal) THEN now() END)
+                        CASE WHEN \(job.state.isFinal) THEN now() END, \(job.checksum?.algorithm.rawValue), \(job.checksum?.value))
                 RETURNING \(Self.columns)
                 """)
             return try rows.first.map(Self.decode) ?? job
@@ -197,18 +197,33 @@ public struct PostgresJobStore: UploadJobStore {
             """)
     }
 
-    public func finish(_ lease: Lease, state: Job.State, etag: String?, error: JobFailure?) async throws {
+    public func finish(
+        _ lease: Lease, state: Job.State, etag: String?, error: JobFailure?, checksum: ObjectChecksum?
+    ) async throws {
         let ending = JobLifecycle.ending(state)
         let state = JobLifecycle.target(of: ending)
+        let kept = state == .completed ? checksum : nil
+        let algorithm = kept?.algorithm.rawValue, value = kept?.value
+        // One statement: the job's ending and its object's checksum record commit together.
         try await writeUnderLease(
             lease,
             """
-            UPDATE jobs SET state = \(state.rawValue), etag = \(etag), error = \(JobColumns.json(error))::jsonb, lease_owner = NULL,
-                   lease_expires_at = NULL, completed_at = now(), version = version + 1, updated_at = now(),
-                   bytes_total = CASE WHEN \(state.rawValue) = 'completed' THEN coalesce(bytes_total, bytes_committed)
-                                      ELSE bytes_total END
-            WHERE id = \(lease.jobID)::uuid AND lease_token = \(lease.token) AND state = 'running'
-            RETURNING 1 AS ok
+            WITH ended AS (
+                UPDATE jobs SET state = \(state.rawValue), etag = \(etag), error = \(JobColumns.json(error))::jsonb, lease_owner = NULL,
+                       lease_expires_at = NULL, completed_at = now(), version = version + 1, updated_at = now(),
+                       checksum_algorithm = \(algorithm)::text, checksum_value = \(value)::text,
+                       bytes_total = CASE WHEN \(state.rawValue) = 'completed' THEN coalesce(bytes_total, bytes_committed)
+                                          ELSE bytes_total END
+                WHERE id = \(lease.jobID)::uuid AND lease_token = \(lease.token) AND state = 'running'
+                RETURNING object_key, etag
+            ), kept AS (
+                INSERT INTO object_checksums (object_key, etag, algorithm, value)
+                SELECT object_key, etag, \(algorithm)::text, \(value)::text FROM ended
+                WHERE object_key IS NOT NULL AND etag IS NOT NULL AND \(algorithm)::text IS NOT NULL
+                ON CONFLICT (object_key, etag) DO UPDATE SET algorithm = EXCLUDED.algorithm, value = EXCLUDED.value,
+                                                            recorded_at = now()
+            )
+            SELECT 1 AS ok FROM ended
             """)
     }
 
@@ -395,6 +410,8 @@ public struct PostgresJobStore: UploadJobStore {
         job.uploadID = try row.optionalString("upload_id")
         job.partChecksum = try row.optionalString("part_checksum").flatMap(PartChecksum.init(rawValue:))
         job.etag = try row.optionalString("etag")
+        job.checksum = try JobColumns.checksum(
+            algorithm: try row.optionalString("checksum_algorithm"), value: try row.optionalString("checksum_value"))
         job.error = try JobColumns.failure(try row.optionalString("error"), job: id)
         job.attempts = try row.int("attempts")
         job.crashes = try row.int("crashes")

@@ -17,6 +17,8 @@ public struct JobPorts: Sendable {
     public let sourceCheck: (any SourceAddressCheck)?
     /// Every identity's changes, numbered (`GET /v1/events`; absent: no feed is served).
     public let events: (any EventFeed)?
+    /// Whole-object checksums of the objects the gateway wrote (absent: none is reported).
+    public let checksums: (any ObjectChecksumStore)?
     /// `Idempotency-Key` replays of the create routes, over the idempotency store.
     let idempotency: Idempotency
     /// Cancel, tus termination and client-upload abort, with their cleanup (the engine's one way).
@@ -25,8 +27,9 @@ public struct JobPorts: Sendable {
     public init(
         store: any UploadJobStore, objects: any ObjectStore, receiver: UploadReceiver, clientUploads: any ClientUploadStore,
         changes: JobChanges, idempotency: any IdempotencyStore, sourceCheck: (any SourceAddressCheck)? = nil,
-        events: (any EventFeed)? = nil
+        events: (any EventFeed)? = nil, checksums: (any ObjectChecksumStore)? = nil
     ) {
+        self.checksums = checksums
         self.store = store
         self.objects = objects
         self.receiver = receiver

@@ -44,6 +44,12 @@ extension JobRoutes {
             }
         }
         headers.add("Content-Type", source.contentType ?? "application/octet-stream")
+        // The whole object's digest, on 200 and 206 alike, so a resumed download can be checked.
+        if let checksum = job.checksum {
+            headers.add("Repr-Digest", ChecksumFields.reprDigest(checksum))
+        } else if let checksum = await ChecksumFields.lookup(jobs, key: source.key, etag: etag) {
+            headers.add("Repr-Digest", ChecksumFields.reprDigest(checksum))
+        }
         // Served from the gateway's own origin with the uploader's type: an HTML file opened
         // from a link must not run as a page of this origin, nor be sniffed into one.
         headers.add("X-Content-Type-Options", "nosniff")

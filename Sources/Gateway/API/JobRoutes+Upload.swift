@@ -27,10 +27,11 @@ extension JobRoutes {
             throw APIError(.jobNotPending, "The upload is \(job.state.rawValue).")
         }
         guard job.state != .paused else { throw APIError.jobPaused }
+        let checksum = try Self.contentDigest(http)
         // The receiver's bookkeeping (parts recorded, the tail staged, the lease handed back) runs
         // to its end even when the client hangs up mid-body.
         let uploads = jobs.receiver, body = RequestBodyBytes(body: http.body)
-        let outcome = try await Shield.run { try await uploads.receive(jobID: job.id, offset: offset, body: body) }
+        let outcome = try await Shield.run { try await uploads.receive(jobID: job.id, offset: offset, body: body, checksum: checksum) }
         return try await UploadAnswer.response(to: outcome, in: .jobs) { _ in
             // Bytes taken: the job as it is now, at the offset it has.
             let current = try await jobs.store.job(id: job.id) ?? job
@@ -38,6 +39,26 @@ extension JobRoutes {
             response.headers.add("Upload-Offset", String(current.bytesCommitted))
             response.headers.add("ETag", Self.etag(current))
             return response
+        }
+    }
+}
+
+extension JobRoutes {
+    /// The request's `Content-Digest` as the receiver checks it: computed as the body is read,
+    /// and nothing of the request committed unless it matches. Nil without the field, or when
+    /// it names no algorithm the gateway verifies.
+    static func contentDigest(_ http: HTTPRequest) throws -> UploadReceiver.Checksum? {
+        guard let field = http.headers["content-digest"] else { return nil }
+        let parsed: ObjectChecksum?
+        do {
+            parsed = try ContentDigest.parse(field)
+        } catch let invalid as ContentDigest.Invalid {
+            throw APIError(.invalidContentDigest, "Content-Digest is not an RFC 9530 dictionary: \(invalid.reason).")
+        }
+        guard let parsed, let expected = parsed.digest else { return nil }
+        switch parsed.algorithm {
+        case .sha256: return UploadReceiver.Checksum(algorithm: .sha256, expected: expected)
+        case .crc32c: return UploadReceiver.Checksum(algorithm: .crc32c, expected: expected)
         }
     }
 }

@@ -132,6 +132,7 @@ struct JobRoutes: Sendable {
             source: .object(source), bytesTotal: found.size, partSize: settings.partSize)
         job.etag = found.etag
         job.sourceETag = found.etag
+        job.checksum = await ChecksumFields.lookup(jobs, key: key, etag: found.etag)
         job.bytesTransferred = found.size
         job.bytesCommitted = found.size
         return job
@@ -409,6 +410,7 @@ struct JobRoutes: Sendable {
         text.field("updatedAt", .string(Timestamp.rfc3339(milliseconds: job.updatedAt)))
         optional(&text, "completedAt", job.completedAt.map { .string(Timestamp.rfc3339(milliseconds: $0)) })
         optional(&text, "etag", job.etag.map { .string($0) })
+        text.rawField("checksum", ChecksumFields.json(job.checksum))
         if let dataURL { text.field("dataUrl", .string(dataURL)) }
         if let eventsURL { text.field("eventsUrl", .string(eventsURL)) }
         text.end()

@@ -93,11 +93,14 @@ enum UploadAnswer {
                 ? APIError(.insufficientStorage, "No room for more bytes right now; send them again shortly.", retryAfter: 5)
                 : .noRoom()
         case .checksumMismatch:
-            return APIError(
+            var error = APIError(
                 .checksumMismatch,
                 dialect.says(
-                    jobs: "The body does not match its checksum; nothing of it was kept.",
+                    jobs: "The body does not match its Content-Digest; nothing of it was kept (the offset is unchanged).",
                     tus: "The chunk does not match its Upload-Checksum; nothing was kept."))
+            // tus's checksum extension answers a mismatch with 460.
+            if dialect == .tus { error.protocolStatus = 460 }
+            return error
         }
     }
 

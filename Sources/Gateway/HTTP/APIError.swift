@@ -14,7 +14,11 @@ public struct APIError: Error, Sendable, Equatable {
         self.retryAfter = retryAfter
     }
 
-    public var status: Int { code.status }
+    /// A status a protocol fixes for this code, overriding the table's (tus's 460 for
+    /// `checksum_mismatch`).
+    public var protocolStatus: Int?
+
+    public var status: Int { protocolStatus ?? code.status }
 
     /// Every code the API answers with, and its status: the one table (openapi.yaml's
     /// `Problem.code` lists them all; the HTTP server's own refusals are in `HTTPParseError`).
@@ -27,6 +31,7 @@ public struct APIError: Error, Sendable, Equatable {
         case invalidKey = "invalid_key"
         case duplicateAuthorization = "duplicate_authorization"
         case checksumAlgorithmUnsupported = "checksum_algorithm_unsupported"
+        case invalidContentDigest = "invalid_content_digest"
         case forbiddenAddress = "forbidden_address"
         case unauthorized
         case forbidden
@@ -70,7 +75,7 @@ public struct APIError: Error, Sendable, Equatable {
         public var status: Int {
             switch self {
             case .badRequest, .invalidJSON, .validationFailed, .unknownField, .optionNotSupported, .invalidKey, .forbiddenAddress,
-                .duplicateAuthorization, .checksumAlgorithmUnsupported:
+                .duplicateAuthorization, .checksumAlgorithmUnsupported, .invalidContentDigest, .checksumMismatch:
                 return 400
             case .unauthorized: return 401
             case .forbidden, .originNotAllowed: return 403
@@ -87,7 +92,6 @@ public struct APIError: Error, Sendable, Equatable {
             case .idempotencyKeyReused: return 422
             case .rangeNotSatisfiable: return 416
             case .quotaExceeded: return 429
-            case .checksumMismatch: return 460
             case .clientClosedRequest: return 499
             case .internalError: return 500
             case .notImplemented: return 501

@@ -30,6 +30,8 @@ public struct Job: Sendable, Equatable {
     /// recorded (its parts carry `Content-MD5`).
     public var partChecksum: PartChecksum?
     public var etag: String?
+    /// The completed object's full-object checksum, when the job knows it (`ObjectChecksum`).
+    public var checksum: ObjectChecksum?
     /// Why the job failed, when it did.
     public var error: JobFailure?
     /// Times a worker took the job up (each run after a wait, a yield or a crash counts).

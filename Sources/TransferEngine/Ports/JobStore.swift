@@ -53,8 +53,10 @@ public protocol JobStore: Sendable {
     /// `quota`, throws `QuotaExceeded` (and changes nothing) when its owner is at its limit of
     /// active jobs: a retried job is active again.
     func retry(id: String, failedSince: Int64, quota: OwnerQuota?) async throws -> Job?
-    /// Ends the job as completed or failed.
-    func finish(_ lease: Lease, state: Job.State, etag: String?, error: JobFailure?) async throws
+    /// Ends the job as completed or failed. A completed job's `checksum`, when known, is kept
+    /// with it and as the checksum of the object (`objectKey` at `etag`) for
+    /// `ObjectChecksumStore` to find.
+    func finish(_ lease: Lease, state: Job.State, etag: String?, error: JobFailure?, checksum: ObjectChecksum?) async throws
 
     /// The owner's jobs (of one state and type, when given), newest first, after `cursor` (the
     /// last id of the previous page).
@@ -68,6 +70,11 @@ public protocol JobStore: Sendable {
 }
 
 extension JobStore {
+    /// Ends the job with no checksum (a failure, or an object whose checksum is unknown).
+    public func finish(_ lease: Lease, state: Job.State, etag: String?, error: JobFailure?) async throws {
+        try await finish(lease, state: state, etag: etag, error: error, checksum: nil)
+    }
+
     public func renew(_ lease: Lease, leaseMilliseconds: Int64) async throws -> Lease {
         try await renew(lease, leaseMilliseconds: leaseMilliseconds, flowing: nil)
     }

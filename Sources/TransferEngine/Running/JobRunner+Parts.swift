@@ -62,10 +62,9 @@ extension JobRunner {
             try await save(&loop, lease)
             try await control.completion.begin(store, lease)
             let etag: String
+            let parts = loop.recorded.values.sorted { $0.number < $1.number }
             do {
-                etag = try await complete(
-                    work, uploadID: uploadID, parts: loop.recorded.values.sorted { $0.number < $1.number },
-                    condition: options.writeCondition)
+                etag = try await complete(work, uploadID: uploadID, parts: parts, condition: options.writeCondition)
             } catch let failure as Failure {
                 return try await giveUp(lease, job, failure.failure, upload: upload)
             } catch let error as TransferError {
@@ -73,7 +72,8 @@ extension JobRunner {
             }
             try Task.checkCancellation()
             cleanUp(job, after: .completed)
-            try await store.finish(lease, state: .completed, etag: etag, error: nil)
+            let checksum = try await objectChecksum(job, work, parts: parts)
+            try await store.finish(lease, state: .completed, etag: etag, error: nil, checksum: checksum)
             observer.jobEnded(kind: job.kind, state: .completed)
             return .completed(etag: etag)
         }

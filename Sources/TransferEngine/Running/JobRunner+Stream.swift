@@ -136,7 +136,8 @@ extension JobRunner {
             key: source.key, uploadID: uploadID, parts: parts, size: pass.total, condition: options.writeCondition)
         try Task.checkCancellation()
         cleanUp(job, after: .completed)
-        try await store.finish(lease, state: .completed, etag: etag, error: nil)
+        // The parts' CRC-32Cs (the bytes passed through here) make the object's.
+        try await store.finish(lease, state: .completed, etag: etag, error: nil, checksum: ObjectChecksum.combining(parts))
         observer.jobEnded(kind: job.kind, state: .completed)
         return .completed(etag: etag)
     }
@@ -241,6 +242,7 @@ extension JobRunner {
             lease, uploadID: nil, partsTotal: 1, partSize: pass.partSize, bytesTotal: pass.total,
             sourceETag: pass.source.etag)
         let settings = self.settings, clock = self.clock
+        let crc = try Self.crc32c(of: .file(file, offset: 0, length: filled))
         try await control.completion.begin(store, lease)
         let etag = try await settings.transferring(for: job.owner) {
             try await clock.retrying(limit: pass.retryLimit, backoff: settings.backoff, random: settings.random) {
@@ -251,8 +253,9 @@ extension JobRunner {
         }
         try Task.checkCancellation()
         observer.partMoved(kind: job.kind, bytes: pass.total)
-        try await store.recordPart(RecordedPart(number: 1, size: pass.total, etag: etag), under: lease)
-        try await store.finish(lease, state: .completed, etag: etag, error: nil)
+        let part = RecordedPart(number: 1, size: pass.total, etag: etag, checksum: crc)
+        try await store.recordPart(part, under: lease)
+        try await store.finish(lease, state: .completed, etag: etag, error: nil, checksum: ObjectChecksum.combining([part]))
         observer.jobEnded(kind: job.kind, state: .completed)
         return .completed(etag: etag)
     }

@@ -64,9 +64,10 @@ extension JobRunner {
             },
             single: { completing in
                 try await completing()
-                return try await objectStore.copyObject(
+                let etag = try await objectStore.copyObject(
                     from: source.key, to: key, attributes: chosen.isEmpty ? nil : attributes,
                     ifMatch: pinned, condition: options.writeCondition)
+                return (etag, nil)
             },
             sourceETag: info.etag, attributes: attributes)
     }
@@ -137,13 +138,17 @@ extension JobRunner {
                     return (sent.etag, sent.checksum)
                 },
                 single: { completing in
-                    try await spooled(1, plan.range(ofPart: 1)) { data in
+                    let sent = try await spooled(1, plan.range(ofPart: 1)) { data in
+                        // The object's CRC-32C from the spooled bytes S3 is sent.
+                        let crc = try Self.crc32c(of: data)
                         try await completing()
                         return RecordedPart(
                             number: 1, size: data.count,
                             etag: try await objectStore.putObject(
-                                key: key, data: data, attributes: attributes, condition: options.writeCondition))
-                    }.etag
+                                key: key, data: data, attributes: attributes, condition: options.writeCondition),
+                            checksum: crc)
+                    }
+                    return (sent.etag, sent.checksum)
                 },
                 sourceETag: probe.etag, partChecksum: settings.partChecksum))
     }

@@ -33,12 +33,16 @@ public struct JobRunner: Sendable {
     let settings: EngineSettings
     let clock: any EngineClock
     let observer: any JobObserver
+    /// Where a copy finds its source's whole-object checksum (absent: a copy of an object with
+    /// no known checksum reports none).
+    let checksums: (any ObjectChecksumStore)?
 
     public init(
         store: any JobStore, objects: any ObjectStore, fetcher: (any SourceFetcher)? = nil,
         spool: (any Spool)? = nil, settings: EngineSettings, clock: any EngineClock = SystemClock(),
-        observer: any JobObserver = NoObserver()
+        observer: any JobObserver = NoObserver(), checksums: (any ObjectChecksumStore)? = nil
     ) {
+        self.checksums = checksums
         self.store = store
         self.objects = objects
         self.fetcher = fetcher
@@ -96,7 +100,8 @@ public struct JobRunner: Sendable {
                 -> (etag: String, checksum: String?)
         /// A cheaper call for a one-part object (CopyObject, PutObject), where there is one. It
         /// calls `completing` right before the write that makes the object.
-        let single: (@Sendable (_ completing: @Sendable () async throws -> Void) async throws -> String)?
+        /// Returns the object's ETag and, when its bytes passed through, their CRC-32C (base64).
+        let single: (@Sendable (_ completing: @Sendable () async throws -> Void) async throws -> (etag: String, checksum: String?))?
         /// The source's ETag, if it has one.
         let sourceETag: String?
         /// What the new object is created with, when not just the job's options (a copy keeps
@@ -170,7 +175,7 @@ public struct JobRunner: Sendable {
     /// One CopyObject or PutObject for a one-part object.
     private func moveWhole(
         _ job: Job, _ options: JobOptions, _ lease: Lease, _ work: Work, _ control: JobControl,
-        _ single: @escaping @Sendable (_ completing: @Sendable () async throws -> Void) async throws -> String
+        _ single: @escaping @Sendable (_ completing: @Sendable () async throws -> Void) async throws -> (etag: String, checksum: String?)
     )
         async throws -> Outcome
     {
@@ -181,7 +186,7 @@ public struct JobRunner: Sendable {
         let settings = self.settings, clock = self.clock, store = self.store
         let pace = Pace(bytesPerSecond: options.bandwidthLimit, clock: clock)
         let completing: @Sendable () async throws -> Void = { try await control.completion.begin(store, lease) }
-        let etag = try await settings.transferring(for: job.owner) {
+        let (etag, crc) = try await settings.transferring(for: job.owner) {
             try await clock.retrying(
                 limit: options.retryLimit ?? settings.retryLimit, backoff: settings.backoff,
                 random: settings.random
@@ -192,9 +197,11 @@ public struct JobRunner: Sendable {
         if let pace { try await clock.sleep(until: pace.time(forBytes: plan.objectSize)) }
         try Task.checkCancellation()
         observer.partMoved(kind: job.kind, bytes: plan.objectSize)
-        try await store.recordPart(RecordedPart(number: 1, size: plan.objectSize, etag: etag), under: lease)
+        let part = RecordedPart(number: 1, size: plan.objectSize, etag: etag, checksum: crc)
+        try await store.recordPart(part, under: lease)
         cleanUp(job, after: .completed)
-        try await store.finish(lease, state: .completed, etag: etag, error: nil)
+        let checksum = try await objectChecksum(job, work, parts: [part])
+        try await store.finish(lease, state: .completed, etag: etag, error: nil, checksum: checksum)
         observer.jobEnded(kind: job.kind, state: .completed)
         return .completed(etag: etag)
     }

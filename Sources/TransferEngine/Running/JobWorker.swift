@@ -22,6 +22,7 @@ public final class JobWorker: Sendable {
     private let observer: any JobObserver
     private let settings: EngineSettings
     private let clock: any EngineClock
+    private let checksums: (any ObjectChecksumStore)?
     private let instance: String
     private let slots: Int
     /// Slots beyond `slots`, taken only by jobs of identities that run nothing here.
@@ -33,8 +34,9 @@ public final class JobWorker: Sendable {
     public init(
         store: any JobStore, objects: any ObjectStore, fetcher: (any SourceFetcher)? = nil, spool: (any Spool)? = nil,
         observer: any JobObserver = NoObserver(), settings: EngineSettings, clock: any EngineClock = SystemClock(),
-        instance: String, slots: Int, pollMilliseconds: Int = 250
+        instance: String, slots: Int, pollMilliseconds: Int = 250, checksums: (any ObjectChecksumStore)? = nil
     ) {
+        self.checksums = checksums
         self.store = store
         self.objects = objects
         self.fetcher = fetcher
@@ -118,7 +120,7 @@ public final class JobWorker: Sendable {
         do {
             _ = try await JobRunner(
                 store: store, objects: objects, fetcher: fetcher, spool: spool, settings: settings,
-                clock: clock, observer: observer
+                clock: clock, observer: observer, checksums: checksums
             ).run(job, lease: lease, control: control)
         } catch {
             // Cancelled (shutdown) or the store failed: hand the job back for any instance. A

@@ -257,6 +257,10 @@ struct UploadRequest: Sendable {
                 }
             } else {
                 guard let file = tail else { throw TransferError(code: .spoolFailed, retryable: false) }
+                // The object's CRC-32C, read back from the file S3 is sent (the same check the
+                // store's PutObject makes it verify).
+                let crc = tailSize > 0 ? file.crc32c(0...(tailSize - 1)) : 0
+                guard let crc else { throw TransferError(code: .spoolFailed, retryable: false) }
                 try await completion.begin(receiver.store, lease)
                 etag = try await settings.transferring(for: job.owner) {
                     try await receiver.clock.retrying(limit: retryLimit, backoff: settings.backoff, random: settings.random) {
@@ -265,9 +269,12 @@ struct UploadRequest: Sendable {
                             condition: options.writeCondition)
                     }
                 }
-                try await record(RecordedPart(number: 1, size: tailSize, etag: etag), &progress)
+                try await record(
+                    RecordedPart(number: 1, size: tailSize, etag: etag, checksum: Digest.crc32cBase64(crc)), &progress)
             }
-            try await receiver.store.finish(lease, state: .completed, etag: etag, error: nil)
+            // Every part's CRC-32C combined: the whole object's, with no second read of it.
+            let checksum = ObjectChecksum.combining(progress.parts)
+            try await receiver.store.finish(lease, state: .completed, etag: etag, error: nil, checksum: checksum)
             receiver.observer.jobEnded(kind: .upload, state: .completed)
             receiver.forgetTail(job.id)
             spool.removeAll(jobID: job.id, keeping: [])

@@ -99,6 +99,7 @@ public struct GatewayApp: Sendable {
                 url: url, size: configuration.workers + 4,
                 settings: configuration.webhookURL == nil ? [] : [("gateway.webhooks", "on")])
             let store = PostgresJobStore(pool: pool)
+            let checksums = PostgresObjectChecksums(pool: pool)
             let clientUploads = PostgresClientUploadStore(pool: pool)
             let feed = PostgresEventFeed(pool: pool)
             janitor = Janitor(
@@ -128,12 +129,12 @@ public struct GatewayApp: Sendable {
                 store: store, objects: objects, receiver: receiver, clientUploads: clientUploads, changes: changes,
                 idempotency: PostgresIdempotencyStore(pool: pool),
                 sourceCheck: URLSourceAddressCheck(fetcher: s3.urlFetcher(allowedHosts: configuration.importAllowHosts)),
-                events: feed)
+                events: feed, checksums: checksums)
             let fetcher = HTTPSourceFetcher(fetcher: s3.urlFetcher(allowedHosts: configuration.importAllowHosts))
             let jobWorker = JobWorker(
                 store: store, objects: objects, fetcher: fetcher, spool: spool,
                 observer: JobMetrics(metrics: metrics), settings: settings.engine, instance: instance,
-                slots: configuration.workers)
+                slots: configuration.workers, checksums: checksums)
             metrics.registerGauge(name: "gateway_jobs_running", help: "Jobs this instance runs now.") { jobWorker.activeJobs }
             worker = jobWorker
             if let receiver = configuration.webhookURL, let secret = configuration.webhookSecret {
