@@ -11,6 +11,7 @@ public enum ClientUploadStoreContract {
     public static let cases: [ContractCase<StoreFixture>] = [
         beginRecordsCreating, completeAndAbortClaimAnOpenUploadOnce, openUploadsAreBoundedPerIdentity,
         theOpenListingIsNewestFirstByCursor, idleUploadsAreThoseUntouchedSinceTheCutoff, aClaimLeftByADeadRequestIsTakenOver,
+        signedChecksumsAreKeptAndTheCompletionsChecksumRecorded,
     ]
 
     /// A client upload of `owner` on `key`. Every upload of the suite is made here.
@@ -197,5 +198,28 @@ public enum ClientUploadStoreContract {
         try await f.clientUploads.opened(id: creating.id, s3UploadID: "s3-late")
         try await f.clientUploads.unclaim(id: completing.id)
         #expect(try await idle([prefix]).isEmpty, "touched, opened and given back just now")
+    }
+}
+
+extension ClientUploadStoreContract {
+    static let signedChecksumsAreKeptAndTheCompletionsChecksumRecorded = ContractCase<StoreFixture>(
+        "every checksum signed for a part is kept; a completion keeps the object's checksum and records it by key and ETag"
+    ) { f in
+        let key = f.key("checksummed-upload")
+        var made = ClientUpload(
+            id: UUID().uuidString.lowercased(), owner: f.owner("alice"), objectKey: key, s3UploadID: nil, size: 1 << 20,
+            partSize: 5 << 20, partCount: 1, state: .creating, partChecksum: .crc32c)
+        try await f.clientUploads.begin(made, quota: roomy)
+        try await f.clientUploads.opened(id: made.id, s3UploadID: "s3-checksummed")
+        #expect(try await f.clientUploads.upload(id: made.id)?.partChecksum == .crc32c)
+        try await f.clientUploads.signed(id: made.id, partChecksums: [(1, "AAAAAA=="), (2, "yZRlqg==")])
+        try await f.clientUploads.signed(id: made.id, partChecksums: [(1, "AAAAAA=="), (1, "BBBBBB==")])
+        #expect(try await f.clientUploads.signedChecksums(id: made.id) == [1: ["AAAAAA==", "BBBBBB=="], 2: ["yZRlqg=="]])
+        #expect(try await f.clientUploads.claim(id: made.id, for: .completing))
+        let checksum = ObjectChecksum(algorithm: .crc32c, value: "yZRlqg==")
+        try await f.clientUploads.completed(id: made.id, etag: "\"u-1\"", checksum: checksum)
+        made = try #require(try await f.clientUploads.upload(id: made.id))
+        #expect(made.state == .completed && made.checksum == checksum)
+        if let checksums = f.checksums { #expect(try await checksums.checksum(ofKey: key, etag: "\"u-1\"") == checksum) }
     }
 }

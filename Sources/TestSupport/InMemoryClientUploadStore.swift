@@ -9,6 +9,7 @@ import TransferEngine
 /// store's upload ids in use include these uploads'.
 public final class InMemoryClientUploadStore: ClientUploadStore {
     private let uploads = Mutex<[String: (upload: ClientUpload, touched: Double)]>([:])
+    private let signatures = Mutex<[String: [Int: Set<String>]]>([:])
     private let now: @Sendable () -> Double
     private let jobs: InMemoryJobStore?
 
@@ -52,6 +53,7 @@ public final class InMemoryClientUploadStore: ClientUploadStore {
                 stored.state = .creating
                 stored.s3UploadID = nil
                 stored.etag = nil
+                stored.checksum = nil
                 stored.createdAt = time
                 u[upload.id] = (stored, time)
             }
@@ -115,12 +117,26 @@ public final class InMemoryClientUploadStore: ClientUploadStore {
         }
     }
 
-    public func completed(id: String, etag: String) async throws {
-        uploads.withLock { u in
-            guard u[id]?.upload.state == .completing else { return }
+    public func completed(id: String, etag: String, checksum: ObjectChecksum?) async throws {
+        let key = uploads.withLock { u -> String? in
+            guard u[id]?.upload.state == .completing else { return nil }
             u[id]?.upload.state = .completed
             u[id]?.upload.etag = etag
+            u[id]?.upload.checksum = checksum
+            return u[id]?.upload.objectKey
         }
+        // As PostgreSQL's one statement: the object's checksum recorded with the completion.
+        if let key, let checksum { try await jobs?.record(checksum, key: key, etag: etag) }
+    }
+
+    public func signed(id: String, partChecksums: [(part: Int, checksum: String)]) async throws {
+        signatures.withLock { s in
+            for (part, checksum) in partChecksums { s[id, default: [:]][part, default: []].insert(checksum) }
+        }
+    }
+
+    public func signedChecksums(id: String) async throws -> [Int: Set<String>] {
+        signatures.withLock { $0[id] ?? [:] }
     }
 
     @discardableResult

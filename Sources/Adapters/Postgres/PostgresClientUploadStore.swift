@@ -13,6 +13,7 @@ public struct PostgresClientUploadStore: ClientUploadStore {
     static let columns = SQLFragment(
         """
         id::text AS id, owner, object_key, s3_upload_id, size, part_size, part_count, state, etag,
+        part_checksum, checksum_algorithm, checksum_value,
         extract(epoch FROM created_at)::float8::text AS created
         """)
 
@@ -21,9 +22,9 @@ public struct PostgresClientUploadStore: ClientUploadStore {
             try OwnerLimits.check(quota, owner: upload.owner, creating: .clientUpload, on: connection)
             try connection.query(
                 """
-                INSERT INTO uploads (id, owner, object_key, s3_upload_id, size, part_size, part_count, state)
+                INSERT INTO uploads (id, owner, object_key, s3_upload_id, size, part_size, part_count, state, part_checksum)
                 VALUES (\(upload.id)::uuid, \(upload.owner), \(upload.objectKey), NULL, \(upload.size), \(upload.partSize),
-                        \(upload.partCount), 'creating')
+                        \(upload.partCount), 'creating', \(upload.partChecksum?.rawValue))
                 """)
         }
     }
@@ -85,13 +86,50 @@ public struct PostgresClientUploadStore: ClientUploadStore {
         }
     }
 
-    public func completed(id: String, etag: String) async throws {
+    public func completed(id: String, etag: String, checksum: ObjectChecksum?) async throws {
+        let algorithm = checksum?.algorithm.rawValue, value = checksum?.value
+        try await pool.withConnection { connection in
+            // The upload's ending and its object's checksum record commit together.
+            try connection.query(
+                """
+                WITH ended AS (
+                    UPDATE uploads SET state = 'completed', etag = \(etag), completed_at = now(),
+                           checksum_algorithm = \(algorithm)::text, checksum_value = \(value)::text
+                    WHERE id = \(id)::uuid AND state = 'completing'
+                    RETURNING object_key, etag
+                )
+                INSERT INTO object_checksums (object_key, etag, algorithm, value)
+                SELECT object_key, etag, \(algorithm)::text, \(value)::text FROM ended WHERE \(algorithm)::text IS NOT NULL
+                ON CONFLICT (object_key, etag) DO UPDATE SET algorithm = EXCLUDED.algorithm, value = EXCLUDED.value,
+                                                            recorded_at = now()
+                """)
+        }
+    }
+
+    public func signed(id: String, partChecksums: [(part: Int, checksum: String)]) async throws {
+        guard !partChecksums.isEmpty else { return }
+        // Bound as two array literals (each element quoted and escaped), unnested into rows.
+        let parts = JobLifecycle.arrayLiteral(partChecksums.map { String($0.part) })
+        let checksums = JobLifecycle.arrayLiteral(partChecksums.map(\.checksum))
         try await pool.withConnection { connection in
             try connection.query(
                 """
-                UPDATE uploads SET state = 'completed', etag = \(etag), completed_at = now()
-                WHERE id = \(id)::uuid AND state = 'completing'
+                INSERT INTO upload_part_checksums (upload_id, part_number, checksum)
+                SELECT \(id)::uuid, p, c FROM unnest(\(parts)::integer[], \(checksums)::text[]) AS s(p, c)
+                ON CONFLICT DO NOTHING
                 """)
+        }
+    }
+
+    public func signedChecksums(id: String) async throws -> [Int: Set<String>] {
+        try await pool.withConnection { connection in
+            var found: [Int: Set<String>] = [:]
+            for row in try connection.query(
+                "SELECT part_number, checksum FROM upload_part_checksums WHERE upload_id = \(id)::uuid")
+            {
+                found[try row.int("part_number"), default: []].insert(try row.string("checksum"))
+            }
+            return found
         }
     }
 
@@ -129,6 +167,9 @@ public struct PostgresClientUploadStore: ClientUploadStore {
             id: try row.string("id"), owner: try row.string("owner"), objectKey: try row.string("object_key"),
             s3UploadID: try row.optionalString("s3_upload_id"), size: Int64(try row.int("size")),
             partSize: Int64(try row.int("part_size")), partCount: try row.int("part_count"), state: state,
-            etag: try row.optionalString("etag"), createdAt: Double(try row.string("created")) ?? 0)
+            etag: try row.optionalString("etag"), createdAt: Double(try row.string("created")) ?? 0,
+            partChecksum: try row.optionalString("part_checksum").flatMap(PartChecksum.init(rawValue:)),
+            checksum: try JobColumns.checksum(
+                algorithm: try row.optionalString("checksum_algorithm"), value: try row.optionalString("checksum_value")))
     }
 }

@@ -15,7 +15,18 @@ extension Schema {
             """,
             """
             ALTER TABLE uploads ADD COLUMN checksum_algorithm text CHECK (checksum_algorithm IN ('CRC32C', 'SHA256')),
-                                ADD COLUMN checksum_value text
+                                ADD COLUMN checksum_value text,
+                                ADD COLUMN part_checksum text CHECK (part_checksum IN ('crc32c'))
+            """,
+            // Every checksum a client upload's part URLs were signed with: S3 holds bytes that
+            // match one of a part's, so a part with one is known, a part with several is not.
+            """
+            CREATE TABLE upload_part_checksums (
+                upload_id uuid NOT NULL REFERENCES uploads (id) ON DELETE CASCADE,
+                part_number integer NOT NULL,
+                checksum text NOT NULL,
+                PRIMARY KEY (upload_id, part_number, checksum)
+            )
             """,
             """
             CREATE TABLE object_checksums (

@@ -12,7 +12,9 @@ struct UploadsRoutes: Sendable {
     let context: RouteContext
     let jobs: JobPorts
 
-    static let createFields = AttributeFields.names.union(["accessLevel", "key", "targetIdentityId", "size", "partSize"])
+    static let createFields = AttributeFields.names.union([
+        "accessLevel", "key", "targetIdentityId", "size", "partSize", "checksumAlgorithm",
+    ])
 
     /// Part URLs handed out in one answer; ask `/parts` for the others.
     static let urlsPerAnswer = 1000
@@ -78,9 +80,10 @@ struct UploadsRoutes: Sendable {
             .write, level: level, key: key, identity: identity,
             target: try fields.string("targetIdentityId"))
         let attributes = try AttributeFields.read(fields)
+        let partChecksum = try Self.partChecksum(fields)
         let record = ClientUpload(
             id: UUID().uuidString.lowercased(), owner: owner, objectKey: objectKey, s3UploadID: nil,
-            size: size, partSize: plan.partSize, partCount: plan.partCount, state: .creating)
+            size: size, partSize: plan.partSize, partCount: plan.partCount, state: .creating, partChecksum: partChecksum)
         let store = jobs.clientUploads, objects = jobs.objects, quota = context.limits.quota, chosen = attributes
         // Recorded before S3 is asked (`creating`), within the owner's quota: a crash between the
         // two leaves a record the janitor can act on, never an upload nobody knows.
@@ -88,7 +91,7 @@ struct UploadsRoutes: Sendable {
             try await store.begin(record, quota: quota)
             let created: String
             do {
-                created = try await objects.createMultipartUpload(key: objectKey, attributes: chosen)
+                created = try await objects.createMultipartUpload(key: objectKey, attributes: chosen, checksum: partChecksum)
             } catch {
                 _ = try? await store.aborted(id: record.id)
                 throw error
@@ -101,16 +104,18 @@ struct UploadsRoutes: Sendable {
         return try created(Upload(record: opened, s3UploadID: s3UploadID, plan: plan))
     }
 
-    /// 201 with the upload and URLs for its first parts.
+    /// 201 with the upload and URLs for its first parts (none for an upload whose part URLs
+    /// sign each part's checksum: the client asks `/parts` with them).
     private func created(_ upload: Upload) throws(APIError) -> HTTPResponse {
         let plan = upload.plan, record = upload.record, objectKey = upload.objectKey
-        let numbers = Array(1...min(plan.partCount, Self.urlsPerAnswer))
+        let numbers = record.partChecksum == nil ? Array(1...min(plan.partCount, Self.urlsPerAnswer)) : []
         var text = JSONText()
         text.begin(capacity: 512 * numbers.count + 256)
         text.field("uploadId", .string(record.id))
         text.field("objectKey", .string(objectKey))
         text.field("partSize", .int(Int(plan.partSize)))
         text.field("partCount", .int(plan.partCount))
+        Self.appendChecksumAlgorithm(&text, record)
         try appendParts(&text, upload, numbers)
         text.end()
         var response = Responses.json(201, bytes: text.bytes)
@@ -118,9 +123,10 @@ struct UploadsRoutes: Sendable {
         return response
     }
 
-    /// `parts: [{partNumber, url}]` and `expiresAt`. Each URL signs the part's exact length,
-    /// and lives no longer than temporary S3 credentials do.
-    private func appendParts(_ text: inout JSONText, _ upload: Upload, _ numbers: [Int]) throws(APIError) {
+    /// `parts: [{partNumber, url, headers?}]` and `expiresAt`. Each URL signs the part's exact
+    /// length and, given in `checksums`, its `x-amz-checksum-crc32c` (then named in `headers`,
+    /// which the client must send), and lives no longer than temporary S3 credentials do.
+    func appendParts(_ text: inout JSONText, _ upload: Upload, _ numbers: [Int], checksums: [Int: String] = [:]) throws(APIError) {
         let issued = context.now(), presigner = context.presigner
         let expiry = try presigner.lifetime(atMost: context.settings.presignExpiry, now: issued)
         var parts: [UInt8] = [UInt8(ascii: "[")]
@@ -129,11 +135,22 @@ struct UploadsRoutes: Sendable {
             parts.append(contentsOf: #"{"partNumber":"#.utf8)
             parts.append(contentsOf: String(number).utf8)
             parts.append(contentsOf: #","url":""#.utf8)
+            var signed = [("Content-Length", String(upload.plan.size(ofPart: number)))]
+            let checksum = checksums[number]
+            if let checksum { signed.append((Self.checksumHeader, checksum)) }
             presigner.appendURL(
-                to: &parts, method: "PUT", key: upload.objectKey, expires: expiry,
-                headers: [("Content-Length", String(upload.plan.size(ofPart: number)))],
+                to: &parts, method: "PUT", key: upload.objectKey, expires: expiry, headers: signed,
                 query: [("partNumber", String(number)), ("uploadId", upload.s3UploadID)], at: issued)
-            parts.append(contentsOf: #""}"#.utf8)
+            parts.append(UInt8(ascii: "\""))
+            if let checksum {
+                var headers = JSONText()
+                headers.begin()
+                headers.field(Self.checksumHeader, .string(checksum))
+                headers.end()
+                parts.append(contentsOf: #","headers":"#.utf8)
+                parts += headers.bytes
+            }
+            parts.append(UInt8(ascii: "}"))
         }
         parts.append(UInt8(ascii: "]"))
         text.rawField("parts", parts)
@@ -170,7 +187,7 @@ struct UploadsRoutes: Sendable {
 
     /// An S3 part number (a whole number from 1 to 10,000), checked before it becomes an Int:
     /// a Double out of Int's range would trap the whole process.
-    private static func partNumber(_ value: JSONValue?) -> Int? {
+    static func partNumber(_ value: JSONValue?) -> Int? {
         guard case .number(let n)? = value, n == n.rounded(), n >= 1, n <= Double(PartPlan.maximumPartCount) else { return nil }
         return Int(n)
     }
@@ -184,7 +201,8 @@ struct UploadsRoutes: Sendable {
     private func sign(_ http: HTTPRequest, id: String) async throws -> HTTPResponse {
         let upload = try await upload(http, id: id)
         try requireOpen(upload)
-        let fields = try await Responses.fields(from: http, known: ["partNumbers"])
+        let fields = try await Responses.fields(from: http, known: ["partNumbers", "parts"])
+        if upload.record.partChecksum != nil || fields.has("parts") { return try await signChecked(upload, fields) }
         guard let values = try fields.array("partNumbers"), !values.isEmpty, values.count <= Self.urlsPerAnswer else {
             throw APIError.validation("partNumbers must list 1 to \(Self.urlsPerAnswer) part numbers.")
         }
@@ -291,6 +309,8 @@ struct UploadsRoutes: Sendable {
         let fraction = record.size > 0 ? min(1, Double(bytes) / Double(record.size)) : (record.state == .completed ? 1 : 0)
         text.field("fractionCompleted", .double((fraction * 10_000).rounded() / 10_000))
         if let etag = record.etag { text.field("etag", .string(etag)) } else { text.rawField("etag", Array("null".utf8)) }
+        appendChecksumAlgorithm(&text, record)
+        text.rawField("checksum", ChecksumFields.json(record.checksum))
         text.field("createdAt", .string(Timestamp.rfc3339(milliseconds: Int64(record.createdAt * 1000))))
         text.end()
         return text.bytes
@@ -301,7 +321,8 @@ struct UploadsRoutes: Sendable {
         // A completion another request holds is refused by the claim below (409, Retry-After),
         // or taken over once that request is long gone (it died with its instance).
         if upload.record.state != .completing { try requireOpen(upload) }
-        let fields = try await Responses.fields(from: http, known: ["parts", "preventOverwrite", "ifMatch"])
+        let fields = try await Responses.fields(from: http, known: ["parts", "preventOverwrite", "ifMatch", "checksum"])
+        let expected = try Self.expectedChecksum(fields, upload)
         // The completion makes the object: it never clobbers when asked (412, the upload stays open).
         let condition = WriteCondition(
             preventOverwrite: try fields.bool("preventOverwrite"),
@@ -314,11 +335,11 @@ struct UploadsRoutes: Sendable {
         guard try await jobs.clientUploads.claim(id: upload.id, for: .completing) else { throw try await notOpen(upload.id) }
         // From the claim on, the request's work runs to its end even if the client hangs up.
         let routes = self
-        let parts: [RecordedPart]
+        let parts: [RecordedPart], whole: ObjectChecksum?
         do {
-            parts = try await Shield.run {
+            (parts, whole) = try await Shield.run {
                 do {
-                    return try await routes.chosenParts(upload, fields)
+                    return try await routes.checkedParts(upload, fields, expected: expected)
                 } catch {
                     // Gone from S3: kept claimed while the object is looked at, below.
                     if (error as? APIError) != Self.gone { try? await routes.jobs.clientUploads.unclaim(id: upload.id) }
@@ -352,7 +373,7 @@ struct UploadsRoutes: Sendable {
                 // An answer lost on the way (a timeout, a reset) may come after S3 made the
                 // object, and a retry then finds the upload gone: the object says which.
                 if let made = await Self.madeBefore(objects, upload, chosen) {
-                    try await store.completed(id: upload.id, etag: made)
+                    try await store.completed(id: upload.id, etag: made, checksum: whole)
                     return made
                 }
                 if let error = error as? TransferError, error.code == .noSuchUpload {
@@ -363,23 +384,24 @@ struct UploadsRoutes: Sendable {
                 throw error
             }
             // The object is written: whatever follows, the upload is completed.
-            try await store.completed(id: upload.id, etag: etag)
+            try await store.completed(id: upload.id, etag: etag, checksum: whole)
             let size = try await objects.size(of: upload.objectKey).size
             guard size == upload.size else {
                 throw APIError(.sizeMismatch, "The object is \(size) bytes, not \(upload.size).")
             }
             return etag
         }
-        return Responses.json(200, bytes: Self.completedAnswer(upload, etag: etag))
+        return Responses.json(200, bytes: Self.completedAnswer(upload, etag: etag, checksum: whole))
     }
 
-    /// `{objectKey, size, etag}` of a completed upload.
-    private static func completedAnswer(_ upload: Upload, etag: String) -> [UInt8] {
+    /// `{objectKey, size, etag, checksum}` of a completed upload.
+    private static func completedAnswer(_ upload: Upload, etag: String, checksum: ObjectChecksum? = nil) -> [UInt8] {
         var text = JSONText()
         text.begin()
         text.field("objectKey", .string(upload.objectKey))
         text.field("size", .int(Int(upload.size)))
         text.field("etag", .string(etag))
+        text.rawField("checksum", ChecksumFields.json(checksum))
         text.end()
         return text.bytes
     }
@@ -418,7 +440,7 @@ struct UploadsRoutes: Sendable {
 
     /// The parts to complete with: those S3 holds (the truth), all of them, each of its planned
     /// size; a client's list, when sent, must agree with them.
-    private func chosenParts(_ upload: Upload, _ fields: JSONFields) async throws -> [RecordedPart] {
+    func chosenParts(_ upload: Upload, _ fields: JSONFields) async throws -> [RecordedPart] {
         let byNumber = Dictionary(try await heldParts(upload).map { ($0.number, $0) }, uniquingKeysWith: { a, _ in a })
         if let sent = try fields.array("parts") {
             for value in sent {

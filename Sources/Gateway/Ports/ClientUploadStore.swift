@@ -25,11 +25,20 @@ public struct ClientUpload: Sendable, Equatable {
     public var etag: String?
     /// Seconds since 1970.
     public var createdAt: Double
+    /// `crc32c`: the upload was created with `checksumAlgorithm: CRC32C`: its S3 multipart
+    /// upload declares that algorithm and every part URL signs the part's checksum, so S3
+    /// refuses other bytes. Nil: parts carry no checksum.
+    public var partChecksum: PartChecksum?
+    /// The completed object's full-object checksum, when its parts' checksums were known.
+    public var checksum: ObjectChecksum?
 
     public init(
         id: String, owner: String, objectKey: String, s3UploadID: String?, size: Int64, partSize: Int64,
-        partCount: Int, state: State, etag: String? = nil, createdAt: Double = 0
+        partCount: Int, state: State, etag: String? = nil, createdAt: Double = 0, partChecksum: PartChecksum? = nil,
+        checksum: ObjectChecksum? = nil
     ) {
+        self.partChecksum = partChecksum
+        self.checksum = checksum
         self.id = id
         self.owner = owner
         self.objectKey = objectKey
@@ -62,8 +71,13 @@ public protocol ClientUploadStore: Sendable {
     func claim(id: String, for state: ClientUpload.State) async throws -> Bool
     /// A claim whose S3 call failed: `completing` or `aborting` back to `open`.
     func unclaim(id: String) async throws
-    /// The completion claimed before is done.
-    func completed(id: String, etag: String) async throws
+    /// The completion claimed before is done; `checksum` is the object's, when known.
+    func completed(id: String, etag: String, checksum: ObjectChecksum?) async throws
+    /// Part URLs were signed with these checksums (part number, base64 CRC-32C). Every
+    /// checksum ever signed for a part is kept: S3 holds bytes matching one of them.
+    func signed(id: String, partChecksums: [(part: Int, checksum: String)]) async throws
+    /// The checksums signed for each part of the upload.
+    func signedChecksums(id: String) async throws -> [Int: Set<String>]
     /// Marks the upload aborted if it is `open`, `creating`, `aborting` or `completing` (S3 has
     /// no such upload any more); returns whether it was.
     @discardableResult
@@ -71,4 +85,11 @@ public protocol ClientUploadStore: Sendable {
     /// Uploads `open`, `creating`, `completing` or `aborting` under `prefixes` that nobody touched since `cutoff`
     /// (seconds since 1970): the janitor's candidates.
     func idle(since cutoff: Double, prefixes: [String]) async throws -> [ClientUpload]
+}
+
+extension ClientUploadStore {
+    /// The completion claimed before is done, its object's checksum unknown.
+    public func completed(id: String, etag: String) async throws {
+        try await completed(id: id, etag: etag, checksum: nil)
+    }
 }
