@@ -4,7 +4,7 @@
     faultproxy.py --upstream 127.0.0.1:18333 [--listen 127.0.0.1:0] [--match partNumber=]
                   [--method PUT] [--error 503:SlowDown] [--error-rate 0.2]
                   [--reset-rate 0.1] [--reset-after 1000] [--delay-ms 0]
-                  [--stall-rate 0] [--stall-seconds 5] [--seed 1]
+                  [--stall-rate 0] [--stall-seconds 5] [--flip-first 0] [--seed 1]
 
 It prints `listening PORT` once it accepts connections. Every request is read whole, then, if
 its target contains --match (and its method is --method, when given), one fault may be drawn:
@@ -12,6 +12,8 @@ its target contains --match (and its method is --method, when given), one fault 
   reset   forward, relay --reset-after bytes of the answer, then reset the connection (--reset-rate)
   stall   forward, then hold the answer --stall-seconds before relaying it (--stall-rate)
   delay   wait --delay-ms before forwarding (every matching request)
+  flip    the first --flip-first matching requests with a body go upstream with one bit of the
+          middle byte of their body flipped (signed headers unchanged): data corrupted in flight
 Requests go upstream on a fresh connection each (`Connection: close`), so faults are per request.
 tc netem and toxiproxy are not available here.
 
@@ -40,7 +42,7 @@ import sys
 import time
 from urllib.parse import parse_qs, urlsplit
 
-STATS = {"requests": 0, "matched": 0, "errors": 0, "resets": 0, "stalls": 0, "delays": 0, "outage": 0}
+STATS = {"requests": 0, "matched": 0, "errors": 0, "resets": 0, "stalls": 0, "delays": 0, "outage": 0, "flips": 0}
 # (uploadId, partNumber) -> how many times upstream answered that part's PUT with a 2xx.
 PARTS = {}
 # time.monotonic() at which the current outage ends (0: none).
@@ -188,6 +190,10 @@ async def handle(reader, writer, args, rng):
         if args.delay_ms:
             STATS["delays"] += 1
             await asyncio.sleep(args.delay_ms / 1000)
+        if fault is None and body and STATS["flips"] < args.flip_first:
+            STATS["flips"] += 1
+            middle = len(body) // 2
+            body = body[:middle] + bytes([body[middle] ^ 0x01]) + body[middle + 1:]
     if fault in ("error", "outage"):
         if fault == "error":
             STATS["errors"] += 1
@@ -255,6 +261,7 @@ async def main():
     parser.add_argument("--stall-rate", type=float, default=0.0)
     parser.add_argument("--stall-seconds", type=float, default=5.0)
     parser.add_argument("--delay-ms", type=int, default=0)
+    parser.add_argument("--flip-first", type=int, default=0)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     rng = random.Random(args.seed)

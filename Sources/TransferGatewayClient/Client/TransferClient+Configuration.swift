@@ -32,6 +32,10 @@ extension TransferClient {
         public var smallFileThreshold: Int64
         /// Seconds a request may wait for the next byte before it counts as a network error.
         public var requestTimeout: TimeInterval
+        /// Client uploads sum each part (CRC-32C) and have its URL sign the sum, so S3 refuses a
+        /// part changed on the way (it is sent again), and the completion is held to the whole
+        /// file's CRC-32C. On by default; off for a gateway from before checksums.
+        public var partChecksums: Bool = true
 
         /// A configuration; see each property for its meaning.
         public init(

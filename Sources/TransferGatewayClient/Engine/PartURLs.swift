@@ -9,6 +9,8 @@ actor PartURLs {
     private let pending: [Int]
     private let margin: TimeInterval
     private var urls: [Int: (url: URL, expires: Date)] = [:]
+    /// Checksummed URLs, by part and the checksum they sign, with the headers to send.
+    private var checked: [Int: (checksum: String, url: URL, headers: [String: String], expires: Date)] = [:]
     private(set) var signings = 0
 
     init(api: GatewayAPI, uploadID: String, pending: [Int], margin: TimeInterval = 60) {
@@ -36,6 +38,25 @@ actor PartURLs {
         return entry.url
     }
 
+    /// A URL for part `number` that signs `checksum` (its CRC-32C, base64), and the headers
+    /// to send with it; signed one part at a time, since a part's sum is known once it is read.
+    func url(for number: Int, checksum: String) async throws -> (url: URL, headers: [String: String]) {
+        if let entry = checked[number], entry.checksum == checksum, entry.expires.timeIntervalSinceNow > margin {
+            return (entry.url, entry.headers)
+        }
+        let signed = try await api.signCheckedParts(uploadID, [(number, checksum)])
+        signings += 1
+        guard let part = signed.parts.first(where: { $0.partNumber == number }), let url = URL(string: part.url) else {
+            throw TransferError(.badResponse, "the gateway signed no URL for part \(number)")
+        }
+        let headers = part.headers ?? [:]
+        checked[number] = (checksum, url, headers, API.date(signed.expiresAt) ?? Date())
+        return (url, headers)
+    }
+
     /// S3 refused part `number`'s URL as expired: the next ask signs it again.
-    func expire(_ number: Int) { urls[number] = nil }
+    func expire(_ number: Int) {
+        urls[number] = nil
+        checked[number] = nil
+    }
 }

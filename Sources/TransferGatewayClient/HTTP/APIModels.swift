@@ -48,6 +48,13 @@ enum API {
         let etag: String?
         let dataUrl: String?
         let error: Failure?
+        let checksum: Checksum?
+    }
+
+    /// `checksum: {algorithm, value}`: a whole object's checksum.
+    struct Checksum: Codable, Sendable {
+        let algorithm: String
+        let value: String
     }
 
     /// `POST /v1/uploads`'s body.
@@ -59,12 +66,24 @@ enum API {
         let contentType: String?
         let metadata: [String: String]?
         let partSize: Int64?
+        /// `CRC32C`: part URLs sign each part's checksum, so S3 refuses other bytes.
+        let checksumAlgorithm: String?
     }
 
-    /// A part's presigned URL.
+    /// A part's presigned URL, and the signed headers it must be sent with.
     struct PartURL: Decodable, Sendable {
         let partNumber: Int
         let url: String
+        let headers: [String: String]?
+    }
+
+    /// `POST /v1/uploads/{id}/parts`'s body for a checksummed upload.
+    struct SignCheckedParts: Encodable, Sendable {
+        struct Part: Encodable, Sendable {
+            let partNumber: Int
+            let checksum: String
+        }
+        let parts: [Part]
     }
 
     /// `POST /v1/uploads`'s answer.
@@ -75,6 +94,8 @@ enum API {
         let partCount: Int
         let parts: [PartURL]
         let expiresAt: String
+        /// `CRC32C` when the upload's part URLs sign their checksums.
+        let checksumAlgorithm: String?
     }
 
     /// `POST /v1/uploads/{id}/parts`'s body and answer.
@@ -102,16 +123,22 @@ enum API {
         let partSize: Int64
         let parts: [Part]
         let etag: String?
+        let checksumAlgorithm: String?
+        let checksum: Checksum?
     }
 
-    /// `POST /v1/uploads/{id}/complete`'s body (no parts: the gateway lists them).
-    struct Complete: Encodable, Sendable {}
+    /// `POST /v1/uploads/{id}/complete`'s body (no parts: the gateway lists them), with the
+    /// whole object's checksum the parts must make, when known.
+    struct Complete: Encodable, Sendable {
+        var checksum: Checksum? = nil
+    }
 
     /// The completed object.
     struct CompletedObject: Decodable, Sendable {
         let objectKey: String
         let size: Int64
         let etag: String
+        let checksum: Checksum?
     }
 
     /// An RFC 3339 time of the API (with or without fractional seconds).

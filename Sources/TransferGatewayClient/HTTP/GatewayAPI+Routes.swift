@@ -23,10 +23,13 @@ extension GatewayAPI {
         _ = try? await send(jsonCall("POST", "v1/jobs/\(id)/cancel", body: Optional<API.Complete>.none))
     }
 
-    func createUpload(_ record: TransferRecord, size: Int64, partSize: Int64?) async throws -> API.CreatedUpload {
+    /// `checksums`: created with `checksumAlgorithm: CRC32C` (part URLs then come from
+    /// `signCheckedParts`).
+    func createUpload(_ record: TransferRecord, size: Int64, partSize: Int64?, checksums: Bool) async throws -> API.CreatedUpload {
         let body = API.UploadCreate(
             accessLevel: record.reference.accessLevel.rawValue, key: record.reference.key, targetIdentityId: record.reference.owner,
-            size: size, contentType: record.contentType, metadata: record.metadata, partSize: partSize)
+            size: size, contentType: record.contentType, metadata: record.metadata, partSize: partSize,
+            checksumAlgorithm: checksums ? "CRC32C" : nil)
         return try await decode(API.CreatedUpload.self, jsonCall("POST", "v1/uploads", body: body, idempotencyKey: record.createKey))
     }
 
@@ -38,8 +41,15 @@ extension GatewayAPI {
         try await decode(API.SignedParts.self, jsonCall("POST", "v1/uploads/\(id)/parts", body: API.SignParts(partNumbers: numbers)))
     }
 
-    func completeUpload(_ id: String) async throws -> API.CompletedObject {
-        try await decode(API.CompletedObject.self, jsonCall("POST", "v1/uploads/\(id)/complete", body: API.Complete()))
+    /// Part URLs that sign each part's CRC-32C (base64), for a checksummed upload.
+    func signCheckedParts(_ id: String, _ parts: [(number: Int, checksum: String)]) async throws -> API.SignedParts {
+        let body = API.SignCheckedParts(parts: parts.map { API.SignCheckedParts.Part(partNumber: $0.number, checksum: $0.checksum) })
+        return try await decode(API.SignedParts.self, jsonCall("POST", "v1/uploads/\(id)/parts", body: body))
+    }
+
+    /// Completes; with `checksum`, only if the parts make an object of that checksum.
+    func completeUpload(_ id: String, checksum: API.Checksum? = nil) async throws -> API.CompletedObject {
+        try await decode(API.CompletedObject.self, jsonCall("POST", "v1/uploads/\(id)/complete", body: API.Complete(checksum: checksum)))
     }
 
     /// Aborts a client upload; one already gone is not an error here.

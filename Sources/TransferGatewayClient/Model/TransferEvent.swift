@@ -34,4 +34,22 @@ public struct TransferResult: Codable, Hashable, Sendable {
     public let etag: String?
     /// For a download, where the file now is.
     public let fileURL: URL?
+    /// The object's whole-object checksum, when the gateway knows it (a client upload's
+    /// CRC-32C, checked against the parts the client summed).
+    public internal(set) var checksum: TransferChecksum? = nil
+}
+
+/// A whole-object checksum: `algorithm` as S3 spells it (`CRC32C`), `value` base64 of the
+/// digest (a CRC-32C's four bytes big-endian), as the gateway's `checksum` field carries it.
+public struct TransferChecksum: Codable, Hashable, Sendable {
+    /// `CRC32C` or `SHA256`.
+    public let algorithm: String
+    /// Base64 of the digest.
+    public let value: String
+
+    /// A checksum of `algorithm` whose digest is `value` (base64).
+    public init(algorithm: String, value: String) {
+        self.algorithm = algorithm
+        self.value = value
+    }
 }
