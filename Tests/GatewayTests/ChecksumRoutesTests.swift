@@ -137,4 +137,17 @@ import TransferEngine
             "PUT", "/v1/jobs/\(id)/data", as: "alice", body: [1, 2, 3], headers: [("Content-Digest", "sha-512=:YWJj:")])
         #expect(ignored.status == 200 && ignored.json["state"] as? String == "completed", "an algorithm not verified is ignored")
     }
+
+    /// A tus upload is an upload job: its object's CRC-32C is on the job and in the properties.
+    @Test func aTusUploadsObjectCarriesItsCRC32C() async throws {
+        let rig = try RouteRig()
+        let location = try await TusRoutesTests.create(rig, length: 11, key: "tus.bin")
+        #expect(try await TusRoutesTests.patch(rig, location, offset: 0, "hello ").status == 204)
+        #expect(try await TusRoutesTests.patch(rig, location, offset: 6, "world").status == 204)
+        let id = try #require(location.split(separator: "/").last.map(String.init))
+        let job = try await rig.send("GET", "/v1/jobs/\(id)", as: "alice")
+        #expect(Self.checksum(job.json) == ["algorithm": "CRC32C", "value": "yZRlqg=="], "\(job.json)")
+        let shown = try await rig.send("GET", "/v1/objects/properties?accessLevel=private&key=tus.bin", as: "alice")
+        #expect(Self.checksum(shown.json)?["value"] == "yZRlqg==")
+    }
 }
