@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import S3
 import Testing
 
 @testable import Adapters
@@ -141,6 +142,24 @@ extension JobTableTests {
             let properties = try await gateway.request("GET", "/v1/objects/properties?accessLevel=private&key=\(key)", token: token)
             #expect((properties.json["checksum"] as? [String: String])?["value"] == Self.crc(bytes), "\(properties.json)")
             try await gateway.configuration.makeS3Client().deleteObject(key: "private/alice/\(key)")
+        }
+
+        /// An object put outside the gateway with S3's own whole-object checksum: the properties
+        /// give S3's (HEAD with `x-amz-checksum-mode`); put without one, none.
+        @Test func propertiesGiveTheChecksumS3KeepsForAWholeObject() async throws {
+            let gateway = try LiveGateway()
+            defer { Task { await gateway.stop() } }
+            let token = gateway.token("alice")
+            let client = try gateway.configuration.makeS3Client()
+            let key = "checksum-outside-\(UUID().uuidString).txt"
+            let bytes = Array("hello world".utf8)
+            _ = try await client.putObject(key: "private/alice/\(key)", body: .bytes(bytes), checksumCRC32C: Self.crc(bytes))
+            let shown = try await gateway.request("GET", "/v1/objects/properties?accessLevel=private&key=\(key)", token: token)
+            #expect(shown.json["checksum"] as? [String: String] == ["algorithm": "CRC32C", "value": "yZRlqg=="], "\(shown.json)")
+            _ = try await client.putObject(key: "private/alice/\(key)", body: .bytes(bytes), contentMD5: S3Client.contentMD5(bytes))
+            let plain = try await gateway.request("GET", "/v1/objects/properties?accessLevel=private&key=\(key)", token: token)
+            #expect(plain.json["checksum"] is NSNull, "\(plain.json)")
+            try await client.deleteObject(key: "private/alice/\(key)")
         }
     }
 }

@@ -89,7 +89,7 @@ final class FaultProxy: Sendable {
     }
 
     /// The counts so far (`/__faults`): requests, matched, errors, resets, stalls, delays,
-    /// outage, parts_stored, parts_stored_twice, outage_active.
+    /// outage, flips, parts_stored, parts_stored_twice, outage_active.
     func stats() async throws -> [String: Int] {
         ScriptProcess.integers(try await script.control("/__faults"))
     }

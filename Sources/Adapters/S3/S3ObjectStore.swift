@@ -29,6 +29,25 @@ public struct S3ObjectStore: ObjectStore {
         }
     }
 
+    public func fullObjectChecksum(of key: String) async throws -> (checksum: ObjectChecksum, etag: String)? {
+        let head = try await mapped { try await client.headObject(key: key, checksumMode: true) }
+        return Self.fullObject(head).map { ($0, head.etag) }
+    }
+
+    /// A checksum of the whole object from a HEAD: `FULL_OBJECT`, or a value with no type
+    /// (a single PutObject's, as SeaweedFS answers it) that is not `COMPOSITE`'s `…-N`.
+    static func fullObject(_ head: ObjectHead) -> ObjectChecksum? {
+        guard head.checksumType.map({ $0.uppercased() == "FULL_OBJECT" }) ?? true else { return nil }
+        if let value = head.checksumCRC32C, !value.contains("-"), ObjectChecksum.crc32cValue(value) != nil {
+            return ObjectChecksum(algorithm: .crc32c, value: value)
+        }
+        if let value = head.checksumSHA256, !value.contains("-") {
+            let candidate = ObjectChecksum(algorithm: .sha256, value: value)
+            if candidate.digest != nil { return candidate }
+        }
+        return nil
+    }
+
     public func list(prefix: String, after: String?, limit: Int, delimiter: String?) async throws -> ObjectPage {
         try await mapped {
             let page = try await client.listObjectsPage(prefix: prefix, startAfter: after, limit: limit, delimiter: delimiter)

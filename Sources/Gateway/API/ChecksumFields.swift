@@ -27,4 +27,11 @@ enum ChecksumFields {
         guard let checksums = jobs.checksums else { return nil }
         return try? await checksums.checksum(ofKey: key, etag: etag)
     }
+
+    /// The whole-object checksum S3 keeps for `key`, if it is still the version at `etag`
+    /// (`ObjectStore.fullObjectChecksum`); a failed ask answers nothing.
+    static func stores(_ jobs: JobPorts, key: String, etag: String) async -> ObjectChecksum? {
+        guard let found = try? await jobs.objects.fullObjectChecksum(of: key), found.etag == etag else { return nil }
+        return found.checksum
+    }
 }

@@ -126,8 +126,11 @@ struct ObjectRoutes: Sendable {
         Self.optional(&text, "cacheControl", attributes.cacheControl)
         Self.optional(&text, "contentDisposition", attributes.contentDisposition)
         Self.optional(&text, "serverSideEncryption", attributes.serverSideEncryption)
-        // Known only for objects the gateway wrote, and only while S3 still has that version.
-        text.rawField("checksum", ChecksumFields.json(await ChecksumFields.lookup(jobs, key: objectKey, etag: found.etag)))
+        // Known for objects the gateway wrote (only while S3 still has that version), or kept by
+        // S3 itself for the whole object.
+        var checksum = await ChecksumFields.lookup(jobs, key: objectKey, etag: found.etag)
+        if checksum == nil { checksum = await ChecksumFields.stores(jobs, key: objectKey, etag: found.etag) }
+        text.rawField("checksum", ChecksumFields.json(checksum))
         text.end()
         var response = Responses.json(200, bytes: text.bytes)
         response.headers.add("Cache-Control", "no-store")

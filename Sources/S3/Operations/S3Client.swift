@@ -76,8 +76,10 @@ public final class S3Client: Sendable {
         return (response.headers, response.body)
     }
 
-    public func headObject(key: String) async throws -> ObjectHead {
-        let response = try await send("HEAD", key: key)
+    /// HeadObject; with `checksumMode`, S3 also answers the checksum it keeps for the object
+    /// (`x-amz-checksum-mode: ENABLED`; on AWS, an SSE-KMS object's needs `kms:Decrypt`).
+    public func headObject(key: String, checksumMode: Bool = false) async throws -> ObjectHead {
+        let response = try await send("HEAD", key: key, headers: checksumMode ? [("x-amz-checksum-mode", "ENABLED")] : [])
         var metadata: [String: String] = [:]
         for (name, value) in response.headers where name.lowercased().hasPrefix("x-amz-meta-") {
             metadata[String(name.lowercased().dropFirst("x-amz-meta-".count))] = value
@@ -88,7 +90,9 @@ public final class S3Client: Sendable {
             metadata: metadata, cacheControl: response.header("cache-control"),
             contentDisposition: response.header("content-disposition"),
             serverSideEncryption: response.header("x-amz-server-side-encryption"),
-            kmsKeyId: response.header("x-amz-server-side-encryption-aws-kms-key-id"))
+            kmsKeyId: response.header("x-amz-server-side-encryption-aws-kms-key-id"),
+            checksumCRC32C: response.header("x-amz-checksum-crc32c"), checksumSHA256: response.header("x-amz-checksum-sha256"),
+            checksumType: response.header("x-amz-checksum-type"))
     }
 
     /// DeleteObject; with `ifMatch`, only while the object has that ETag (412 otherwise).

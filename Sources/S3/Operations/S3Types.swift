@@ -11,6 +11,12 @@ public struct ObjectHead: Sendable, Equatable {
     /// `AES256` or `aws:kms`, when S3 says.
     public var serverSideEncryption: String?
     public var kmsKeyId: String?
+    /// `x-amz-checksum-crc32c`, `x-amz-checksum-sha256` and `x-amz-checksum-type` of a HEAD
+    /// asked with `x-amz-checksum-mode: ENABLED`, when S3 keeps one (`COMPOSITE` values of a
+    /// multipart object end in `-N`: a checksum of the parts' checksums, not of the object).
+    public var checksumCRC32C: String? = nil
+    public var checksumSHA256: String? = nil
+    public var checksumType: String? = nil
 }
 
 /// A part S3 holds for a multipart upload.

@@ -29,10 +29,12 @@ public struct ObjectChecksum: Sendable, Equatable {
         }
     }
 
+    /// Which digest.
     public let algorithm: Algorithm
     /// Base64 of the digest's bytes.
     public let value: String
 
+    /// A checksum of `algorithm` whose digest is `value` (base64, as S3 writes it).
     public init(algorithm: Algorithm, value: String) {
         self.algorithm = algorithm
         self.value = value

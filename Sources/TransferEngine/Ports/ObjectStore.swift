@@ -44,9 +44,16 @@ public protocol ObjectStore: Sendable {
     /// DeleteObject; with `ifMatch`, only while the object has that ETag (else
     /// `TransferError.preconditionFailed`, nothing deleted).
     func deleteObject(key: String, ifMatch: String?) async throws
+    /// The whole-object checksum the store itself keeps for `key` (S3's `FULL_OBJECT` type,
+    /// asked for with a HEAD), and the ETag it belongs to; nil when it keeps none, or only a
+    /// checksum of part checksums. Stores that keep none need not implement it.
+    func fullObjectChecksum(of key: String) async throws -> (checksum: ObjectChecksum, etag: String)?
 }
 
 extension ObjectStore {
+    /// No checksum of the store's own.
+    public func fullObjectChecksum(of key: String) async throws -> (checksum: ObjectChecksum, etag: String)? { nil }
+
     /// CompleteMultipartUpload, whatever the key holds.
     public func completeMultipartUpload(key: String, uploadID: String, parts: [RecordedPart]) async throws -> String {
         try await completeMultipartUpload(key: key, uploadID: uploadID, parts: parts, condition: nil)

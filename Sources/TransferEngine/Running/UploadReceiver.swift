@@ -39,8 +39,9 @@ public struct UploadReceiver: Sendable {
         case unavailable(committed: Int64)
     }
 
-    /// A digest the request's bytes must have (tus `Upload-Checksum`); until it is checked at
-    /// the end of the body, nothing of the request is recorded.
+    /// A digest the request's bytes must have (tus `Upload-Checksum`, an upload job's RFC 9530
+    /// `Content-Digest`), computed as the body is read; until it is checked at the end of the
+    /// body, nothing of the request is recorded.
     public struct Checksum: Sendable {
         public let algorithm: Digest.Algorithm
         public let expected: [UInt8]
