@@ -50,6 +50,7 @@ struct EventPrinter: Sendable {
             var object: [String: Any] = ["event": "completed", "id": id, "size": result.size, "reference": result.reference.description]
             if let key = result.objectKey { object["objectKey"] = key }
             if let etag = result.etag { object["etag"] = etag }
+            if let checksum = result.checksum { object["checksum"] = ["algorithm": checksum.algorithm, "value": checksum.value] }
             if let file = result.fileURL { object["file"] = file.path }
             return object
         case .failed(let error):
