@@ -323,6 +323,7 @@ public enum Schema {
                 "CREATE INDEX identity_holds_instance ON identity_holds (instance_id)",
             ]),
         Schema.eventFeed,
+        Schema.keyLocks,
     ])
 
     /// The newest schema version this binary knows.
