@@ -47,6 +47,32 @@ struct UploadResource: Sendable {
         return (try? await jobs.store.job(id: jobID)) ?? job
     }
 
+    /// The job once no request streams its bytes, waiting at most `limit` for the one that does
+    /// (`running`, not completing: it holds the job's lease) to end. A client resumes after a
+    /// connection it saw die, and the request on that connection may still be saving its bytes
+    /// (or not know yet that its client is gone): the offset it is then told must be one an
+    /// append will take (draft-ietf-httpbis-resumable-upload -05 §5). After `limit`, the job as it
+    /// is: its durable offset, which an append takes once that request ends.
+    func afterStreaming(_ job: Job, limit: Duration = .seconds(2)) async throws -> Job {
+        var current = job
+        let changes = jobs.changes, deadline = ContinuousClock.now + limit
+        while current.state == .running && !current.completing {
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { break }
+            // The ticket first: a change between the read and the wait is not missed.
+            let ticket = changes.ticket(for: job.id)
+            guard let fresh = try await jobs.store.job(id: job.id) else { break }
+            current = fresh
+            guard current.state == .running && !current.completing else {
+                changes.forget(ticket, of: job.id)
+                break
+            }
+            // Without the change listener (a test rig, PostgreSQL reconnecting), look again soon.
+            _ = await changes.wait(ticket, for: job.id, timeout: changes.isLive ? left : min(left, .milliseconds(100)))
+        }
+        return current
+    }
+
     /// How a termination ended.
     enum Termination {
         case terminated

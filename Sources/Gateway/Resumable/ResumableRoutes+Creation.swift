@@ -37,13 +37,15 @@ extension ResumableRoutes {
         }
         let job = try await Shield.run { try await store.insert(pending, quota: quota) }
         let location = location(http, id: job.id)
+        var informational: HTTPHeaders?
         if let version {
-            // Before any byte of the body is read: a client cut off from here on can resume.
+            // Sent before any byte of the body is read: a client cut off from then on can resume.
             var fields = [version.field, ("Location", location)]
             if let limit = limit(version, job) { fields.append(limit) }
-            _ = await http.sendInformational(status: 104, headers: HTTPHeaders(fields.map { (name: $0.0, value: $0.1) }))
+            informational = HTTPHeaders(fields.map { (name: $0.0, value: $0.1) })
         }
-        return try await receive(http, job: job, offset: 0, complete: complete, version: version, location: location)
+        return try await receive(
+            http, job: job, offset: 0, complete: complete, version: version, location: location, informational: informational)
     }
 
     /// Whether the creation's content ends the upload. Without a version the gateway speaks,

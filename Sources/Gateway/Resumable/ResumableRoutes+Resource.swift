@@ -4,6 +4,9 @@ import TransferEngine
 /// The upload resource at `/v1/resumable/{id}`: offset retrieval (`HEAD`), append (`PATCH`),
 /// cancellation (`DELETE`), and the bytes of creation and append alike.
 extension ResumableRoutes {
+    /// How long a request waits for another one streaming the same upload to end.
+    static let busyWait = Duration.seconds(2)
+
     /// A request's version, or the refusal of one the gateway does not speak.
     private func version(of http: HTTPRequest) throws(APIError) -> InteropVersion {
         guard let version = InteropVersion.ofResourceRequest(http.headers) else {
@@ -28,7 +31,7 @@ extension ResumableRoutes {
         for field in ["upload-offset", version.completenessField.lowercased(), "upload-length"] where http.headers[field] != nil {
             throw APIError.validation("Offset retrieval carries no Upload-Offset, \(version.completenessField) or Upload-Length.")
         }
-        let job = await resource.settled(try await activeUpload(http, id: id))
+        let job = await resource.settled(try await resource.afterStreaming(try await activeUpload(http, id: id)))
         let complete = job.state == .completed
         var response = HTTPResponse(status: 204, headers: HTTPHeaders([("Cache-Control", "no-store")]))
         response.headers.add("Upload-Offset", String(complete ? job.bytesTotal ?? job.bytesCommitted : job.bytesCommitted))
@@ -57,7 +60,7 @@ extension ResumableRoutes {
         case .success(nil) where version.number == 3: complete = true  // draft -01: omitted means complete
         case .success(nil): throw APIError.validation("An append says Upload-Complete (?0 or ?1).")
         }
-        let job = try await activeUpload(http, id: id)
+        let job = try await resource.afterStreaming(try await activeUpload(http, id: id))
         let content = http.body.expectedLength.map(Int64.init)
         if job.state == .completed {
             // The answer to the last request was lost: the same final answer again (draft -09 on).
@@ -93,13 +96,22 @@ extension ResumableRoutes {
 
     /// Streams the request's content into the job from `offset` and answers: 201 with the job
     /// once the upload is complete, 201 with the new offset while it is not, else the refusal of
-    /// the outcome (the same codes as `/v1/jobs/{id}/data`), with the offset where known.
+    /// the outcome (the same codes as `/v1/jobs/{id}/data`), with the offset where known. A
+    /// creation's 104 (`informational`) goes out when the receiver first reads the body.
     func receive(
-        _ http: HTTPRequest, job: Job, offset: Int64, complete: Bool, version: InteropVersion?, location: String?
+        _ http: HTTPRequest, job: Job, offset: Int64, complete: Bool, version: InteropVersion?, location: String?,
+        informational: HTTPHeaders? = nil
     ) async throws -> HTTPResponse {
-        let uploads = jobs.receiver, request = RequestBodyBytes(body: http.body)
-        let body: any ByteSource = complete ? request : UnfinishedBody(body: request)
-        let outcome = try await Shield.run { try await uploads.receive(jobID: job.id, offset: offset, body: body) }
+        let uploads = jobs.receiver, watched = WatchedBody(http, informational: informational)
+        let body: any ByteSource = complete ? watched : UnfinishedBody(body: watched)
+        var outcome = try await Shield.run { try await uploads.receive(jobID: job.id, offset: offset, body: body) }
+        // Turned away unread: the request before this one (whose connection the client saw die)
+        // may be handing the job back this instant. Its bytes are saved; try again shortly.
+        let deadline = ContinuousClock.now + Self.busyWait
+        while case .busy = outcome, !watched.wasRead, ContinuousClock.now < deadline, !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(25))
+            outcome = try await Shield.run { try await uploads.receive(jobID: job.id, offset: offset, body: body) }
+        }
         switch outcome {
         case .completed:
             return completed(try await jobs.store.job(id: job.id) ?? job, version, location: location)
