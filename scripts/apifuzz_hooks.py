@@ -7,9 +7,10 @@ import requests
 import schemathesis
 
 
-@schemathesis.serializer("application/offset+octet-stream")
+@schemathesis.serializer("application/offset+octet-stream", "application/partial-upload")
 def offset_octet_stream(ctx, value):
-    """tus PATCH bodies: bytes as they are; anything else generated is sent as its UTF-8 text."""
+    """tus and resumable-upload PATCH bodies: bytes as they are; anything else generated is
+    sent as its UTF-8 text."""
     if isinstance(value, bytes):
         return value
     return str(value).encode("utf-8")

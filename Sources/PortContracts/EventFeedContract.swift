@@ -8,8 +8,30 @@ import TransferEngine
 public enum EventFeedContract {
     /// Every case, in the order they are listed.
     public static let cases: [ContractCase<EventFeedFixture>] = [
-        eachIdentityIsNumberedFromOneWithNoGaps, aSweepDropsOldEventsAndTheNumberingGoesOn,
+        eachIdentityIsNumberedFromOneWithNoGaps, aSweepDropsOldEventsAndTheNumberingGoesOn, objectChangesAreNumberedWithTheRest,
     ]
+
+    static let objectChangesAreNumberedWithTheRest = ContractCase<EventFeedFixture>(
+        "an object change recorded by a route is numbered with the job events and read back as it was recorded"
+    ) { f in
+        let alice = f.owner("alice")
+        let job = try await f.createJob(owner: alice)
+        let deleted = ObjectChange(
+            source: .init(accessLevel: "private", key: "a/ü.txt", identityId: alice, objectKey: "private/\(alice)/a/ü.txt"))
+        let moved = ObjectChange(
+            source: .init(accessLevel: "public", key: "x", identityId: nil, objectKey: "public/x"),
+            destination: .init(accessLevel: "protected", key: "y", identityId: alice, objectKey: "protected/\(alice)/y"), size: 12,
+            etag: "\"e\"")
+        try await f.feed.record(owner: alice, type: "object.deleted", change: deleted)
+        try await f.feed.record(owner: alice, type: "object.moved", change: moved)
+        let all = try await f.feed.events(owner: alice, after: 0, limit: 10)
+        #expect(all.map(\.sequence) == [1, 2, 3, 4])
+        #expect(all.map(\.type) == ["job.created", "job.completed", "object.deleted", "object.moved"])
+        #expect(all.map(Self.subjectID) == [job.id, job.id, "private/\(alice)/a/ü.txt", "public/x"])
+        #expect(all.dropFirst(2).map(\.subject) == [.object(deleted), .object(moved)])
+        #expect(try await f.feed.events(owner: alice, after: 3, limit: 10).map(\.type) == ["object.moved"])
+        #expect(try await f.feed.latest(owner: alice) == 4)
+    }
 
     static let eachIdentityIsNumberedFromOneWithNoGaps = ContractCase<EventFeedFixture>(
         "each identity's events are numbered 1, 2, 3…, read after a number, oldest first, at most a limit, and nobody else's"
@@ -59,6 +81,7 @@ public enum EventFeedContract {
         switch event.subject {
         case .job(let job): return job.id
         case .upload(let upload): return upload.id
+        case .object(let change): return change.source.objectKey
         }
     }
 }

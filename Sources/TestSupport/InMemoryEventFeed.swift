@@ -36,6 +36,10 @@ public final class InMemoryEventFeed: EventFeed {
         return event
     }
 
+    public func record(owner: String, type: String, change: ObjectChange) async throws {
+        record(owner: owner, type: type, subject: .object(change))
+    }
+
     public func events(owner: String, after: Int64, limit: Int) async throws -> [FeedEvent] {
         state.withLock { s in Array((s.events[owner] ?? []).filter { $0.sequence > after }.prefix(limit)) }
     }

@@ -115,6 +115,41 @@ import TransferEngine
         #expect(extra.status == 400 && extra.code == "unknown_field")
     }
 
+    /// Deletes (one, many) and moves are told in the event feed, `object.deleted` and
+    /// `object.moved`, to the caller and to the owner of each key space touched; a refused
+    /// change tells nothing.
+    @Test func deletesAndMovesAreToldInTheEventFeed() async throws {
+        let rig = try RouteRig()
+        for name in ["one", "two", "three", "four"] { rig.objects.put("private/alice/\(name)", [1, 2, 3]) }
+        #expect(try await rig.send("DELETE", "/v1/objects?accessLevel=private&key=one", as: "alice").status == 204)
+        let many = try await rig.send(
+            "POST", "/v1/objects/delete", as: "alice", json: ["accessLevel": "private", "keys": ["two", "three"]])
+        #expect(many.status == 200)
+        let moved = try await rig.send(
+            "POST", "/v1/objects/move", as: "alice",
+            json: ["source": ["accessLevel": "private", "key": "four"], "destination": ["accessLevel": "public", "key": "shared/four"]])
+        #expect(moved.status == 200)
+        #expect(try await rig.send("DELETE", "/v1/objects?accessLevel=private&key=four", as: "alice").status == 404)
+        #expect(try await rig.send("DELETE", "/v1/objects?accessLevel=public&key=shared/four", as: "bob").status == 204)
+        let answer = try await rig.send("GET", "/v1/events?since=0", as: "alice", headers: [("Accept", "application/json")])
+        let events = answer.json["events"] as? [[String: Any]] ?? []
+        #expect(
+            events.map { $0["type"] as? String } == ["object.deleted", "object.deleted", "object.deleted", "object.moved"], "\(answer.json)"
+        )
+        let first = events.first?["data"] as? [String: Any] ?? [:]
+        #expect(first["accessLevel"] as? String == "private" && first["key"] as? String == "one", "\(first)")
+        #expect(first["identityId"] as? String == "alice" && first["objectKey"] as? String == "private/alice/one")
+        let move = events.last?["data"] as? [String: Any] ?? [:]
+        #expect((move["source"] as? [String: Any])?["key"] as? String == "four", "\(move)")
+        let destination = move["destination"] as? [String: Any] ?? [:]
+        #expect(destination["objectKey"] as? String == "public/shared/four" && destination["identityId"] == nil)
+        #expect(move["size"] as? Int == 3 && move["etag"] as? String == moved.json["etag"] as? String)
+        // Bob deleted a public object: his feed hears of it, Alice's does not.
+        let bobs = try await rig.feed.events(owner: "bob", after: 0, limit: 10)
+        #expect(bobs.map(\.type) == ["object.deleted"])
+        #expect(try await rig.feed.latest(owner: "alice") == 4)
+    }
+
     @Test func propertiesAndDeleteFollowTheRules() async throws {
         let rig = try RouteRig()
         rig.objects.put(

@@ -75,6 +75,15 @@ struct TestResponder: HTTPResponder {
             }
         case ("POST", "/early"):
             return .text(413, "too large")
+        case ("POST", "/informed"):
+            // A 104 before the body is read; statuses a handler may not send are refused.
+            let informed = await request.sendInformational(
+                status: 104, headers: HTTPHeaders([("Location", "/somewhere"), ("X-Seen", "\(request.body.bytesReceived)")]))
+            var refused: [Int] = []
+            for status in [100, 101, 200] where await !request.sendInformational(status: status) { refused.append(status) }
+            let body = (try? await request.body.collect(upTo: 1 << 20)) ?? []
+            let after = await request.sendInformational(status: 103)
+            return .text(200, "informed=\(informed) refused=\(refused) body=\(body.count) after=\(after)")
         case ("GET", "/stream"):
             return HTTPResponse(
                 status: 200,

@@ -7,7 +7,7 @@ import Testing
 @testable import TransferGateway
 
 /// The file-browser routes against SeaweedFS: folders by delimiter, a move (copy pinned to the
-/// source's ETag, then the source deleted) and a bulk delete.
+/// source's ETag, then the source deleted) and a bulk delete, each told in the event feed.
 @Suite(.enabled(if: liveTestsEnabled, "set GATEWAY_LIVE_TESTS=1 (scripts/test.sh does)"), .serialized)
 struct ObjectsAPILiveTests {
     @Test func foldersMovesAndBulkDeletes() async throws {
@@ -49,6 +49,14 @@ struct ObjectsAPILiveTests {
         #expect((after.json["objects"] as? [Any])?.isEmpty == true, "\(after.json)")
         _ = try await gateway.request(
             "POST", "/v1/objects/delete", token: token, json: ["accessLevel": "protected", "keys": ["album/1.jpg"]])
+        // Each change is in the owner's event feed, in order, numbered from 1.
+        let feed = try await gateway.request("GET", "/v1/events?since=0", token: token, headers: ["Accept": "application/json"])
+        let events = feed.json["events"] as? [[String: Any]] ?? []
+        #expect(events.map { $0["id"] as? String } == (1...6).map { String($0) }, "\(feed.json)")
+        #expect(events.map { $0["type"] as? String } == ["object.moved"] + Array(repeating: "object.deleted", count: 5))
+        let move = events.first?["data"] as? [String: Any] ?? [:]
+        #expect((move["destination"] as? [String: Any])?["objectKey"] as? String == "protected/\(owner)/album/1.jpg", "\(move)")
+        #expect(move["etag"] as? String == moved.json["etag"] as? String && move["size"] as? Int == body.count)
         await gateway.stop()
     }
 }

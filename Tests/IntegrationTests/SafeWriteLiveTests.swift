@@ -39,15 +39,6 @@ extension JobTableTests {
                 return try await group.reduce(into: [Int: (Int, String?)]()) { $0[$1.0] = ($1.1, $1.2) }
             }
             let statuses = (0..<2).map { answers[$0]?.0 ?? 0 }
-            if statuses == [200, 200] {
-                // As for client uploads: the store's check is not exclusive between two writes at
-                // the same moment, and the gateway does not yet serialize them per key.
-                withKnownIssue("two racing uploads both landed (store not exclusive)", isIntermittent: true) {
-                    Issue.record("both uploads landed")
-                }
-                await setup.stop()
-                return
-            }
             #expect(statuses.sorted() == [200, 412], "\(statuses)")
             let winner = statuses[0] == 200 ? 0 : 1, loser = 1 - winner
             #expect(answers[loser]?.1 == "object_exists", "\(String(describing: answers[loser]))")

@@ -1,3 +1,4 @@
+import Foundation
 import Gateway
 import Postgres
 import TransferEngine
@@ -5,7 +6,8 @@ import TransferEngine
 /// `EventFeed` over PostgreSQL: the `feed_events` table that the triggers of migration 14 fill
 /// (`Schema+EventFeed.swift`). Each event's `snapshot` is the job's or the upload's row as the
 /// change left it; it is read back as a row of its table (`jsonb_populate_record`), so the job
-/// and upload stores' own column lists and decoders read it.
+/// and upload stores' own column lists and decoders read it. An object change (recorded by the
+/// object routes through the same numbering function) keeps its `ObjectChange` as JSON.
 public struct PostgresEventFeed: EventFeed {
     let pool: PostgresPool
 
@@ -35,9 +37,26 @@ public struct PostgresEventFeed: EventFeed {
                 CROSS JOIN LATERAL jsonb_populate_record(NULL::uploads, f.snapshot) AS uploads
                 """
             ).map { row in try Self.event(row, .upload(try PostgresClientUploadStore.decode(row))) }
-            return jobs + uploads
+            let objects = try connection.query(
+                """
+                SELECT seq AS feed_seq, type AS feed_type, (extract(epoch FROM created_at) * 1000)::bigint AS feed_ms,
+                       snapshot::text AS change
+                FROM feed_events WHERE owner = \(owner) AND seq > \(after) AND starts_with(type, 'object.')
+                ORDER BY seq LIMIT \(limit)
+                """
+            ).map { row in
+                try Self.event(row, .object(try JSONDecoder().decode(ObjectChange.self, from: Data(try row.string("change").utf8))))
+            }
+            return jobs + uploads + objects
         }
         return Array(found.sorted { $0.sequence < $1.sequence }.prefix(limit))
+    }
+
+    public func record(owner: String, type: String, change: ObjectChange) async throws {
+        let snapshot = String(decoding: try JSONEncoder().encode(change), as: UTF8.self)
+        try await pool.withTransaction { connection in
+            try connection.query("SELECT gateway_feed_record(\(owner), \(type), gen_random_uuid(), \(snapshot)::jsonb)")
+        }
     }
 
     public func latest(owner: String) async throws -> Int64 {

@@ -324,6 +324,7 @@ public enum Schema {
             ]),
         Schema.eventFeed,
         Schema.checksums,
+        Schema.keyLocks,
     ])
 
     /// The newest schema version this binary knows.

@@ -7,13 +7,17 @@ import TransferEngine
 /// The engine's `ObjectStore` port over the S3 client. S3 errors become `TransferError`
 /// with S3's code and the client's retry verdict. Every body sent carries a checksum S3
 /// verifies: `checksum` says which for a single PutObject; a part's upload says it for parts.
+/// A conditional write (a `WriteCondition`, a delete with `ifMatch`) holds its key in `keyLocks`
+/// while it runs: the store checks the condition, but two writes at one instant may both pass.
 public struct S3ObjectStore: ObjectStore {
     let client: S3Client
     let checksum: PartChecksum
+    let keyLocks: (any KeyLocks)?
 
-    public init(client: S3Client, checksum: PartChecksum = .crc32c) {
+    public init(client: S3Client, checksum: PartChecksum = .crc32c, keyLocks: (any KeyLocks)? = nil) {
         self.client = client
         self.checksum = checksum
+        self.keyLocks = keyLocks
     }
 
     public func properties(of key: String) async throws -> ObjectProperties {
@@ -87,7 +91,7 @@ public struct S3ObjectStore: ObjectStore {
     public func completeMultipartUpload(
         key: String, uploadID: String, parts: [RecordedPart], condition: WriteCondition?
     ) async throws -> String {
-        try await conditional(condition) {
+        try await conditional(condition, key: key) {
             try await client.completeMultipartUpload(
                 key: key, uploadId: uploadID, parts: parts.map { (partNumber: $0.number, etag: $0.etag) },
                 checksums: Dictionary(
@@ -114,7 +118,7 @@ public struct S3ObjectStore: ObjectStore {
         from sourceKey: String, to key: String, attributes: ObjectAttributesSpec?, ifMatch: String?, condition: WriteCondition?
     ) async throws -> String {
         do {
-            return try await mapped {
+            return try await held(key, when: condition != nil) {
                 try await client.copyObject(
                     from: sourceKey, to: key, attributes: attributes.map(Self.attributes), ifMatch: ifMatch,
                     conditions: Self.headers(condition))
@@ -127,7 +131,7 @@ public struct S3ObjectStore: ObjectStore {
     }
 
     public func deleteObject(key: String, ifMatch: String?) async throws {
-        try await mapped { try await client.deleteObject(key: key, ifMatch: ifMatch) }
+        try await held(key, when: ifMatch != nil) { try await client.deleteObject(key: key, ifMatch: ifMatch) }
     }
 
     public func uploadPart(key: String, uploadID: String, part: Int, data: PartData, checksum: PartChecksum) async throws -> RecordedPart {
@@ -156,7 +160,7 @@ public struct S3ObjectStore: ObjectStore {
         defer { withExtendedLifetime(data) {} }
         let md5 = checksum == .md5 ? try Self.contentMD5(data) : nil
         let crc = checksum == .crc32c ? try Self.crc32c(data) : nil
-        return try await conditional(condition) {
+        return try await conditional(condition, key: key) {
             try await client.putObject(
                 key: key, body: Self.body(data), attributes: Self.attributes(attributes.withDefaultType),
                 contentMD5: md5, checksumCRC32C: crc, conditions: Self.headers(condition))
@@ -172,13 +176,19 @@ public struct S3ObjectStore: ObjectStore {
         }
     }
 
-    /// `mapped`, a 412 being the write's own condition failing.
-    private func conditional<T>(_ condition: WriteCondition?, _ work: () async throws -> T) async throws -> T {
+    /// `mapped`, holding the key when there is a condition, a 412 being the condition failing.
+    private func conditional<T>(_ condition: WriteCondition?, key: String, _ work: () async throws -> T) async throws -> T {
         do {
-            return try await mapped(work)
+            return try await held(key, when: condition != nil, work)
         } catch let error as TransferError where error.code == .preconditionFailed {
             throw condition?.failure ?? error
         }
+    }
+
+    /// `mapped`, with `key` held in `keyLocks` while `work` runs when `when` is true.
+    private func held<T>(_ key: String, when: Bool, _ work: () async throws -> T) async throws -> T {
+        guard when, let keyLocks else { return try await mapped(work) }
+        return try await keyLocks.withLock("object:" + key) { try await mapped(work) }
     }
 
     public func read(key: String, range: ClosedRange<Int64>, ifMatch: String?) async throws -> [UInt8] {

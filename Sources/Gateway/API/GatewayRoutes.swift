@@ -30,6 +30,7 @@ public struct GatewayRoutes: Sendable {
         ObjectRoutes(context: context, jobs: jobs).register(in: &router)
         UploadsRoutes(context: context, jobs: jobs).register(in: &router)
         TusRoutes(context: context, jobs: jobs).register(in: &router)
+        ResumableRoutes(context: context, jobs: jobs).register(in: &router)
         if let feed = jobs.events { EventFeedRoutes(context: context, feed: feed, changes: jobs.changes).register(in: &router) }
         if let instances = context.instances { AdminRoutes(context: context, instances: instances).register(in: &router) }
         return router

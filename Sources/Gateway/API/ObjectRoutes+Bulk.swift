@@ -87,6 +87,9 @@ extension ObjectRoutes {
                 continue
             }
             if deleted.count > 1 { deleted.append(UInt8(ascii: ",")) }
+            let (key, objectKey) = granted[index]
+            let place = Self.place(level, key: key, target: target, identity: identity, objectKey: objectKey)
+            await announce("object.deleted", ObjectChange(source: place), caller: identity)
             var quoted = JSONText()
             quoted.appendString(granted[index].key)
             deleted += quoted.bytes
@@ -124,12 +127,15 @@ extension ObjectRoutes {
         let destination = try fields.object("destination")
         try destination.only(["accessLevel", "key", "targetIdentityId"], in: "destination.")
         // Moving takes the object away: its level's write rules, not only its read rules.
-        let from = try context.policy.granted(
-            .write, level: try source.accessLevel("accessLevel"), key: try source.requiredString("key"), identity: identity,
-            target: try source.string("targetIdentityId"))
-        let to = try context.policy.granted(
-            .write, level: try destination.accessLevel("accessLevel"), key: try destination.requiredString("key"),
-            identity: identity, target: try destination.string("targetIdentityId"))
+        let (fromLevel, fromKey, fromTarget) = (
+            try source.accessLevel("accessLevel"), try source.requiredString("key"), try source.string("targetIdentityId")
+        )
+        let (toLevel, toKey, toTarget) = (
+            try destination.accessLevel("accessLevel"), try destination.requiredString("key"),
+            try destination.string("targetIdentityId")
+        )
+        let from = try context.policy.granted(.write, level: fromLevel, key: fromKey, identity: identity, target: fromTarget)
+        let to = try context.policy.granted(.write, level: toLevel, key: toKey, identity: identity, target: toTarget)
         let objects = jobs.objects
         let found = try await Self.found { try await objects.properties(of: from) }
         // A move onto itself is done already.
@@ -150,6 +156,11 @@ extension ObjectRoutes {
             try await objects.deleteObject(key: from)
             return etag
         }
+        let change = ObjectChange(
+            source: Self.place(fromLevel, key: fromKey, target: fromTarget, identity: identity, objectKey: from),
+            destination: Self.place(toLevel, key: toKey, target: toTarget, identity: identity, objectKey: to), size: found.size,
+            etag: etag)
+        await announce("object.moved", change, caller: identity)
         return Self.moved(to, size: found.size, etag: etag)
     }
 

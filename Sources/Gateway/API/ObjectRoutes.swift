@@ -145,6 +145,7 @@ struct ObjectRoutes: Sendable {
             .write, level: try Self.level(query), key: key, identity: identity,
             target: query["targetIdentityId"])
         let ifMatch = try query["ifMatch"].map { value throws(APIError) in try SafeWrite.etag(value) }
+        let level = try Self.level(query)
         let objects = jobs.objects
         // S3 answers a delete of a missing key as done; the API says 404, so it looks first.
         try await Shield.run {
@@ -155,6 +156,8 @@ struct ObjectRoutes: Sendable {
                 throw APIError(.preconditionFailed, "The object is no longer the one with that ETag; nothing was deleted.")
             }
         }
+        let place = Self.place(level, key: key, target: query["targetIdentityId"], identity: identity, objectKey: objectKey)
+        await announce("object.deleted", ObjectChange(source: place), caller: identity)
         return HTTPResponse(status: 204)
     }
 

@@ -53,6 +53,9 @@ public struct APIError: Error, Sendable, Equatable {
         case downloadExpired = "download_expired"
         case gone
         case tusVersionUnsupported = "tus_version_unsupported"
+        case interopVersionUnsupported = "interop_version_unsupported"
+        case uploadCompleted = "upload_completed"
+        case lengthMismatch = "length_mismatch"
         case payloadTooLarge = "payload_too_large"
         case unsupportedMediaType = "unsupported_media_type"
         case rangeNotSatisfiable = "range_not_satisfiable"
@@ -75,7 +78,8 @@ public struct APIError: Error, Sendable, Equatable {
         public var status: Int {
             switch self {
             case .badRequest, .invalidJSON, .validationFailed, .unknownField, .optionNotSupported, .invalidKey, .forbiddenAddress,
-                .duplicateAuthorization, .checksumAlgorithmUnsupported, .invalidContentDigest, .checksumMismatch:
+                .duplicateAuthorization, .checksumAlgorithmUnsupported, .interopVersionUnsupported, .uploadCompleted,
+                .lengthMismatch, .invalidContentDigest, .checksumMismatch:
                 return 400
             case .unauthorized: return 401
             case .forbidden, .originNotAllowed: return 403

@@ -64,8 +64,11 @@ struct TusRoutes: Sendable {
         return refuse(.tusVersionUnsupported, "Tus-Resumable must be \(Self.version).", [("Tus-Version", Self.version)])
     }
 
+    /// The upload-job rules tus shares with Resumable Uploads for HTTP.
+    private var resource: UploadResource { UploadResource(context: context, jobs: jobs) }
+
     /// An upload expires `GATEWAY_UPLOAD_TTL` after its last byte (its creation before any).
-    private func expires(_ job: Job) -> Int { Int(max(job.bytesAt, job.createdAt) / 1000) + context.settings.uploadTTL }
+    private func expires(_ job: Job) -> Int { resource.expires(job) }
 
     // MARK: creation
 
@@ -204,35 +207,19 @@ struct TusRoutes: Sendable {
     }
 
     private func upload(_ http: HTTPRequest, id: String) async throws -> Lookup {
-        let job: Job
-        do {
-            (job, _) = try await OwnedResource.find(
-                http, id: id, authenticator: context.authenticator,
-                load: { try await jobs.store.job(id: $0) }, owner: \.owner)
-        } catch let error as APIError where error.code == .notFound {
-            return .failure(refuse(.notFound, "No such upload."))
+        switch try await resource.find(http, id: id) {
+        case .found(let job): return .success(job)
+        case .missing: return .failure(refuse(.notFound, "No such upload."))
+        case .ended: return .failure(refuse(.gone, "The upload was terminated or has expired."))
         }
-        guard job.kind == .upload else { return .failure(refuse(.notFound, "No such upload.")) }
-        if job.state == .canceled || (job.state != .completed && context.now() > expires(job)) {
-            return .failure(refuse(.gone, "The upload was terminated or has expired."))
-        }
-        return .success(job)
     }
 
     private func head(_ http: HTTPRequest, id: String) async throws -> HTTPResponse {
         if let refusal = versionRefusal(http) { return refusal }
-        var job: Job
+        let job: Job
         switch try await upload(http, id: id) {
-        case .success(let found): job = found
+        case .success(let found): job = await resource.settled(found)
         case .failure(let refusal): return refusal
-        }
-        if job.state == .running && job.completing, let total = job.bytesTotal, job.bytesCommitted == total {
-            // Every byte is in, but the request that sent the last ones ended (its instance died)
-            // before the job did: a tus client sees nothing left to send, so the gateway finishes
-            // it now, as an empty PATCH would (refused while that request's lease still holds).
-            let uploads = jobs.receiver, jobID = job.id
-            _ = try? await Shield.run { try await uploads.receive(jobID: jobID, offset: total, body: UploadFinisher.NoBytes()) }
-            job = (try? await jobs.store.job(id: jobID)) ?? job
         }
         var headers = [
             ("Upload-Offset", String(job.bytesCommitted)), ("Cache-Control", "no-store"),
@@ -293,19 +280,11 @@ struct TusRoutes: Sendable {
         case .success(let found): job = found
         case .failure(let refusal): return refusal
         }
-        guard job.state != .completed else {
-            return refuse(.jobNotPending, "The upload is complete; delete the object instead.")
-        }
         // As the jobs API cancels: a paused upload too; refused once its object is being written.
-        let cancellation = jobs.cancellation
-        switch try await Shield.run({ try await cancellation.cancel(job) }) {
-        case .completing:
-            return refuse(.jobCompleting, APIError.jobCompleting.detail)
-        case .unchanged(let after) where after.state == .completed:
-            return refuse(.jobNotPending, "The upload is complete; delete the object instead.")
-        case .canceled, .unchanged, .notFound:
-            break
+        switch try await resource.terminate(job) {
+        case .completing: return refuse(.jobCompleting, APIError.jobCompleting.detail)
+        case .completed: return refuse(.jobNotPending, "The upload is complete; delete the object instead.")
+        case .terminated: return answer(204)
         }
-        return answer(204)
     }
 }

@@ -231,6 +231,8 @@ struct ExchangeState: Equatable {
     var responseStarted = false
     var responseDone = false
     var sentContinue = false
+    /// Informational answers (1xx other than 100) sent before the final one.
+    var informationalSent = 0
     var closeAfter = false
     /// The handler answered before reading the body: the rest is read and dropped.
     var discarding = false

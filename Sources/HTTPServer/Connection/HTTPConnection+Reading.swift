@@ -160,7 +160,11 @@ extension HTTPConnection {
         let exchange = Exchange(head: head, body: body, limits: context.configuration.limits, bodyArrived: bodyArrivedWithHead)
         self.exchange = exchange
         exchange.countedClient = client
-        let request = HTTPRequest(head: head, body: body, remoteAddress: remoteAddress, clientAddress: client, server: context)
+        let request = HTTPRequest(
+            head: head, body: body, remoteAddress: remoteAddress, clientAddress: client, server: context,
+            informational: { [weak self] status, headers in
+                await self?.sendInformational(status, headers: headers, for: exchange) ?? false
+            })
         let responder = context.responder
         if let response = responder.respondAtOnce(to: request) {
             if answerAtOnce(response, for: exchange) {

@@ -9,17 +9,35 @@ public struct HTTPRequest: Sendable {
     /// The client's address: the peer's, or the one a trusted proxy forwards (`X-Forwarded-For`).
     public let clientAddress: String
     private let server: ServerContext?
+    private let informational: Informational?
+
+    /// Sends an informational answer on the request's connection (nil outside a server).
+    typealias Informational = @Sendable (Int, HTTPHeaders) async -> Bool
 
     public init(head: HTTPRequestHead, body: RequestBody, remoteAddress: String, clientAddress: String? = nil) {
         self.init(head: head, body: body, remoteAddress: remoteAddress, clientAddress: clientAddress, server: nil)
     }
 
-    init(head: HTTPRequestHead, body: RequestBody, remoteAddress: String, clientAddress: String?, server: ServerContext?) {
+    init(
+        head: HTTPRequestHead, body: RequestBody, remoteAddress: String, clientAddress: String?, server: ServerContext?,
+        informational: Informational? = nil
+    ) {
         self.head = head
         self.body = body
         self.remoteAddress = remoteAddress
         self.clientAddress = clientAddress ?? remoteAddress
         self.server = server
+        self.informational = informational
+    }
+
+    /// Sends an informational answer (1xx, e.g. `104 Upload Resumption Supported`) ahead of the
+    /// final one, at once, before the handler reads any more of the body. True when it went
+    /// out; false when it may not: to an HTTP/1.0 client, with a status outside 102–199, once the
+    /// final answer has started, on a closing connection, or outside a server. A handler goes
+    /// on either way; informational answers are advice a client may never see.
+    public func sendInformational(status: Int, headers: HTTPHeaders = HTTPHeaders()) async -> Bool {
+        guard let informational else { return false }
+        return await informational(status, headers)
     }
 
     /// True once the server is shutting down. A handler that holds its answer back (a long poll)

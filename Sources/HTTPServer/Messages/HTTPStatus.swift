@@ -3,6 +3,9 @@ public enum HTTPStatus {
     public static func reason(_ status: Int) -> String {
         switch status {
         case 100: return "Continue"
+        case 102: return "Processing"
+        case 103: return "Early Hints"
+        case 104: return "Upload Resumption Supported"
         case 200: return "OK"
         case 201: return "Created"
         case 202: return "Accepted"

@@ -23,21 +23,7 @@ enum ResponseHead {
         out.append(0x20)
         out.append(text: HTTPStatus.reason(status))
         out.append(contentsOf: crlf)
-        for (name, value) in headers {
-            if name.equalsIgnoringASCIICase("content-length") || name.equalsIgnoringASCIICase("transfer-encoding")
-                || name.equalsIgnoringASCIICase("connection") || name.equalsIgnoringASCIICase("date")
-            {
-                continue
-            }
-            // A name that is not a token, or a value with CR, LF or NUL, would split the
-            // response: drop the field rather than send it.
-            if name.isEmpty || !name.utf8.allSatisfy(ByteClass.isTchar) { continue }
-            if value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) { continue }
-            out.append(text: name)
-            out.append(contentsOf: colonSpace)
-            out.append(text: value)
-            out.append(contentsOf: crlf)
-        }
+        appendFields(headers, to: &out)
         out.append(contentsOf: datePrefix)
         out.append(text: date)
         out.append(contentsOf: crlf)
@@ -62,6 +48,37 @@ enum ResponseHead {
         } else if version == .http10 {
             out.append(contentsOf: keepAliveLine)
         }
+        out.append(contentsOf: crlf)
+        return out
+    }
+
+    /// The fields of `headers` but those the server owns (framing, connection, date).
+    private static func appendFields(_ headers: HTTPHeaders, to out: inout [UInt8]) {
+        for (name, value) in headers {
+            if name.equalsIgnoringASCIICase("content-length") || name.equalsIgnoringASCIICase("transfer-encoding")
+                || name.equalsIgnoringASCIICase("connection") || name.equalsIgnoringASCIICase("date")
+            {
+                continue
+            }
+            // A name that is not a token, or a value with CR, LF or NUL, would split the
+            // response: drop the field rather than send it.
+            if name.isEmpty || !name.utf8.allSatisfy(ByteClass.isTchar) { continue }
+            if value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) { continue }
+            out.append(text: name)
+            out.append(contentsOf: colonSpace)
+            out.append(text: value)
+            out.append(contentsOf: crlf)
+        }
+    }
+
+    /// An informational answer (RFC 9112 §4, RFC 9110 §15.2): status line, the caller's
+    /// fields, the empty line; never framing or content. Always HTTP/1.1: none goes to 1.0.
+    static func informational(status: Int, headers: HTTPHeaders) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(64 + headers.count * 48)
+        out.append(text: "HTTP/1.1 \(status) \(HTTPStatus.reason(status))")
+        out.append(contentsOf: crlf)
+        appendFields(headers, to: &out)
         out.append(contentsOf: crlf)
         return out
     }

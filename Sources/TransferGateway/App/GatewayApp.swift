@@ -76,7 +76,14 @@ public struct GatewayApp: Sendable {
         }
         let linkSecret = configuration.linkSecret ?? deployment.linkSecret ?? Digest.hex(Digest.randomBytes(32))
         let settings = try Self.settings(configuration, linkSecret: linkSecret)
-        let objects = S3ObjectStore(client: s3, checksum: configuration.s3Checksum)
+        // Sessions of an instance with a receiver record events (the trigger of migration 7).
+        let pool = configuration.databaseURL.map { url in
+            PostgresPool(
+                url: url, size: configuration.workers + 4,
+                settings: configuration.webhookURL == nil ? [] : [("gateway.webhooks", "on")])
+        }
+        let keyLocks: any KeyLocks = pool.map { PostgresKeyLocks(pool: $0) } ?? ProcessKeyLocks()
+        let objects = S3ObjectStore(client: s3, checksum: configuration.s3Checksum, keyLocks: keyLocks)
         let spool: DirectorySpool
         do {
             spool = try DirectorySpool(
@@ -92,12 +99,8 @@ public struct GatewayApp: Sendable {
         self.changes = changes
         var checks: [any DependencyCheck] = []
         var jobs: JobPorts?
-        if let url = configuration.databaseURL {
+        if let url = configuration.databaseURL, let pool {
             checks.append(PostgresCheck(probe: PostgresProbe(url: url)))
-            // Sessions of an instance with a receiver record events (the trigger of migration 7).
-            let pool = PostgresPool(
-                url: url, size: configuration.workers + 4,
-                settings: configuration.webhookURL == nil ? [] : [("gateway.webhooks", "on")])
             let store = PostgresJobStore(pool: pool)
             let checksums = PostgresObjectChecksums(pool: pool)
             let clientUploads = PostgresClientUploadStore(pool: pool)
