@@ -131,7 +131,9 @@ public final class InMemoryClientUploadStore: ClientUploadStore {
 
     public func signed(id: String, partChecksums: [(part: Int, checksum: String)]) async throws {
         signatures.withLock { s in
-            for (part, checksum) in partChecksums { s[id, default: [:]][part, default: []].insert(checksum) }
+            for (part, checksum) in partChecksums where (s[id]?[part]?.count ?? 0) < ClientUpload.checksumsKeptPerPart {
+                s[id, default: [:]][part, default: []].insert(checksum)
+            }
         }
     }
 

@@ -108,14 +108,18 @@ public struct PostgresClientUploadStore: ClientUploadStore {
 
     public func signed(id: String, partChecksums: [(part: Int, checksum: String)]) async throws {
         guard !partChecksums.isEmpty else { return }
-        // Bound as two array literals (each element quoted and escaped), unnested into rows.
+        // Bound as two array literals (each element quoted and escaped), unnested into rows. A
+        // part keeps at most `ClientUpload.checksumsKeptPerPart` different checksums: past one
+        // it is ambiguous for good, so signing it again and again adds no rows.
         let parts = JobLifecycle.arrayLiteral(partChecksums.map { String($0.part) })
         let checksums = JobLifecycle.arrayLiteral(partChecksums.map(\.checksum))
+        let kept = ClientUpload.checksumsKeptPerPart
         try await pool.withConnection { connection in
             try connection.query(
                 """
                 INSERT INTO upload_part_checksums (upload_id, part_number, checksum)
                 SELECT \(id)::uuid, p, c FROM unnest(\(parts)::integer[], \(checksums)::text[]) AS s(p, c)
+                WHERE (SELECT count(*) FROM upload_part_checksums k WHERE k.upload_id = \(id)::uuid AND k.part_number = s.p) < \(kept)
                 ON CONFLICT DO NOTHING
                 """)
         }

@@ -3,6 +3,10 @@ import TransferEngine
 /// A client-driven multipart upload (`/v1/uploads`) as recorded: who owns it, its S3 upload and
 /// its plan. Recorded `creating` before S3 is asked, so a crash in between leaves a record.
 public struct ClientUpload: Sendable, Equatable {
+    /// Different checksums kept per part (`ClientUploadStore.signed`): two tell that a part is
+    /// ambiguous, and a client signing one part over and over adds no rows past them.
+    public static let checksumsKeptPerPart = 2
+
     /// `creating` → `open` → `completing` → `completed`, or → `aborting` → `aborted`. Complete
     /// and abort each claim the record (`open` → `completing` / `aborting`) before touching S3,
     /// so only one of them happens; a claim whose S3 call fails goes back to `open`.
@@ -73,8 +77,9 @@ public protocol ClientUploadStore: Sendable {
     func unclaim(id: String) async throws
     /// The completion claimed before is done; `checksum` is the object's, when known.
     func completed(id: String, etag: String, checksum: ObjectChecksum?) async throws
-    /// Part URLs were signed with these checksums (part number, base64 CRC-32C). Every
-    /// checksum ever signed for a part is kept: S3 holds bytes matching one of them.
+    /// Part URLs were signed with these checksums (part number, base64 CRC-32C). Up to
+    /// `ClientUpload.checksumsKeptPerPart` different ones are kept per part: S3 holds bytes
+    /// matching one of them, and a part with more than one is ambiguous whatever else comes.
     func signed(id: String, partChecksums: [(part: Int, checksum: String)]) async throws
     /// The checksums signed for each part of the upload.
     func signedChecksums(id: String) async throws -> [Int: Set<String>]
