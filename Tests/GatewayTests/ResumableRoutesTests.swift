@@ -125,12 +125,30 @@ struct ResumableRoutesTests {
             ("/v1/resumable/?key=r.bin&color=red", [v(6), ("Upload-Complete", "?1")], "unknown_field"),
             ("/v1/resumable/?key=r.bin&accessLevel=secret", [v(6), ("Upload-Complete", "?1")], "validation_failed"),
             ("/v1/resumable/?key=../r.bin", [v(6), ("Upload-Complete", "?1")], "invalid_key"),
+            // An ordinary upload (no version) is whole: an Upload-Length it sends must be its length.
+            ("/v1/resumable/?key=r.bin", [("Upload-Length", "5")], "length_mismatch"),
+            ("/v1/resumable/?key=r.bin", [("Upload-Incomplete", "AAA")], "validation_failed"),
+            ("/v1/resumable/?key=r.bin", [("Upload-Complete", "1")], "validation_failed"),
         ] as [(String, [(String, String)], String)])
     func creationRefusals(target: String, headers: [(String, String)], code: String) async throws {
         let rig = try RouteRig()
         let answer = try await rig.send("POST", target, as: "alice", body: Array("abc".utf8), headers: headers)
         #expect(answer.code == code, "\(answer.json)")
         #expect(try await rig.store.list(owner: "alice", state: nil, kind: nil, limit: 10, after: nil).isEmpty, "nothing made")
+    }
+
+    /// OPTIONS gives the limits in the version asked for, and refuses one the gateway does not
+    /// speak, as every other request does.
+    @Test func optionsGivesTheLimitsOrRefusesAnUnknownVersion() async throws {
+        let rig = try RouteRig()
+        let six = try await rig.send("OPTIONS", "/v1/resumable/", headers: [Self.v(6)])
+        #expect(six.status == 204 && six.headers["upload-limit"]?.contains("expires=") == true, "\(six.headers)")
+        let plain = try await rig.send("OPTIONS", "/v1/resumable/")
+        #expect(plain.status == 204 && plain.headers["upload-limit"]?.contains("max-age=") == true)
+        for bad in ["-58800", "2", "x"] {
+            let refused = try await rig.send("OPTIONS", "/v1/resumable/", headers: [("Upload-Draft-Interop-Version", bad)])
+            #expect(refused.status == 400 && refused.code == "interop_version_unsupported", "\(bad): \(refused.json)")
+        }
     }
 
     @Test func appendRefusals() async throws {

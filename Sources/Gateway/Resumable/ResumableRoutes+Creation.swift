@@ -53,6 +53,10 @@ extension ResumableRoutes {
     /// support "MUST NOT" say false).
     private func creationCompletes(_ headers: HTTPHeaders, _ version: InteropVersion?) throws(APIError) -> Bool {
         guard let version else {
+            for field in ["upload-complete", "upload-incomplete"] where headers[field].map({ StructuredField.boolean($0) == nil }) ?? false
+            {
+                throw APIError.validation("\(field) must be ?0 or ?1.")
+            }
             let incomplete =
                 headers["upload-complete"].flatMap(StructuredField.boolean) == false
                 || headers["upload-incomplete"].flatMap(StructuredField.boolean) == true
@@ -71,11 +75,12 @@ extension ResumableRoutes {
         }
     }
 
-    /// The upload's length when known: `Upload-Length` (interop 6 on), or the content's length
-    /// when the request is the whole upload; the two must agree (draft -05 §4: else 400).
+    /// The upload's length when known: `Upload-Length` (interop 6 on, and checked on an ordinary
+    /// upload that sends it), or the content's length when the request is the whole upload; the
+    /// two must agree (draft -05 §4: else 400).
     private func declaredSize(_ http: HTTPRequest, _ version: InteropVersion?, complete: Bool) throws(APIError) -> Int64? {
         var declared: Int64?
-        if version?.knowsLengthAndLimit == true, let field = http.headers["upload-length"] {
+        if version?.knowsLengthAndLimit ?? true, let field = http.headers["upload-length"] {
             guard let length = StructuredField.integer(field) else {
                 throw APIError.validation("Upload-Length must be a non-negative integer.")
             }

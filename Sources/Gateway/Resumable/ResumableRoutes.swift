@@ -29,9 +29,20 @@ struct ResumableRoutes: Sendable {
 
     /// The limits a client may learn before it creates an upload (draft -05 §8.2: `Upload-Limit`
     /// in the answer to `OPTIONS`).
+    /// A version the gateway does not speak is refused, as on every other request.
     private func options(_ http: HTTPRequest) -> HTTPResponse {
+        let version: InteropVersion
+        switch InteropVersion.detect(http.headers) {
+        case .supported(let named): version = named
+        case .absent: version = InteropVersion(number: 8)
+        case .unsupported:
+            return Responses.problem(
+                APIError(
+                    .interopVersionUnsupported,
+                    "Upload-Draft-Interop-Version must be one of \(InteropVersion.supported.map(String.init).joined(separator: ", ")).")
+            )
+        }
         var response = HTTPResponse(status: 204, headers: HTTPHeaders([("Allow", "OPTIONS, POST")]))
-        let version = InteropVersion.ofResourceRequest(http.headers) ?? InteropVersion(number: 8)
         if let limit = version.limit(maxSize: context.engine.maxObjectSize, lifetime: context.settings.uploadTTL) {
             response.headers.add(limit.0, limit.1)
         }
