@@ -165,6 +165,21 @@ extension JobTableTests {
             await gateway.stop()
         }
 
+        /// Behind a proxy that takes a 1xx for the final answer (GATEWAY_RESUMABLE_104=false),
+        /// a creation that names a version gets its final answer with no 104 before it.
+        @Test func withoutThe104SettingTheCreationAnswersOnlyAtTheEnd() async throws {
+            let gateway = try LiveGateway { $0.resumable104 = false }
+            let token = gateway.token("alice"), port = gateway.port
+            let key = "resumable-\(UUID().uuidString)/no104.bin"
+            let client = try LoopbackClient(port: port)
+            try client.send(
+                Self.head("POST", "/v1/resumable/?key=\(key)", port: port, token: token, Self.dialects[1].creation, length: 6) + "whole!")
+            let answer = try client.readResponse()
+            #expect(answer.status == 201, "no 104 first")
+            #expect(answer.header("location")?.contains("/v1/resumable/") == true && answer.header("upload-complete") == "?1")
+            await gateway.stop()
+        }
+
         @Test func aCreationWithoutTheVersionIsAnOrdinaryUploadWithNo104() async throws {
             let gateway = try LiveGateway()
             let token = gateway.token("alice"), port = gateway.port

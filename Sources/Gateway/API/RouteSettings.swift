@@ -7,6 +7,9 @@ public struct RouteSettings: Sendable {
     public var engine = EngineSettings()
     /// Whether reads of `public` objects need no token (`GATEWAY_ALLOW_GUEST_READ`).
     public var allowGuestRead = false
+    /// Whether a resumable-upload creation sends `104 Upload Resumption Supported` with the
+    /// upload's URL before the body (`GATEWAY_RESUMABLE_104`).
+    public var resumable104 = true
     /// Seconds a presigned URL lives unless asked otherwise (`GATEWAY_PRESIGN_EXPIRY`).
     public var presignExpiry = 3000
     /// The most seconds a presigned URL may be asked to live (`GATEWAY_PRESIGN_MAX_EXPIRY`).

@@ -38,7 +38,7 @@ extension ResumableRoutes {
         let job = try await Shield.run { try await store.insert(pending, quota: quota) }
         let location = location(http, id: job.id)
         var informational: HTTPHeaders?
-        if let version {
+        if let version, context.settings.resumable104 {
             // Sent before any byte of the body is read: a client cut off from then on can resume.
             var fields = [version.field, ("Location", location)]
             if let limit = limit(version, job) { fields.append(limit) }

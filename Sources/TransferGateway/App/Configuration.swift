@@ -37,6 +37,9 @@ public struct Configuration: Sendable {
     public var jwtIssuer: String?
     public var jwtAudience: String?
     public var allowGuestRead = false
+    /// Whether a resumable-upload creation gets its `104 Upload Resumption Supported` (off
+    /// behind a proxy that takes a 1xx for the final answer).
+    public var resumable104 = true
     public var presignExpiry = 3000
     public var presignMaxExpiry = 604_800
     public var partSize = 5 * 1024 * 1024
@@ -165,6 +168,7 @@ public struct Configuration: Sendable {
         c.jwtIssuer = try reader.string("GATEWAY_JWT_ISSUER")
         c.jwtAudience = try reader.string("GATEWAY_JWT_AUDIENCE")
         c.allowGuestRead = try reader.bool("GATEWAY_ALLOW_GUEST_READ") ?? false
+        c.resumable104 = try reader.bool("GATEWAY_RESUMABLE_104") ?? true
         c.presignMaxExpiry = try reader.integer("GATEWAY_PRESIGN_MAX_EXPIRY", in: 1...604_800) ?? c.presignMaxExpiry
         let expiryDefault = min(c.presignExpiry, c.presignMaxExpiry)
         c.presignExpiry = try reader.integer("GATEWAY_PRESIGN_EXPIRY", in: 1...c.presignMaxExpiry) ?? expiryDefault

@@ -210,6 +210,7 @@ public struct GatewayApp: Sendable {
         var settings = RouteSettings()
         settings.engine = engine
         settings.allowGuestRead = configuration.allowGuestRead
+        settings.resumable104 = configuration.resumable104
         settings.presignExpiry = configuration.presignExpiry
         settings.presignMaxExpiry = configuration.presignMaxExpiry
         settings.uploadTTL = configuration.uploadTTL
