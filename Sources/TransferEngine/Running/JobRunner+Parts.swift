@@ -72,7 +72,7 @@ extension JobRunner {
             }
             try Task.checkCancellation()
             cleanUp(job, after: .completed)
-            let checksum = try await objectChecksum(job, work, parts: parts)
+            let checksum = try await objectChecksum(job, work, parts: parts, etag: etag)
             try await store.finish(lease, state: .completed, etag: etag, error: nil, checksum: checksum)
             observer.jobEnded(kind: job.kind, state: .completed)
             return .completed(etag: etag)

@@ -200,7 +200,7 @@ public struct JobRunner: Sendable {
         let part = RecordedPart(number: 1, size: plan.objectSize, etag: etag, checksum: crc)
         try await store.recordPart(part, under: lease)
         cleanUp(job, after: .completed)
-        let checksum = try await objectChecksum(job, work, parts: [part])
+        let checksum = try await objectChecksum(job, work, parts: [part], etag: etag)
         try await store.finish(lease, state: .completed, etag: etag, error: nil, checksum: checksum)
         observer.jobEnded(kind: job.kind, state: .completed)
         return .completed(etag: etag)
