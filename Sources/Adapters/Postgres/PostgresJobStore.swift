@@ -272,89 +272,12 @@ public struct PostgresJobStore: UploadJobStore {
         }
     }
 
-    // MARK: uploads
-
-    public func claimUpload(id: String, owner: String, leaseMilliseconds: Int64) async throws -> UploadClaim? {
-        let waiting = JobLifecycle.textArray(from: .claimUpload)
-        return try await pool.withConnection { connection in
-            let rows = try connection.query(
-                """
-                UPDATE jobs SET crashes = crashes + CASE WHEN state = 'running' AND lease_owner IS NOT NULL
-                                                              AND lease_owner <> \(owner) THEN 1 ELSE 0 END,
-                       state = 'running', lease_owner = \(owner), lease_token = lease_token + 1,
-                       lease_expires_at = now() + \(leaseMilliseconds)::bigint * interval '1 millisecond',
-                       version = version + 1, updated_at = now()
-                WHERE id = \(id)::uuid AND type = 'upload'
-                  AND (state = ANY(\(waiting)::text[]) OR (state = 'running'
-                       AND (lease_expires_at < now() OR lease_owner = \(owner))))
-                RETURNING \(Self.columns), upload_tail_segments::text AS tail
-                """)
-            guard let row = rows.first else { return nil }
-            let job = try Self.decode(row)
-            return UploadClaim(
-                job: job,
-                lease: Lease(
-                    jobID: job.id, owner: owner, token: Int64(try row.int("lease_token")),
-                    expiresAt: Int64(try row.int("lease_expires_ms"))),
-                tail: try Self.segments(row.string("tail")))
-        }
-    }
-
-    public func recordUploadPart(_ part: RecordedPart, under lease: Lease) async throws -> [TailSegment] {
-        try await recordUploadParts([part], under: lease)
-    }
-
-    public func recordUploadParts(_ parts: [RecordedPart], under lease: Lease) async throws -> [TailSegment] {
-        try await pool.withTransaction { connection in
-            let before = try Self.lock(lease, on: connection)
-            // By the parts' own sizes, as recordPart does; bytes_transferred is only ever moved by
-            // these deltas, so it is the parts' sum, and with the tail forgotten so is
-            // bytes_committed (the right-hand sides read the row as it was).
-            var delta: Int64 = 0
-            for part in parts { delta += part.size - (try Self.upsertPart(part, jobID: lease.jobID, on: connection)) }
-            try connection.query(
-                """
-                UPDATE jobs SET upload_tail_segments = '[]', bytes_transferred = bytes_transferred + \(delta),
-                       bytes_committed = bytes_transferred + \(delta), bytes_at = now(), version = version + 1, updated_at = now()
-                WHERE id = \(lease.jobID)::uuid
-                """)
-            return before
-        }
-    }
-
-    public func saveUploadTail(_ segments: [TailSegment], under lease: Lease) async throws -> [TailSegment] {
-        let json = String(decoding: try JSONEncoder().encode(segments), as: UTF8.self)
-        let bytes = segments.reduce(Int64(0)) { $0 + $1.size }
-        return try await pool.withTransaction { connection in
-            let before = try Self.lock(lease, on: connection)
-            try connection.query(
-                """
-                UPDATE jobs SET upload_tail_segments = \(json)::jsonb, bytes_committed = bytes_transferred + \(bytes),
-                       bytes_at = now(), version = version + 1, updated_at = now()
-                WHERE id = \(lease.jobID)::uuid
-                """)
-            return before.filter { !segments.contains($0) }
-        }
-    }
-
-    public func releaseUpload(_ lease: Lease) async throws {
-        let waiting = JobLifecycle.target(of: .releaseUpload).rawValue
-        try await pool.withConnection { connection in
-            try connection.query(
-                """
-                UPDATE jobs SET state = \(waiting), lease_owner = NULL, lease_expires_at = NULL, bytes_flowing = 0, version = version + 1,
-                       updated_at = now()
-                WHERE id = \(lease.jobID)::uuid AND lease_token = \(lease.token) AND state = 'running'
-                """)
-        }
-    }
-
     // MARK: helpers
 
     /// Inside a transaction: locks the job row under `lease`'s token (if the job is not ours any
     /// more, nothing is written: `LeaseLost`). Returns the tail's pieces as they were.
     @discardableResult
-    private static func lock(_ lease: Lease, on connection: PostgresConnection) throws -> [TailSegment] {
+    static func lock(_ lease: Lease, on connection: PostgresConnection) throws -> [TailSegment] {
         let owned = try connection.query(
             """
             SELECT upload_tail_segments::text AS tail FROM jobs
@@ -365,7 +288,7 @@ public struct PostgresJobStore: UploadJobStore {
     }
 
     /// Inserts or replaces the part; returns the size it had before (0 when new).
-    private static func upsertPart(_ part: RecordedPart, jobID: String, on connection: PostgresConnection) throws -> Int64 {
+    static func upsertPart(_ part: RecordedPart, jobID: String, on connection: PostgresConnection) throws -> Int64 {
         let previous =
             try connection.query(
                 """
@@ -382,7 +305,7 @@ public struct PostgresJobStore: UploadJobStore {
         return previous
     }
 
-    private static func segments(_ json: String) throws -> [TailSegment] {
+    static func segments(_ json: String) throws -> [TailSegment] {
         try JSONDecoder().decode([TailSegment].self, from: Data(json.utf8))
     }
 
@@ -427,57 +350,5 @@ public struct PostgresJobStore: UploadJobStore {
         job.retries = try row.int("retries")
         job.partsCompleted = try row.optionalInt("parts_completed") ?? 0
         return job
-    }
-}
-
-extension JobLifecycle {
-    /// The states `action` may move a job from, as a PostgreSQL `text[]` literal (a bind value).
-    /// A text[] literal of any strings: each element quoted, `"` and `\` escaped.
-    static func arrayLiteral(_ items: [String]) -> String {
-        "{"
-            + items.map { "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
-            .joined(separator: ",") + "}"
-    }
-
-    static func textArray(from action: Action) -> String {
-        textArray(states(from: action))
-    }
-
-    /// `states` as a PostgreSQL `text[]` literal (a bind value), so SQL never restates a set of states.
-    static func textArray<S: Sequence<Job.State>>(_ states: S) -> String {
-        "{" + states.map(\.rawValue).sorted().joined(separator: ",") + "}"
-    }
-}
-
-/// The per-identity limits, checked inside the inserting transaction under a lock on the
-/// identity, so two requests racing cannot both take the last place.
-enum OwnerLimits {
-    /// What is being created: a job (an upload job counts as an open upload too), or a
-    /// client-driven upload (not a job).
-    enum Creation {
-        case job(upload: Bool)
-        case clientUpload
-    }
-
-    static func check(_ quota: OwnerQuota, owner: String, creating: Creation, on connection: PostgresConnection) throws {
-        try connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\("gateway-owner:" + owner), 0)) AS locked")
-        let active = JobLifecycle.textArray(Job.State.active)
-        let row = try connection.query(
-            """
-            SELECT (SELECT count(*) FROM jobs WHERE owner = \(owner) AND state = ANY(\(active)::text[])) AS active,
-                   (SELECT count(*) FROM jobs WHERE owner = \(owner) AND type = 'upload'
-                                                AND state = ANY(\(active)::text[]))
-                 + (SELECT count(*) FROM uploads WHERE owner = \(owner) AND state IN ('creating', 'open')) AS uploads
-            """
-        ).first
-        let activeJobs = try row?.int("active") ?? 0
-        let uploads = try row?.int("uploads") ?? 0
-        switch creating {
-        case .job(let upload):
-            if activeJobs >= quota.maxActiveJobs { throw QuotaExceeded(limit: .activeJobs, maximum: quota.maxActiveJobs) }
-            if upload && uploads >= quota.maxOpenUploads { throw QuotaExceeded(limit: .openUploads, maximum: quota.maxOpenUploads) }
-        case .clientUpload:
-            if uploads >= quota.maxOpenUploads { throw QuotaExceeded(limit: .openUploads, maximum: quota.maxOpenUploads) }
-        }
     }
 }
