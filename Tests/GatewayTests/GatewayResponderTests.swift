@@ -199,6 +199,12 @@ struct FixedCheck: DependencyCheck {
         let reversed = (0..<count).map { "\"k\($0)\":\($0)" } + ["\"K\":0", "\"\u{212A}\":1"]
         #expect(throws: JSONValue.SyntaxError.self) { try JSONValue.parse(Array(("{" + reversed.joined(separator: ",") + "}").utf8)) }
     }
+    // A field looked up by its ASCII name is found under a key Swift calls equal whose bytes
+    // (and length) differ, as before lookups compared lengths first; lengths tell ASCII keys apart.
+    let lookalike = try JSONValue.parse(Array("{\"kms\u{212A}eyId\":\"k\",\"key\":\"v\"}".utf8))
+    guard case .object(let lookalikeMembers) = lookalike else { Issue.record("not an object"); return }
+    #expect(lookalikeMembers["kmsKeyId"] == .string("k") && lookalikeMembers["key"] == .string("v"))
+    #expect(lookalikeMembers["ke"] == nil && lookalikeMembers["keys"] == nil && lookalikeMembers["kmsKeyI"] == nil)
     #expect(try JSONValue.parse(Array(#"{"a":1,"b":[true,null]}"#.utf8)) == JSONValue.parse(Array(#"{"b":[true,null],"a":1}"#.utf8)))
     #expect(try JSONValue.parse(Array(#"{"a":1}"#.utf8)) != JSONValue.parse(Array(#"{"a":2}"#.utf8)))
 }

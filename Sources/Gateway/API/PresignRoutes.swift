@@ -13,6 +13,8 @@ struct PresignRoutes: Sendable {
             "operation", "accessLevel", "key", "targetIdentityId", "contentLength",
             "contentMD5", "expiresIn", "responseContentDisposition", "responseContentType", "preventOverwrite", "ifMatch",
         ])
+        /// The fields only a put uses, in the order a refusal names the first one given.
+        static let putOnlyNames = AttributeFields.names.union(["contentLength", "contentMD5", "preventOverwrite"]).sorted()
         let operation: String
         let accessLevel: AccessLevel
         let key: String
@@ -44,7 +46,7 @@ struct PresignRoutes: Sendable {
             responseContentType = try Self.headerValue(fields, "responseContentType")
             preventOverwrite = try fields.bool("preventOverwrite") ?? false
             ifMatch = try fields.string("ifMatch").map { value throws(APIError) in try SafeWrite.etag(value) }
-            putOnly = AttributeFields.names.union(["contentLength", "contentMD5", "preventOverwrite"]).sorted().first(where: fields.has)
+            putOnly = Self.putOnlyNames.first(where: fields.has)
         }
 
         /// A header value for S3 to send back: at most 1024 bytes of visible ASCII and spaces

@@ -263,7 +263,7 @@ struct JSONFields {
     /// Strict bodies: a member whose name is not in `known` is 400 `unknown_field` (nothing is
     /// accepted and then ignored).
     func only(_ known: Set<String>, in context: String = "") throws(APIError) {
-        for (key, _) in members.pairs where !known.contains(key) {
+        if let key = members.firstKey(where: { !known.contains($0) }) {
             let shown = key.unicodeScalars.count <= 64 ? key : String(key.unicodeScalars.prefix(64)) + "…"
             throw APIError(.unknownField, "Unknown field '\(context)\(shown)'.")
         }
@@ -357,6 +357,8 @@ struct JSONObject: Equatable, Sendable {
     private struct Member: Sendable {
         let key: String
         let value: JSONValue
+        /// Whether `key` is all ASCII: such a key equals an ASCII name only at the same length.
+        let ascii: Bool
     }
 
     private var members: [Member] = []
@@ -365,29 +367,49 @@ struct JSONObject: Equatable, Sendable {
     var count: Int { members.count }
     var pairs: [(key: String, value: JSONValue)] { members.map { ($0.key, $0.value) } }
 
+    /// The first key, in the body's order, that `matches` (no array of pairs is made).
+    func firstKey(where matches: (String) -> Bool) -> String? {
+        for member in members where matches(member.key) { return member.key }
+        return nil
+    }
+
+    /// The member named `key`, one of the routes' own field names: ASCII (asserted in debug
+    /// builds).
     subscript(key: String) -> JSONValue? {
+        assert(key.utf8.allSatisfy { $0 < 0x80 }, "JSON field names looked up are ASCII")
+        return find(key, ascii: true)
+    }
+
+    /// `ascii`: whether `key` is all ASCII.
+    private func find(_ key: String, ascii: Bool) -> JSONValue? {
         if let index { return index[key].map { members[$0].value } }
-        // Swift's `==`, as the index past 16 keys compares: a shortcut on UTF-8 lengths would
-        // tell "K" from a KELVIN SIGN here and not there, and the index would then trap on
-        // keys it was told were distinct.
-        for member in members where member.key == key { return member.value }
+        // Swift's `==`, as the index past 16 keys compares: a shortcut on UTF-8 lengths alone
+        // would tell "K" from a KELVIN SIGN here and not there, and the index would then trap
+        // on keys it was told were distinct. Two ASCII strings are equal only byte for byte,
+        // so between those a different length settles it without the full comparison (the
+        // lookups of a route's known fields are most of reading a small body).
+        let length = key.utf8.count
+        for member in members where !(ascii && member.ascii && member.key.utf8.count != length) {
+            if member.key == key { return member.value }
+        }
         return nil
     }
 
     /// Adds a member; false (and nothing added) when the key is there already.
     mutating func insert(_ key: String, _ value: JSONValue) -> Bool {
-        guard self[key] == nil else { return false }
+        let ascii = key.utf8.allSatisfy { $0 < 0x80 }
+        guard find(key, ascii: ascii) == nil else { return false }
         if members.isEmpty { members.reserveCapacity(8) }
         if index == nil && members.count == 16 {
             index = Dictionary(uniqueKeysWithValues: members.enumerated().map { ($1.key, $0) })
         }
         index?[key] = members.count
-        members.append(Member(key: key, value: value))
+        members.append(Member(key: key, value: value, ascii: ascii))
         return true
     }
 
     /// Equal members, in any order.
     static func == (a: JSONObject, b: JSONObject) -> Bool {
-        a.count == b.count && a.members.allSatisfy { b[$0.key] == $0.value }
+        a.count == b.count && a.members.allSatisfy { b.find($0.key, ascii: $0.ascii) == $0.value }
     }
 }
