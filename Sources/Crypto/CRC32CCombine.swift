@@ -5,6 +5,8 @@
 /// x^(8n) modulo the polynomial. So crc(A ‖ B) = crc(A)·x^(8·|B|) ⊕ crc(B), the pre- and
 /// post-inversion cancelling (as in zlib's `crc32_combine`). The shift is applied by squaring a
 /// 32×32 GF(2) matrix (the operator "one zero bit") for each bit of the length: log₂(n) steps.
+/// The Swift client library (`TransferGatewayClient`, Foundation only) cannot import this
+/// target and carries the same combination in its `CRC32C`; a change here belongs there too.
 extension Digest {
     /// The CRC-32C of `a ‖ b`, given `crcA` of `a`, `crcB` of `b` and `b`'s length in bytes.
     /// A negative length counts as 0.

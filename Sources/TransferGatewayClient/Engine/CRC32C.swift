@@ -4,7 +4,9 @@ import Foundation
 /// and the gateway's `checksum` carry it: four bytes big-endian in base64. The library uses
 /// Foundation only, so this is its own (slicing by 8, tables built once), with the GF(2)
 /// combination that makes a file's CRC from its parts' CRCs and lengths (as zlib's
-/// `crc32_combine`): crc(A ‖ B) = crc(A)·x^(8·|B|) ⊕ crc(B).
+/// `crc32_combine`): crc(A ‖ B) = crc(A)·x^(8·|B|) ⊕ crc(B). The gateway's own is
+/// `Digest.crc32cCombine` (the Crypto target, libcrypto-backed, which the client cannot
+/// import); a change here belongs there too.
 enum CRC32C {
     static let polynomial: UInt32 = 0x82F6_3B78
 
