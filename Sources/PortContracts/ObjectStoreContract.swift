@@ -15,7 +15,8 @@ public enum ObjectStoreContract {
     /// Every case, in the order they are listed.
     public static let cases: [ContractCase<ObjectStoreFixture>] = [
         putStoresBytesAndAttributes, aMissingObjectIsNotFound, aMultipartUploadCompletesToTheMultipartETag,
-        crc32cPartsCarryTheirChecksums, theCompletionRefusesAPartNotStored, anAbortedUploadIsGone, openUploadsAreThoseOfTheExactKey,
+        crc32cPartsCarryTheirChecksums, aCRC32CGivenWithAFileIsChecked, theCompletionRefusesAPartNotStored, anAbortedUploadIsGone,
+        openUploadsAreThoseOfTheExactKey,
         copiesKeepOrReplaceAttributesAndArePinned, partCopiesTakeARangeOfAPinnedSource, listingPagesThroughAPrefixInKeyOrder,
         aListingWithADelimiterRollsKeysIntoFolders,
     ]
@@ -66,6 +67,17 @@ public enum ObjectStoreContract {
         let got = out.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
         try #require(got == out.count)
         return out
+    }
+
+    /// A new file holding `bytes` (unlinked at once: the open file is all a store reads).
+    static func spoolFile(holding bytes: [UInt8]) throws -> SpoolFile {
+        let path = NSTemporaryDirectory() + "port-contract-" + UUID().uuidString
+        let fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0o600)
+        try #require(fd >= 0, "cannot create \(path)")
+        unlink(path)
+        let file = SpoolFile(fd: fd, path: path)
+        try bytes.withUnsafeBytes { try file.write($0, at: 0) }
+        return file
     }
 
     static let attributes = ObjectAttributesSpec(
@@ -170,6 +182,33 @@ public enum ObjectStoreContract {
         let whole = try await f.store.completeMultipartUpload(key: key, uploadID: id, parts: [one, two])
         #expect(try await f.store.properties(of: key).etag == whole)
         #expect(try await f.store.read(key: key, range: Int64(5 << 20)...Int64((5 << 20) + 776), ifMatch: nil) == second)
+    }
+
+    static let aCRC32CGivenWithAFileIsChecked = ContractCase<ObjectStoreFixture>(
+        "a part or object sent from a file with its CRC-32C given is stored with it; one given wrong is refused with checksum_mismatch and nothing is stored"
+    ) { f in
+        let body = bytes(3000, seed: 8), range = Array(body[1000...])
+        let file = try spoolFile(holding: body)
+        let whole = body.withUnsafeBytes { Digest.crc32c($0) }, ofRange = range.withUnsafeBytes { Digest.crc32c($0) }
+        let key = f.key("given.bin")
+        let put = { (crc: UInt32) in
+            try await f.store.putObject(
+                key: key, data: .file(file, offset: 0, length: 3000, crc32c: crc), attributes: ObjectAttributesSpec())
+        }
+        #expect(await failure { _ = try await put(whole ^ 1) } == .checksumMismatch)
+        #expect(await failure { _ = try await f.store.properties(of: key) } == .notFound, "nothing was stored")
+        #expect(try await put(whole) == etag(body))
+        let id = try await f.store.createMultipartUpload(key: key, attributes: ObjectAttributesSpec(), checksum: .crc32c)
+        let send = { (crc: UInt32) in
+            try await f.store.uploadPart(
+                key: key, uploadID: id, part: 1, data: .file(file, offset: 1000, length: 2000, crc32c: crc), checksum: .crc32c)
+        }
+        #expect(await failure { _ = try await send(ofRange ^ 0x8000_0000) } == .checksumMismatch)
+        #expect(try await f.store.listParts(key: key, uploadID: id).isEmpty, "nothing was stored")
+        let part = try await send(ofRange)
+        #expect(part == RecordedPart(number: 1, size: 2000, etag: etag(range), checksum: crc32c(range)))
+        _ = try await f.store.completeMultipartUpload(key: key, uploadID: id, parts: [part])
+        #expect(try await f.store.read(key: key, range: 0...1999, ifMatch: nil) == range)
     }
 
     static let theCompletionRefusesAPartNotStored = ContractCase<ObjectStoreFixture>(

@@ -309,13 +309,18 @@ public final class InMemoryObjectStore: ObjectStore {
 
     private func etag(of key: String) -> String? { state.withLock { s in s.etags[key] ?? s.objects[key].map(Self.etag) } }
 
+    /// The bytes of `data`. A CRC-32C given with a file's range is checked against them, as S3
+    /// checks the `x-amz-checksum-crc32c` the S3 adapter sends it as (`BadDigest`).
     static func bytes(_ data: PartData) throws -> [UInt8] {
         switch data {
         case .bytes(let bytes): return bytes
-        case .file(let file, let offset, let length):
+        case .file(let file, let offset, let length, let stated):
             var out = [UInt8](repeating: 0, count: Int(length))
             let got = out.withUnsafeMutableBytes { pread(file.fd, $0.baseAddress, Int(length), off_t(offset)) }
             guard got == Int(length) else { throw TransferError(code: .spoolFailed, retryable: true) }
+            if let stated, stated != out.withUnsafeBytes({ Digest.crc32c($0) }) {
+                throw TransferError(code: .checksumMismatch, retryable: false)
+            }
             return out
         }
     }

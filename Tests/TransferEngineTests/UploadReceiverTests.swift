@@ -174,6 +174,38 @@ private struct Uploads {
         #expect(try await uploads.store.parts(of: job.id).count == 1)
     }
 
+    /// A part (or a one-part object) is sent with the CRC-32C its bytes were summed to as they
+    /// arrived, not one read back from its spool file: a file that changed on the spool's disk
+    /// before it went out is refused by the store, and the job fails with checksum_mismatch.
+    @Test(arguments: [(size: 7 * MiB, call: InMemoryObjectStore.Call.uploadPart(1), file: "part-1"), (3 * MiB, .putObject, "tail")])
+    func aSpoolFileThatChangedIsRefused(size: Int, call: InMemoryObjectStore.Call, file: String) async throws {
+        let directory = NSTemporaryDirectory() + "receiver-flip-" + UUID().uuidString
+        let jobID = Mutex<String>("")
+        let uploads = Uploads(
+            objects: InMemoryObjectStore(fault: { made, earlier in
+                // The disk gives one byte back changed, just before the file is sent.
+                if made == call && earlier == 0 { Self.flipFirstByte(of: directory + "/" + jobID.withLock { $0 } + "." + file) }
+                return nil
+            }))
+        let body = bytes(size, seed: 9)
+        let job = try await uploads.insert(size: Int64(size))
+        jobID.withLock { $0 = job.id }
+        let outcome = try await uploads.send(try uploads.receiver("a", spool: DirectorySpool(directory: directory)), job, from: 0, body)
+        #expect(outcome == .failed(code: .checksumMismatch, committed: 0))
+        #expect(uploads.objects.keys(under: "private/alice/").isEmpty, "nothing was stored")
+        #expect(try await uploads.store.job(id: job.id)?.state == .failed)
+    }
+
+    private static func flipFirstByte(of path: String) {
+        let fd = open(path, O_RDWR)
+        precondition(fd >= 0, "no file \(path)")
+        defer { close(fd) }
+        var byte: UInt8 = 0
+        precondition(pread(fd, &byte, 1, 0) == 1)
+        byte ^= 0xFF
+        precondition(pwrite(fd, &byte, 1, 0) == 1)
+    }
+
     /// With no room on the spool for more bytes, the request stops reading and says so; what
     /// arrived before is kept (the tail reserves a chunk at a time, so the first chunk fitted).
     @Test func noRoomOnTheSpoolIsAnsweredNotWaitedOutForEver() async throws {

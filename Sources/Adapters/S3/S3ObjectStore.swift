@@ -201,19 +201,11 @@ public struct S3ObjectStore: ObjectStore {
         }
     }
 
-    /// `x-amz-checksum-crc32c` of a part's bytes (read back from the spool), so S3 refuses a
-    /// part that changed on the way (or on the spool's disk) instead of storing it.
+    /// `x-amz-checksum-crc32c` of a part's bytes (summed as they reached the spool, or read back
+    /// from it), so S3 refuses a part that changed on the way (or on the spool's disk) instead of
+    /// storing it.
     static func crc32c(_ data: PartData) throws -> String {
-        switch data {
-        case .bytes(let bytes):
-            return Digest.crc32cBase64(bytes.withUnsafeBytes { Digest.crc32c($0) })
-        case .file(let file, let offset, let length):
-            guard length > 0 else { return Digest.crc32cBase64(0) }
-            guard let crc = file.crc32c(offset...(offset + length - 1)) else {
-                throw TransferError(code: .spoolFailed, retryable: true)
-            }
-            return Digest.crc32cBase64(crc)
-        }
+        Digest.crc32cBase64(try data.crc32c())
     }
 
     /// `Content-MD5` of a part's bytes, the same check for stores without S3's checksum headers.
@@ -221,7 +213,7 @@ public struct S3ObjectStore: ObjectStore {
         switch data {
         case .bytes(let bytes):
             return S3Client.contentMD5(bytes)
-        case .file(let file, let offset, let length):
+        case .file(let file, let offset, let length, _):
             guard length > 0 else { return S3Client.contentMD5([]) }
             guard let digest = file.md5Digest(offset...(offset + length - 1)) else {
                 throw TransferError(code: .spoolFailed, retryable: true)
@@ -242,7 +234,7 @@ public struct S3ObjectStore: ObjectStore {
     static func body(_ data: PartData) -> RequestBodySource {
         switch data {
         case .bytes(let bytes): return .bytes(bytes)
-        case .file(let file, let offset, let length): return .file(fd: file.fd, offset: offset, length: length)
+        case .file(let file, let offset, let length, _): return .file(fd: file.fd, offset: offset, length: length)
         }
     }
 

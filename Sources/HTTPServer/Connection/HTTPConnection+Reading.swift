@@ -248,6 +248,8 @@ extension HTTPConnection {
     func finishExchange() {
         if let counted = exchange?.countedClient { context.give(counted) }
         exchange = nil
+        // Idle until the next request: a buffer grown for a body goes back.
+        inbound.releaseIfLarge()
         perform(state.exchangeEnded(now: Clock.now(), pendingOutbound: pendingOutbound))
     }
 }

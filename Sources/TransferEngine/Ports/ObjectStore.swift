@@ -89,19 +89,6 @@ extension ObjectStore {
     }
 }
 
-/// The bytes of one part: in memory, or a range of a spool file.
-public enum PartData: Sendable {
-    case bytes([UInt8])
-    case file(SpoolFile, offset: Int64, length: Int64)
-
-    public var count: Int64 {
-        switch self {
-        case .bytes(let bytes): return Int64(bytes.count)
-        case .file(_, _, let length): return length
-        }
-    }
-}
-
 /// Object attributes a job sets (content type, metadata, …), independent of the S3 client.
 public struct ObjectAttributesSpec: Sendable, Equatable {
     public var contentType: String?

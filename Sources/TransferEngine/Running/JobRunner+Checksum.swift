@@ -35,13 +35,6 @@ extension JobRunner {
 
     /// The CRC-32C (base64) of one part's bytes, read back from where they wait.
     static func crc32c(of data: PartData) throws -> String {
-        switch data {
-        case .bytes(let bytes):
-            return Digest.crc32cBase64(bytes.withUnsafeBytes { Digest.crc32c($0) })
-        case .file(let file, let offset, let length):
-            guard length > 0 else { return Digest.crc32cBase64(0) }
-            guard let crc = file.crc32c(offset...(offset + length - 1)) else { throw TransferError(code: .spoolFailed, retryable: true) }
-            return Digest.crc32cBase64(crc)
-        }
+        Digest.crc32cBase64(try data.crc32c())
     }
 }

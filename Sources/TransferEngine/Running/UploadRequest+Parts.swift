@@ -82,6 +82,7 @@ extension UploadRequest {
                 try rest.prefix(take).withUnsafeBytes { bytes in
                     try file.write(bytes, at: progress.tailSize)
                     hasher?.update(bytes)
+                    progress.tailCRC = progress.tailCRC.map { Digest.crc32c(bytes, continuing: $0) }
                 }
                 progress.tailSize += Int64(take)
                 progress.received += Int64(take)
@@ -110,14 +111,16 @@ extension UploadRequest {
         guard let file = progress.tailFile else { return false }
         let uploadID = try await openUpload(&progress), checksum = progress.partChecksum ?? .md5
         while inFlight >= s.concurrency, let result = try await group.next() { settle(result, &inFlight, &progress, s) }
-        let number = progress.nextPart, size = progress.tailSize, jobID = job.id
+        let number = progress.nextPart, size = progress.tailSize, crc = progress.tailCRC, jobID = job.id
         try spool.rename(jobID: jobID, from: .tail, to: .part(number))
         progress.nextPart += 1
         progress.tailFile = nil
         progress.tailSize = 0
+        progress.tailCRC = 0
         inFlight += 1
         s.batch.launched()
-        group.addTask { try await self.send(part: number, file: file, size: size, uploadID: uploadID, checksum: checksum, s) }
+        let data = PartData.file(file, offset: 0, length: size, crc32c: crc)
+        group.addTask { try await self.send(part: number, data: data, uploadID: uploadID, checksum: checksum, s) }
         // The next part's first chunk of room on the spool, before any of its bytes are read.
         let room = min(s.partSize, (s.declared ?? Int64.max) - progress.received, settings.spoolChunkBytes)
         let spool = self.spool, owner = job.owner
@@ -137,11 +140,11 @@ extension UploadRequest {
         return try await receiver.room({ try await spool.grow(jobID: jobID, name: .tail, to: target, owner: owner) }) != nil
     }
 
-    /// One part to S3 from its file, then recorded in its turn (unless recording waits for the
-    /// checksum). A part S3 refuses for good stops every later part from counting.
+    /// One part to S3 from its file (with the CRC-32C its bytes were summed to as they arrived,
+    /// when known), then recorded in its turn (unless recording waits for the checksum). A part
+    /// S3 refuses for good stops every later part from counting.
     private func send(
-        part number: Int, file: SpoolFile, size: Int64, uploadID: String, checksum: PartChecksum,
-        _ s: Streaming
+        part number: Int, data: PartData, uploadID: String, checksum: PartChecksum, _ s: Streaming
     ) async throws -> PartResult {
         let jobID = job.id, key = self.key, objects = receiver.objects, settings = self.settings
         defer { spool.remove(jobID: jobID, name: .part(number)) }
@@ -150,9 +153,7 @@ extension UploadRequest {
             let clock = receiver.clock
             part = try await settings.transferring(for: job.owner) {
                 try await clock.retrying(limit: s.retryLimit, backoff: settings.backoff, random: settings.random) {
-                    try await objects.uploadPart(
-                        key: key, uploadID: uploadID, part: number, data: .file(file, offset: 0, length: size),
-                        checksum: checksum)
+                    try await objects.uploadPart(key: key, uploadID: uploadID, part: number, data: data, checksum: checksum)
                 }
             }
         } catch let error as TransferError {
@@ -174,7 +175,7 @@ extension UploadRequest {
                 let replaced = try await receiver.store.recordUploadParts(due, under: lease)
                 await receiver.deleteStaged(replaced)
             }
-            receiver.observer.partMoved(kind: .upload, bytes: size)
+            receiver.observer.partMoved(kind: .upload, bytes: data.count)
         } catch {
             s.turns.stop()  // committed bytes stay a prefix: no later part may be recorded
             throw error

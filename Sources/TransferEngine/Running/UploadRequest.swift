@@ -40,6 +40,10 @@ struct UploadRequest: Sendable {
         /// Object bytes the tail file holds, after the recorded and sent parts.
         var tailSize: Int64
         var tailFile: SpoolFile?
+        /// The tail's CRC-32C, summed as its bytes were written, so a part or object made of it
+        /// is sent with its checksum and never read back for one; nil for a tail an earlier
+        /// request left (read back when it is sent).
+        var tailCRC: UInt32?
         var nextPart: Int
         var uploadID: String?
         /// How `uploadID`'s parts are checked (nil: `Content-MD5`, an upload from before).
@@ -67,7 +71,7 @@ struct UploadRequest: Sendable {
         }
         defer { held.release() }
         var progress = Progress(
-            parts: parts, segments: claim.tail, tailSize: tailBytes, tailFile: nil,
+            parts: parts, segments: claim.tail, tailSize: tailBytes, tailFile: nil, tailCRC: tailBytes == 0 ? 0 : nil,
             nextPart: parts.count + 1, uploadID: job.uploadID, partChecksum: job.partChecksum,
             received: committed)
         guard try await openTail(&progress, partBytes: partBytes) else {
@@ -194,12 +198,12 @@ struct UploadRequest: Sendable {
         }
         if progress.tailSize > from {
             let segmentKey = "\(settings.stagingPrefix)\(job.id)/\(start + from)-\(Digest.hex(Digest.randomBytes(4)))"
-            let length = progress.tailSize - from, offset = from
+            let length = progress.tailSize - from, offset = from, crc = progress.tailCRC
             let objects = receiver.objects, settings = self.settings
             _ = try await settings.transferring(for: job.owner) {
                 try await receiver.clock.retrying(limit: settings.retryLimit, backoff: settings.backoff, random: settings.random) {
                     try await objects.putObject(
-                        key: segmentKey, data: .file(file, offset: offset, length: length),
+                        key: segmentKey, data: .file(file, offset: offset, length: length, crc32c: offset == 0 ? crc : nil),
                         attributes: ObjectAttributesSpec(contentType: "application/octet-stream"))
                 }
             }
@@ -216,7 +220,7 @@ struct UploadRequest: Sendable {
         let options = job.options
         let retryLimit = options.retryLimit ?? settings.retryLimit
         let objects = receiver.objects, key = self.key
-        let tailSize = progress.tailSize
+        let tailSize = progress.tailSize, tailCRC = progress.tailCRC
         do {
             let tail = progress.tailFile
             let etag: String
@@ -234,7 +238,7 @@ struct UploadRequest: Sendable {
                         try await receiver.clock.retrying(limit: retryLimit, backoff: settings.backoff, random: settings.random) {
                             try await objects.uploadPart(
                                 key: key, uploadID: uploadID, part: number,
-                                data: .file(file, offset: 0, length: tailSize), checksum: checksum)
+                                data: .file(file, offset: 0, length: tailSize, crc32c: tailCRC), checksum: checksum)
                         }
                     }
                     try await record(sent, &progress)
@@ -257,15 +261,15 @@ struct UploadRequest: Sendable {
                 }
             } else {
                 guard let file = tail else { throw TransferError(code: .spoolFailed, retryable: false) }
-                // The object's CRC-32C, read back from the file S3 is sent (the same check the
-                // store's PutObject makes it verify).
-                let crc = tailSize > 0 ? file.crc32c(0...(tailSize - 1)) : 0
+                // The object's CRC-32C, summed as the tail was written (read back for a tail an
+                // earlier request left): recorded, and sent for S3 to check against the bytes.
+                let crc = tailCRC ?? (tailSize > 0 ? file.crc32c(0...(tailSize - 1)) : 0)
                 guard let crc else { throw TransferError(code: .spoolFailed, retryable: false) }
                 try await completion.begin(receiver.store, lease)
                 etag = try await settings.transferring(for: job.owner) {
                     try await receiver.clock.retrying(limit: retryLimit, backoff: settings.backoff, random: settings.random) {
                         try await objects.putObject(
-                            key: key, data: .file(file, offset: 0, length: tailSize), attributes: options.attributes,
+                            key: key, data: .file(file, offset: 0, length: tailSize, crc32c: crc), attributes: options.attributes,
                             condition: options.writeCondition)
                     }
                 }
