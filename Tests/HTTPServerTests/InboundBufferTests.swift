@@ -39,8 +39,25 @@ private func readable(_ buffer: borrowing InboundBuffer) -> [UInt8] {
         }
         #expect(got == body)
         #expect(sizes == [16, 32, 64, 128, 128, 32], "each read fills what the last one grew")
-        #expect(capacities == [32, 64, 128, 128, 128, 128], "never past the most, and kept when emptied")
+        #expect(capacities == [32, 64, 128, 128, 128, 0], "never past the most, kept while reads fill it, given back after a short one")
         #expect(buffer.read(from: fd) == .endOfFile)
+    }
+
+    /// A slow sender (each read fills at most half of a large buffer) does not hold the large
+    /// buffer between its reads: thousands of trickling uploads would otherwise each pin it.
+    @Test func aSlowSendersLargeBufferIsGivenBackBetweenReads() throws {
+        var buffer = InboundBuffer(initialCapacity: 16, maxCapacity: 128)
+        let fast = try pipeHolding(Array(body.prefix(16 + 32 + 64)))
+        defer { Glibc.close(fast) }
+        while case .bytes = buffer.read(from: fast) { buffer.consume(buffer.readableCount) }
+        #expect(buffer.capacity == 128)
+        let slow = try pipeHolding(Array(body.prefix(64)))
+        defer { Glibc.close(slow) }
+        #expect(buffer.read(from: slow) == .bytes(64))
+        buffer.consume(63)
+        #expect(buffer.capacity == 128, "kept while a byte is unread")
+        buffer.consume(1)
+        #expect(buffer.capacity == 0, "64 of 128: given back")
     }
 
     /// Idle, a buffer that grew past four times its first size goes back; a small one stays

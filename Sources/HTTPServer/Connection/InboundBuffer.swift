@@ -2,9 +2,11 @@
 ///
 /// Starts small so idle keep-alive connections cost little, grows while large reads keep
 /// filling it, and compacts instead of growing whenever consumed bytes can be reclaimed. What it
-/// has grown to stays while a request is in flight, so a body streams through reads of up to
-/// `maxCapacity` bytes instead of a new small buffer after every pump; the connection gives a
-/// large buffer back once it goes idle (`releaseIfLarge`).
+/// has grown to stays while a fast sender's body streams, so it goes through reads of up to
+/// `maxCapacity` bytes instead of a new small buffer after every pump. A large buffer emptied
+/// after a read that filled at most half of the room it had (a slow sender: thousands of phones
+/// trickling uploads) is given back at once, and the connection gives a large one back once it
+/// goes idle (`releaseIfLarge`).
 ///
 /// The storage is raw memory that `read` fills: nothing is zeroed first, and only bytes that
 /// were written (below `writeIndex`) are ever read. Noncopyable: it owns that memory.
@@ -12,6 +14,8 @@ struct InboundBuffer: ~Copyable {
     private var storage: UnsafeMutableRawBufferPointer?
     private var readIndex = 0
     private var writeIndex = 0
+    /// Whether the last `read` filled at most half of the room it had (a slow sender).
+    private var lastReadWasShort = false
     private let initialCapacity: Int
     private let maxCapacity: Int
 
@@ -32,8 +36,10 @@ struct InboundBuffer: ~Copyable {
     mutating func read(from fd: Int32) -> IOResult {
         if writeIndex == capacity { makeRoom() }
         guard let storage else { preconditionFailure("makeRoom leaves room") }
+        let room = storage.count - writeIndex
         let result = SystemCall.read(fd, into: UnsafeMutableRawBufferPointer(rebasing: storage[writeIndex...]))
         if case .bytes(let n) = result {
+            lastReadWasShort = n <= room / 2
             writeIndex += n
             // A read that filled every free byte suggests a fast sender: give it more room next time.
             if writeIndex == capacity && capacity < maxCapacity && readIndex == 0 {
@@ -65,13 +71,15 @@ struct InboundBuffer: ~Copyable {
         return withReadableBytes { Array($0[range]) }
     }
 
-    /// Drops `count` bytes from the front; the storage stays for the next read.
+    /// Drops `count` bytes from the front; the storage stays for the next read, unless it is
+    /// large and the last read filled at most half of it.
     mutating func consume(_ count: Int) {
         precondition(count <= readableCount, "consumed more than was buffered")
         readIndex += count
         if readIndex == writeIndex {
             readIndex = 0
             writeIndex = 0
+            if lastReadWasShort { releaseIfLarge() }
         }
     }
 
