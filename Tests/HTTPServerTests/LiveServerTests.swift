@@ -191,6 +191,34 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
         await server.shutdown(grace: 1)
     }
 
+    /// A large length-framed body, streamed with nothing else buffered, is read from the socket
+    /// straight into the chunks the handler gets: every byte arrives in order, no read goes
+    /// past the body's end, and the requests pipelined behind it are parsed intact. Sent whole
+    /// (reads fill their room) and in odd pieces (short reads, reads ending inside a head).
+    @Test(arguments: [Int.max, 12_345])
+    func largeBodiesReadStraightIntoChunksKeepTheirBytesAndWhatFollows(piece: Int) async throws {
+        let (server, port, _) = try startServer()
+        let client = try LoopbackClient(port: port)
+        let first = (0..<(300 * 1024 + 7)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 9) }
+        let second = (0..<(16 * 1024 + 1)).map { UInt8(truncatingIfNeeded: $0 &* 17 &+ 5) }
+        var batch = Array("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: \(first.count)\r\n\r\n".utf8) + first
+        batch += Array("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: \(second.count)\r\n\r\n".utf8) + second
+        batch += Array("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n".utf8)
+        var offset = 0
+        while offset < batch.count {
+            let end = offset + min(piece, batch.count - offset)
+            try client.send(Array(batch[offset..<end]))
+            offset = end
+        }
+        let one = try client.readResponse(timeout: 20)
+        #expect(one.status == 200 && one.body == first)
+        let two = try client.readResponse(timeout: 20)
+        #expect(two.status == 200 && two.body == second)
+        let hello = try client.readResponse()
+        #expect(hello.status == 200 && hello.text == "hello")
+        await server.shutdown(grace: 1)
+    }
+
     @Test func chunkedBodyWithExtensionsAndTrailers() async throws {
         let (server, port, _) = try startServer()
         let client = try LoopbackClient(port: port)

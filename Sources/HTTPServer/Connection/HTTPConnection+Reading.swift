@@ -21,7 +21,7 @@ extension HTTPConnection {
                 scheduleRead()
                 break
             }
-            switch inbound.read(from: fd) {
+            switch readBodyDirectly() ?? inbound.read(from: fd) {
             case .bytes:
                 state.bytesRead(now: Clock.now())
                 process()
@@ -51,6 +51,40 @@ extension HTTPConnection {
         inReadLoop = false
         updateInterest()
     }
+
+    /// A length-framed body streaming with nothing else buffered is read from the socket
+    /// straight into the chunk the handler gets, instead of into the inbound buffer and copied
+    /// out of it. Reads at most what the body has left (a pipelined request's bytes stay in
+    /// the socket for the buffer); a short read (a slow sender) keeps only the bytes it got.
+    /// Nil when the usual path applies.
+    private func readBodyDirectly() -> IOResult? {
+        guard let exchange, inbound.isEmpty, case .length = exchange.head.framing,
+            !exchange.state.bodyDone, !exchange.state.discarding, !exchange.state.awaitsContinue,
+            let remaining = exchange.state.remainingLength, remaining >= Self.directReadMinimum,
+            exchange.body.wantsData
+        else { return nil }
+        let room = min(remaining, Self.directReadMaximum)
+        var result = IOResult.wouldBlock
+        var chunk = [UInt8](unsafeUninitializedCapacity: room) { buffer, count in
+            result = SystemCall.read(fd, into: UnsafeMutableRawBufferPointer(buffer))
+            if case .bytes(let n) = result { count = n } else { count = 0 }
+        }
+        guard case .bytes(let n) = result else { return result }
+        if n <= room / 2 { chunk = chunk.withUnsafeBufferPointer { Array($0) } }
+        let left = remaining - n
+        exchange.state.remainingLength = left
+        exchange.body.deliver(chunk[...])
+        if left == 0 {
+            exchange.state.bodyDone = true
+            exchange.body.finish()
+        }
+        return result
+    }
+
+    /// Bodies with less than this left go through the inbound buffer.
+    static let directReadMinimum = 16 * 1024
+    /// The most one read of a body takes (what the inbound buffer grows to).
+    static let directReadMaximum = 128 * 1024
 
     private func endOfFile() {
         peerHungUp()
