@@ -57,7 +57,7 @@ let package = Package(
             name: "TransferGateway",
             dependencies: [
                 "Gateway", "Adapters", "HTTPServer", "TransferEngine", "Postgres",
-                "S3", "SigV4", "Auth", "Crypto", "CSystem",
+                "S3", "SigV4", "Auth", "Crypto",
             ]),
         // The client for apps: uploads, downloads, resume after relaunch, over the gateway's API.
         // Foundation (FoundationNetworking on Linux) only; depends on no other target.

@@ -1,13 +1,11 @@
-// Linux epoll and eventfd for the HTTP server's event loops (`struct epoll_event` is packed on
-// x86-64, which Swift imports poorly, so the server only sees these plain wrappers), and glibc's
-// allocator thresholds, set once at the gateway's start.
+// Linux epoll and eventfd for the HTTP server's event loops. `struct epoll_event` is packed on
+// x86-64, which Swift imports poorly, so the server only sees these plain wrappers.
 #ifndef TG_CSYSTEM_SHIM_H
 #define TG_CSYSTEM_SHIM_H
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <stdint.h>
 #include <errno.h>
-#include <malloc.h>
 
 static const uint32_t TG_EPOLLIN = EPOLLIN;
 static const uint32_t TG_EPOLLOUT = EPOLLOUT;
@@ -40,12 +38,4 @@ static inline int tg_epoll_wait(int epfd, int *fds, uint32_t *events, int max, i
     }
     return n;
 }
-
-/// glibc's allocator: blocks up to `mmap_threshold` bytes come from the heap (not a mapping of
-/// their own), and free memory at the top of a heap is given back only beyond `trim_threshold`.
-static inline void tg_malloc_thresholds(int mmap_threshold, int trim_threshold) {
-    mallopt(M_MMAP_THRESHOLD, mmap_threshold);
-    mallopt(M_TRIM_THRESHOLD, trim_threshold);
-}
-
 #endif

@@ -1,4 +1,3 @@
-import CSystem
 import Dispatch
 import Foundation
 import Gateway
@@ -63,7 +62,6 @@ enum Command {
         }
         signal(SIGPIPE, SIG_IGN)
         raiseDescriptorLimit()
-        keepLargeBlocksInHeap()
         let sink = StderrSink()
         let logger = Logger(level: configuration.logLevel, sink: sink)
         // The database first: its schema, and what every instance shares (the link secret).
@@ -146,18 +144,6 @@ enum Command {
     }
 
     /// Lets many connections open: raise the soft descriptor limit to the hard one.
-    /// Large blocks (a download's 4 MiB read-ahead blocks, a body's 128 KiB chunks) come from
-    /// the heap and what is freed is kept for the next one, up to 64 MiB at the top of each
-    /// heap. glibc's default gives every block past its (moving) threshold a fresh mapping and
-    /// hands it back at `free`, so each new block's pages were faulted in and zeroed again: a
-    /// quarter of a download's CPU. Measured: a download job 1.16 → 0.94 CPU s/GiB, 11% faster,
-    /// peak RSS unchanged (bench/RESULTS.md). Live blocks stay bounded by the memory budget;
-    /// this only decides where they come from. An operator's own `GLIBC_TUNABLES` for malloc wins.
-    static func keepLargeBlocksInHeap() {
-        if let tunables = ProcessInfo.processInfo.environment["GLIBC_TUNABLES"], tunables.contains("glibc.malloc.") { return }
-        tg_malloc_thresholds(32 << 20, 64 << 20)
-    }
-
     static func raiseDescriptorLimit() {
         var limit = rlimit()
         if getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 && limit.rlim_cur < limit.rlim_max {
