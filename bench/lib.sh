@@ -43,6 +43,18 @@ start_job_gateway() {
   TOKEN="$("$GW_BIN" token --sub bench --ttl 7200)"
 }
 
+# drop_objects KEY...: deletes the benchmark's objects from the bucket and has SeaweedFS's master
+# (scripts/stack.sh: 127.0.0.1:19333) compact the volumes they were in, so the disk gets the
+# space back. Untimed: between rounds.
+drop_objects() {
+  local key
+  for key in "$@"; do
+    AWS_CONFIG_FILE=/dev/null "$VENV/bin/aws" --endpoint-url "$GATEWAY_S3_ENDPOINT" s3 rm --only-show-errors \
+      "s3://$GATEWAY_S3_BUCKET/$key" || true
+  done
+  curl -s -m 300 "http://127.0.0.1:19333/vol/vacuum?garbageThreshold=0.05" >/dev/null || true
+}
+
 # Stops what start_job_gateway started (the gateway, and the stack when this run started it).
 cleanup_job_bench() {
   [ -n "${GW_PID:-}" ] && kill "$GW_PID" 2>/dev/null

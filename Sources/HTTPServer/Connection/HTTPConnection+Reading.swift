@@ -63,6 +63,9 @@ extension HTTPConnection {
             let remaining = exchange.state.remainingLength, remaining >= Self.directReadMinimum,
             exchange.body.wantsData
         else { return nil }
+        // The buffer is not read while the body comes this way: a large one (grown for a long
+        // head) goes back now, not when the body ends.
+        inbound.releaseIfLarge()
         let room = min(remaining, Self.directReadMaximum)
         var result = IOResult.wouldBlock
         var chunk = [UInt8](unsafeUninitializedCapacity: room) { buffer, count in
