@@ -44,7 +44,7 @@ start_job_gateway() {
 }
 
 # drop_objects KEY...: deletes the benchmark's objects from the bucket and has SeaweedFS's master
-# (scripts/stack.sh: 127.0.0.1:19333) compact the volumes they were in, so the disk gets the
+# (STACK_SEAWEED_MASTER in .stack/env) compact the volumes they were in, so the disk gets the
 # space back. Untimed: between rounds.
 drop_objects() {
   local key
@@ -52,7 +52,7 @@ drop_objects() {
     AWS_CONFIG_FILE=/dev/null "$VENV/bin/aws" --endpoint-url "$GATEWAY_S3_ENDPOINT" s3 rm --only-show-errors \
       "s3://$GATEWAY_S3_BUCKET/$key" || true
   done
-  curl -s -m 300 "http://127.0.0.1:19333/vol/vacuum?garbageThreshold=0.05" >/dev/null || true
+  curl -s -m 300 "${STACK_SEAWEED_MASTER:-http://127.0.0.1:19333}/vol/vacuum?garbageThreshold=0.05" >/dev/null || true
 }
 
 # Stops what start_job_gateway started (the gateway, and the stack when this run started it).

@@ -358,6 +358,8 @@ export GATEWAY_JWT_SECRET='$JWT_SECRET'
 export AWS_ACCESS_KEY_ID='$S3_ACCESS_KEY'
 export AWS_SECRET_ACCESS_KEY='$S3_SECRET_KEY'
 export AWS_DEFAULT_REGION='$REGION'
+# SeaweedFS's master (bench/lib.sh has it compact the volumes between rounds).
+export STACK_SEAWEED_MASTER='http://127.0.0.1:$MASTER_PORT'
 EOF
     mv "$ENV_FILE.tmp" "$ENV_FILE"
   )

@@ -56,8 +56,13 @@ extension HTTPConnection {
     /// straight into the chunk the handler gets, instead of into the inbound buffer and copied
     /// out of it. Reads at most what the body has left (a pipelined request's bytes stay in
     /// the socket for the buffer); a short read (a slow sender) keeps only the bytes it got.
-    /// Nil when the usual path applies.
+    /// Nil when the usual path applies, and once after a short read: the read that most
+    /// likely finds the socket empty (edge-triggered, it must be made) costs no chunk then.
     private func readBodyDirectly() -> IOResult? {
+        if directReadWasShort {
+            directReadWasShort = false
+            return nil
+        }
         guard let exchange, inbound.isEmpty, case .length = exchange.head.framing,
             !exchange.state.bodyDone, !exchange.state.discarding, !exchange.state.awaitsContinue,
             let remaining = exchange.state.remainingLength, remaining >= Self.directReadMinimum,
@@ -73,6 +78,7 @@ extension HTTPConnection {
             if case .bytes(let n) = result { count = n } else { count = 0 }
         }
         guard case .bytes(let n) = result else { return result }
+        directReadWasShort = n < room
         if n <= room / 2 { chunk = chunk.withUnsafeBufferPointer { Array($0) } }
         let left = remaining - n
         exchange.state.remainingLength = left
@@ -87,7 +93,7 @@ extension HTTPConnection {
     /// Bodies with less than this left go through the inbound buffer.
     static let directReadMinimum = 16 * 1024
     /// The most one read of a body takes (what the inbound buffer grows to).
-    static let directReadMaximum = 128 * 1024
+    static let directReadMaximum = InboundBuffer.largestCapacity
 
     private func endOfFile() {
         peerHungUp()

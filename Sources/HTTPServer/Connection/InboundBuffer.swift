@@ -19,7 +19,10 @@ struct InboundBuffer: ~Copyable {
     private let initialCapacity: Int
     private let maxCapacity: Int
 
-    init(initialCapacity: Int = 4096, maxCapacity: Int = 128 * 1024) {
+    /// What a buffer grows to by default: also the most one direct read of a body takes.
+    static let largestCapacity = 128 * 1024
+
+    init(initialCapacity: Int = 4096, maxCapacity: Int = InboundBuffer.largestCapacity) {
         precondition(initialCapacity > 0 && maxCapacity >= initialCapacity)
         self.initialCapacity = initialCapacity
         self.maxCapacity = maxCapacity
