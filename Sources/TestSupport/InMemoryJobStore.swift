@@ -10,7 +10,7 @@ import TransferEngine
 /// count both, and upload ids in use on a key come from both. A `InMemoryClientUploadStore`
 /// made with `jobs:` this store is that other table; without one, there are no client uploads.
 public final class InMemoryJobStore: UploadJobStore {
-    private struct Tables {
+    struct Tables {
         var jobs: [String: Job] = [:]
         var parts: [String: [Int: RecordedPart]] = [:]
         var leases: [String: (owner: String, token: Int64, expiresAt: Int64)] = [:]
@@ -20,7 +20,7 @@ public final class InMemoryJobStore: UploadJobStore {
         /// `ObjectChecksumStore`'s table: checksums by object key and ETag.
         var checksums: [ObjectChecksumKey: ObjectChecksum] = [:]
     }
-    private let state = Mutex(Tables())
+    let state = Mutex(Tables())
     /// The twin of PostgreSQL's per-identity advisory lock: a quota check and its insert, in
     /// this store or the linked client-upload store, run under it one at a time.
     let ownerLock = Mutex(())
@@ -95,7 +95,7 @@ public final class InMemoryJobStore: UploadJobStore {
 
     /// A job as the store answers it: with its count of recorded parts, as PostgreSQL counts
     /// them on every read.
-    private static func shown(_ s: Tables, _ job: Job) -> Job {
+    static func shown(_ s: Tables, _ job: Job) -> Job {
         var job = job
         job.partsCompleted = s.parts[job.id]?.count ?? 0
         return job
@@ -142,12 +142,12 @@ public final class InMemoryJobStore: UploadJobStore {
         }
     }
 
-    private func owned(_ s: Tables, _ lease: Lease) -> Bool {
+    func owned(_ s: Tables, _ lease: Lease) -> Bool {
         s.tokens[lease.jobID] == lease.token && s.jobs[lease.jobID]?.state == .running
     }
 
     /// Checks the lease (and the test's crash point) before a write.
-    private func guardWrite(_ s: Tables, _ lease: Lease, _ what: String) throws {
+    func guardWrite(_ s: Tables, _ lease: Lease, _ what: String) throws {
         try beforeWrite(what)
         guard owned(s, lease) else { throw LeaseLost(jobID: lease.jobID) }
     }
@@ -345,95 +345,9 @@ public final class InMemoryJobStore: UploadJobStore {
         return jobs.union(linked.withLock { $0.store }?.openUploadIDs(key: key) ?? [])
     }
 
-    // MARK: uploads
-
-    public func claimUpload(id: String, owner: String, leaseMilliseconds: Int64) async throws -> UploadClaim? {
-        let now = Int64(clock.now())
-        return state.withLock { s in
-            guard var job = s.jobs[id], job.kind == .upload else { return nil }
-            let lease = s.leases[id]
-            let takeable =
-                JobLifecycle.allows(.claimUpload, from: job.state)
-                || (job.state == .running && ((lease?.expiresAt ?? 0) < now || lease?.owner == owner))
-            guard takeable else { return nil }
-            if job.state == .running, let lease, lease.owner != owner { job.crashes += 1 }
-            let token = (s.tokens[id] ?? 0) + 1
-            s.tokens[id] = token
-            s.leases[id] = (owner, token, now + leaseMilliseconds)
-            job.state = .running
-            job.version += 1
-            job.updatedAt = now
-            s.jobs[id] = job
-            return UploadClaim(
-                job: Self.shown(s, job), lease: Lease(jobID: id, owner: owner, token: token, expiresAt: now + leaseMilliseconds),
-                tail: s.tails[id] ?? [])
-        }
-    }
-
-    public func recordUploadPart(_ part: RecordedPart, under lease: Lease) async throws -> [TailSegment] {
-        try await recordUploadParts([part], under: lease)
-    }
-
-    public func recordUploadParts(_ parts: [RecordedPart], under lease: Lease) async throws -> [TailSegment] {
-        let now = Int64(clock.now())
-        return try state.withLock { s in
-            try guardWrite(s, lease, "recordUploadPart")
-            for part in parts {
-                let previous = s.parts[lease.jobID]?[part.number]?.size ?? 0
-                s.parts[lease.jobID, default: [:]][part.number] = part
-                let transferred = (s.jobs[lease.jobID]?.bytesTransferred ?? 0) + part.size - previous
-                s.jobs[lease.jobID]?.bytesTransferred = transferred
-                s.jobs[lease.jobID]?.bytesCommitted = transferred
-            }
-            s.jobs[lease.jobID]?.bytesAt = now
-            s.jobs[lease.jobID]?.updatedAt = now
-            s.jobs[lease.jobID]?.version += 1
-            s.partWrites += 1
-            return s.tails.removeValue(forKey: lease.jobID) ?? []
-        }
-    }
-
-    public func saveUploadTail(_ segments: [TailSegment], under lease: Lease) async throws -> [TailSegment] {
-        let now = Int64(clock.now())
-        return try state.withLock { s in
-            try guardWrite(s, lease, "saveUploadTail")
-            let before = s.tails[lease.jobID] ?? []
-            s.tails[lease.jobID] = segments
-            let parts = s.jobs[lease.jobID]?.bytesTransferred ?? 0
-            s.jobs[lease.jobID]?.bytesCommitted = parts + segments.reduce(0) { $0 + $1.size }
-            s.jobs[lease.jobID]?.bytesAt = now
-            s.jobs[lease.jobID]?.updatedAt = now
-            s.jobs[lease.jobID]?.version += 1
-            return before.filter { !segments.contains($0) }
-        }
-    }
-
-    public func releaseUpload(_ lease: Lease) async throws {
-        let now = Int64(clock.now())
-        try state.withLock { s in
-            try beforeWrite("releaseUpload")
-            guard owned(s, lease) else { return }
-            s.jobs[lease.jobID]?.state = JobLifecycle.target(of: .releaseUpload)
-            s.jobs[lease.jobID]?.bytesFlowing = 0
-            s.jobs[lease.jobID]?.version += 1
-            s.jobs[lease.jobID]?.updatedAt = now
-            s.leases[lease.jobID] = nil
-        }
-    }
-
     // MARK: for tests
 
     /// Makes the job's lease lapse now (its worker stalled past it, or died).
-    public func strandedCompletions(limit: Int) async throws -> [String] {
-        let now = Int64(clock.now())
-        return state.withLock { s in
-            s.jobs.values.filter { job in
-                job.kind == .upload && job.state == .running && job.completing && job.bytesTotal == job.bytesCommitted
-                    && (s.leases[job.id]?.expiresAt ?? 0) < now
-            }.map(\.id).sorted().prefix(limit).map { $0 }
-        }
-    }
-
     public func expireLease(_ id: String) {
         state.withLock { s in
             if let lease = s.leases[id] { s.leases[id] = (lease.owner, lease.token, 0) }
