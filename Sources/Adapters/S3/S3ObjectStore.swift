@@ -138,7 +138,7 @@ public struct S3ObjectStore: ObjectStore {
         defer { withExtendedLifetime(data) {} }
         switch checksum {
         case .crc32c:
-            let crc = try Self.crc32c(data)
+            let crc = try data.crc32cBase64()
             let etag = try await mapped {
                 try await client.uploadPart(key: key, uploadId: uploadID, partNumber: part, body: Self.body(data), checksumCRC32C: crc)
             }
@@ -159,7 +159,7 @@ public struct S3ObjectStore: ObjectStore {
     {
         defer { withExtendedLifetime(data) {} }
         let md5 = checksum == .md5 ? try Self.contentMD5(data) : nil
-        let crc = checksum == .crc32c ? try Self.crc32c(data) : nil
+        let crc = checksum == .crc32c ? try data.crc32cBase64() : nil
         return try await conditional(condition, key: key) {
             try await client.putObject(
                 key: key, body: Self.body(data), attributes: Self.attributes(attributes.withDefaultType),
@@ -199,13 +199,6 @@ public struct S3ObjectStore: ObjectStore {
             guard body.count == length else { throw S3Error(kind: .transport, status: 206, code: "IncompleteBody", message: "short range") }
             return body
         }
-    }
-
-    /// `x-amz-checksum-crc32c` of a part's bytes (summed as they reached the spool, or read back
-    /// from it), so S3 refuses a part that changed on the way (or on the spool's disk) instead of
-    /// storing it.
-    static func crc32c(_ data: PartData) throws -> String {
-        Digest.crc32cBase64(try data.crc32c())
     }
 
     /// `Content-MD5` of a part's bytes, the same check for stores without S3's checksum headers.

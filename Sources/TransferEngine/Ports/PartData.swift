@@ -32,4 +32,8 @@ public enum PartData: Sendable {
             return crc
         }
     }
+
+    /// The bytes' CRC-32C in base64, as S3's `x-amz-checksum-crc32c` carries it: S3 refuses a
+    /// part that changed on the way (or on the spool's disk) instead of storing it.
+    public func crc32cBase64() throws -> String { Digest.crc32cBase64(try crc32c()) }
 }

@@ -32,9 +32,4 @@ extension JobRunner {
         }
         return .crc32c(crc)
     }
-
-    /// The CRC-32C (base64) of one part's bytes, read back from where they wait.
-    static func crc32c(of data: PartData) throws -> String {
-        Digest.crc32cBase64(try data.crc32c())
-    }
 }

@@ -242,7 +242,7 @@ extension JobRunner {
             lease, uploadID: nil, partsTotal: 1, partSize: pass.partSize, bytesTotal: pass.total,
             sourceETag: pass.source.etag)
         let settings = self.settings, clock = self.clock
-        let crc = try Self.crc32c(of: .file(file, offset: 0, length: filled))
+        let crc = try PartData.file(file, offset: 0, length: filled).crc32cBase64()
         try await control.completion.begin(store, lease)
         let etag = try await settings.transferring(for: job.owner) {
             try await clock.retrying(limit: pass.retryLimit, backoff: settings.backoff, random: settings.random) {

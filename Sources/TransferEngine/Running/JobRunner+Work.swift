@@ -140,7 +140,7 @@ extension JobRunner {
                 single: { completing in
                     let sent = try await spooled(1, plan.range(ofPart: 1)) { data in
                         // The object's CRC-32C from the spooled bytes S3 is sent.
-                        let crc = try Self.crc32c(of: data)
+                        let crc = try data.crc32cBase64()
                         try await completing()
                         return RecordedPart(
                             number: 1, size: data.count,
