@@ -11,22 +11,14 @@ extension EventFeedRoutes {
     func stream(owner: String, after start: FeedCursor, http: HTTPRequest) async throws -> HTTPResponse {
         let slot = try await context.limits.admitWait(owner)
         let routes = self
-        let headers = HTTPHeaders([
-            ("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-store"),
-            ("X-Accel-Buffering", "no"),
-        ])
-        return HTTPResponse(
-            status: 200, headers: headers,
-            body: .stream(length: nil) { writer in
-                defer { slot.release() }
-                try await routes.follow(owner: owner, after: start, to: writer, http: http)
-            })
+        return EventStreamResponse.make(holding: slot) { writer in
+            try await routes.follow(owner: owner, after: start, to: writer, http: http)
+        }
     }
 
     private func follow(owner: String, after start: FeedCursor, to writer: ResponseBodyWriter, http: HTTPRequest) async throws {
         var position = start
         let end = ContinuousClock.now + JobRoutes.longestStream
-        try await writer.write(Array("retry: 2000\n\n".utf8))
         while !http.serverIsShuttingDown && ContinuousClock.now < end {
             let found = try await nextEvents(
                 owner: owner, after: position, limit: Self.batch, until: min(end, ContinuousClock.now + JobRoutes.heartbeat), http: http)

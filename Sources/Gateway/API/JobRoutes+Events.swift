@@ -26,16 +26,9 @@ extension JobRoutes {
         }
         let slot = try await context.limits.admitWait(holder)
         let routes = self
-        let headers = HTTPHeaders([
-            ("Content-Type", "text/event-stream; charset=utf-8"), ("Cache-Control", "no-store"),
-            ("X-Accel-Buffering", "no"),
-        ])
-        return HTTPResponse(
-            status: 200, headers: headers,
-            body: .stream(length: nil) { writer in
-                defer { slot.release() }
-                try await routes.stream(job, after: lastSeen, to: writer, http: http)
-            })
+        return EventStreamResponse.make(holding: slot) { writer in
+            try await routes.stream(job, after: lastSeen, to: writer, http: http)
+        }
     }
 
     /// The job a stream names, and whose wait slot it takes: by its owner's (or an admin's)
@@ -59,8 +52,6 @@ extension JobRoutes {
         var job = first
         var sent = lastSeen
         let end = ContinuousClock.now + Self.longestStream
-        // EventSource reconnects after a dropped connection; two seconds is plenty on a phone.
-        try await writer.write(Array("retry: 2000\n\n".utf8))
         while true {
             if Self.etag(job) != sent {
                 sent = Self.etag(job)

@@ -56,13 +56,10 @@ extension HTTPConnection {
     /// straight into the chunk the handler gets, instead of into the inbound buffer and copied
     /// out of it. Reads at most what the body has left (a pipelined request's bytes stay in
     /// the socket for the buffer); a short read (a slow sender) keeps only the bytes it got.
-    /// Nil when the usual path applies, and once after a short read: the read that most
-    /// likely finds the socket empty (edge-triggered, it must be made) costs no chunk then.
+    /// Nil when the usual path applies. (A read that finds the socket empty costs an unused
+    /// chunk's allocation; sending the read after a short one through the inbound buffer
+    /// instead measured no gain, bench/RESULTS.md.)
     private func readBodyDirectly() -> IOResult? {
-        if directReadWasShort {
-            directReadWasShort = false
-            return nil
-        }
         guard let exchange, inbound.isEmpty, case .length = exchange.head.framing,
             !exchange.state.bodyDone, !exchange.state.discarding, !exchange.state.awaitsContinue,
             let remaining = exchange.state.remainingLength, remaining >= Self.directReadMinimum,
@@ -78,7 +75,6 @@ extension HTTPConnection {
             if case .bytes(let n) = result { count = n } else { count = 0 }
         }
         guard case .bytes(let n) = result else { return result }
-        directReadWasShort = n < room
         if n <= room / 2 { chunk = chunk.withUnsafeBufferPointer { Array($0) } }
         let left = remaining - n
         exchange.state.remainingLength = left

@@ -34,9 +34,6 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
     /// A request was answered at once since the last read: the next read waits its turn behind
     /// the loop's other connections (the client's next request may already be here).
     var answeredAtOnce = false
-    /// The last direct body read got less than it asked for: the socket is most likely empty,
-    /// so the read that finds out goes into the inbound buffer, not a fresh body-sized chunk.
-    var directReadWasShort = false
     var writeInterest = false
     var inbound = InboundBuffer()
     var parser: HTTPHeadParser
