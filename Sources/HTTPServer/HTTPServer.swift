@@ -43,6 +43,8 @@ public final class HTTPServer: Sendable {
 
     /// Connections open right now.
     public var openConnections: Int { context.connectionCount }
+    /// Body reads made straight into a handler's chunk since the start (tests).
+    var directBodyReads: Int { context.directBodyReads.load(ordering: .relaxed) }
 
     /// Binds, listens and starts accepting. Returns the port bound (useful with port 0).
     @discardableResult

@@ -15,6 +15,8 @@ struct TestResponder: HTTPResponder {
         let seen = Mutex(0)
         let cancelled = Mutex(0)
         let atOnce = Mutex(0)
+        /// `/echo` bodies that failed before their end (the client closed, or sent too much).
+        let bodyErrors = Mutex(0)
     }
 
     /// `/at-once…` paths are answered on the event loop when their body (if any) is here.
@@ -71,6 +73,7 @@ struct TestResponder: HTTPResponder {
                 response.headers.add("X-Target", request.head.target)
                 return response
             } catch {
+                observations.bodyErrors.withLock { $0 += 1 }
                 return .text(400, "body error \(error)")
             }
         case ("POST", "/early"):

@@ -75,6 +75,7 @@ extension HTTPConnection {
             if case .bytes(let n) = result { count = n } else { count = 0 }
         }
         guard case .bytes(let n) = result else { return result }
+        context.directBodyReads.add(1, ordering: .relaxed)
         if n <= room / 2 { chunk = chunk.withUnsafeBufferPointer { Array($0) } }
         let left = remaining - n
         exchange.state.remainingLength = left

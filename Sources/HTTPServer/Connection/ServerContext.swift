@@ -11,6 +11,9 @@ final class ServerContext: Sendable {
     /// Set once a shutdown has reached every open connection; handlers read it through
     /// `HTTPRequest.serverIsShuttingDown`.
     let shuttingDown = Atomic<Bool>(false)
+    /// Reads of a body straight into a handler's chunk (`readBodyDirectly`): the tests' proof
+    /// that a body took that path.
+    let directBodyReads = Atomic<Int>(0)
 
     init(responder: any HTTPResponder, configuration: HTTPServerConfiguration) {
         self.responder = responder
