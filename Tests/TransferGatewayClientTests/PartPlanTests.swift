@@ -10,7 +10,7 @@ struct PartPlanTests {
     /// (size, part size, parts).
     static let counts: [(Int64, Int64, Int)] = [
         (0, mib5, 1), (1, mib5, 1), (mib5 - 1, mib5, 1), (mib5, mib5, 1), (mib5 + 1, mib5, 2), (5 * mib5, mib5, 5),
-        (5 * mib5 + 7, mib5, 6),
+        (5 * mib5 + 7, mib5, 6), (1, 1, 1), (10, .max, 1), (.max, .max, 1), (.max, 1 << 62, 2),
     ]
 
     @Test(arguments: counts)
@@ -25,6 +25,13 @@ struct PartPlanTests {
         #expect(plan.range(of: 3) == (10 * Self.mib)..<(12 * Self.mib + 7))
         let total = (1...plan.partCount).reduce(Int64(0)) { $0 + Int64(plan.range(of: $1).count) }
         #expect(total == plan.size)
+    }
+
+    /// A part size near `Int64.max` (a gateway's answer) is one part of the whole file, no trap.
+    @Test func aHugePartSizeIsOnePart() {
+        #expect(PartPlan(size: 10, partSize: .max).range(of: 1) == 0..<10)
+        #expect(PartPlan(size: 10, partSize: .max).missingParts(held: [:]) == [1])
+        #expect(PartPlan(size: .max, partSize: 1 << 62).range(of: 2) == (1 << 62)..<Int64.max)
     }
 
     @Test func emptyFileIsOneEmptyPart() {

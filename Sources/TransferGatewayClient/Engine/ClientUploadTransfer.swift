@@ -40,6 +40,11 @@ struct ClientUploadTransfer: Sendable {
             throw TransferError(.badResponse, "the gateway gave the upload no part size")
         }
         let plan = PartPlan(size: size, partSize: partSize)
+        // Past S3's limit no upload can complete, and a plan of millions of parts would only
+        // fill memory with their numbers.
+        guard plan.partCount <= PartPlan.maximumPartCount else {
+            throw TransferError(.badResponse, "the gateway's part size (\(partSize) bytes) makes more than 10,000 parts")
+        }
         let missing = plan.missingParts(held: held)
         reporter.setCommitted(size - missing.reduce(0) { $0 + Int64(plan.range(of: $1).count) })
         let urls = PartURLs(api: api, uploadID: id, pending: missing)

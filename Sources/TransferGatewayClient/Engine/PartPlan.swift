@@ -15,14 +15,18 @@ public struct PartPlan: Codable, Hashable, Sendable {
         self.partSize = partSize
     }
 
-    /// The number of parts: at least one (an empty file is one empty part).
-    public var partCount: Int { size == 0 ? 1 : Int((size + partSize - 1) / partSize) }
+    /// The number of parts: at least one (an empty file is one empty part). Counted without
+    /// `size + partSize`, which a part size near `Int64.max` (a gateway's answer) would overflow.
+    public var partCount: Int { size <= 0 ? 1 : Int((size - 1) / partSize + 1) }
+
+    /// The most parts S3 takes in one multipart upload.
+    public static let maximumPartCount = 10_000
 
     /// Part `number`'s bytes in the file (`number` from 1 to `partCount`).
     public func range(of number: Int) -> Range<Int64> {
         precondition(number >= 1 && number <= partCount, "part \(number) is outside 1...\(partCount)")
         let start = Int64(number - 1) * partSize
-        return start..<min(size, start + partSize)
+        return start..<(size - start <= partSize ? size : start + partSize)
     }
 
     /// The parts still to send, given those S3 holds (by number and size): a held part of the
