@@ -43,7 +43,8 @@ struct ClientUploadTransfer: Sendable {
         // Past S3's limit no upload can complete, and a plan of millions of parts would only
         // fill memory with their numbers.
         guard plan.partCount <= PartPlan.maximumPartCount else {
-            throw TransferError(.badResponse, "the gateway's part size (\(partSize) bytes) makes more than 10,000 parts")
+            throw TransferError(
+                .badResponse, "the gateway's part size (\(partSize) bytes) makes more than \(PartPlan.maximumPartCount) parts")
         }
         let missing = plan.missingParts(held: held)
         reporter.setCommitted(size - missing.reduce(0) { $0 + Int64(plan.range(of: $1).count) })
