@@ -4,7 +4,8 @@ import TransferEngine
 
 /// `KeyLocks` over PostgreSQL: a key is held by its row in `key_locks`, taken with one upsert
 /// that wins when there is no row or the row's lease has lapsed. A waiter asks again with a
-/// growing pause (20 ms to 500 ms); no connection is held while a key is.
+/// growing pause (20 ms to 500 ms) and gives up when an ask sent a lease after its first one
+/// still finds the key held; no connection is held while a key is.
 public struct PostgresKeyLocks: KeyLocks {
     let pool: PostgresPool
     let lease: Double
@@ -19,8 +20,11 @@ public struct PostgresKeyLocks: KeyLocks {
         let until = ContinuousClock.now + .seconds(lease)
         var pause = 0.02
         while true {
+            // Only an ask sent after the lease's length proves a live holder: one sent before it
+            // may come back after it (a slow answer) without having seen a dead holder's lapse.
+            let asked = ContinuousClock.now
             if try await take(token) { return token }
-            guard ContinuousClock.now < until else { throw TransferError(code: .storageUnavailable, retryable: true) }
+            guard asked < until else { throw TransferError(code: .storageUnavailable, retryable: true) }
             try await Task.sleep(for: .seconds(pause))
             pause = min(0.5, pause * 2)
         }
