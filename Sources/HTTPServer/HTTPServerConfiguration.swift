@@ -21,7 +21,7 @@ public struct HTTPServerConfiguration: Sendable {
     /// request's `clientAddress`); from anyone else the header is ignored.
     public var trustedProxies: [AddressBlock] = []
     /// Request body bytes buffered ahead of the handler before the socket stops being read.
-    public var bodyHighWater = 256 * 1024
+    public var bodyHighWater = 512 * 1024
     /// Response bytes queued for a slow client before a streaming writer waits.
     public var responseHighWater = 256 * 1024
     /// Body bytes the server will read and throw away so a connection can be reused after a

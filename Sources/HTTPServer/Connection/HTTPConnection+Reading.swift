@@ -62,13 +62,15 @@ extension HTTPConnection {
     private func readBodyDirectly() -> IOResult? {
         guard let exchange, inbound.isEmpty, case .length = exchange.head.framing,
             !exchange.state.bodyDone, !exchange.state.discarding, !exchange.state.awaitsContinue,
-            let remaining = exchange.state.remainingLength, remaining >= Self.directReadMinimum,
-            exchange.body.wantsData
+            let remaining = exchange.state.remainingLength, remaining >= Self.directReadMinimum
         else { return nil }
+        // A read takes at most what the body may still hold: with what waits for the handler,
+        // never more than its high water.
+        let room = min(remaining, exchange.body.room)
+        guard room > 0 else { return nil }
         // The buffer is not read while the body comes this way: a large one (grown for a long
         // head) goes back now, not when the body ends.
         inbound.releaseIfLarge()
-        let room = min(remaining, Self.directReadMaximum)
         var result = IOResult.wouldBlock
         var chunk = [UInt8](unsafeUninitializedCapacity: room) { buffer, count in
             result = SystemCall.read(fd, into: UnsafeMutableRawBufferPointer(buffer))
@@ -89,8 +91,6 @@ extension HTTPConnection {
 
     /// Bodies with less than this left go through the inbound buffer.
     static let directReadMinimum = 16 * 1024
-    /// The most one read of a body takes (what the inbound buffer grows to).
-    static let directReadMaximum = InboundBuffer.largestCapacity
 
     private func endOfFile() {
         peerHungUp()

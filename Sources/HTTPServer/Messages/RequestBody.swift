@@ -193,14 +193,18 @@ public final class RequestBody: Sendable {
     // MARK: connection side
 
     /// Whether the connection should read more of this body from the socket now.
-    var wantsData: Bool {
+    var wantsData: Bool { room > 0 }
+
+    /// Bytes the connection may read for this body now: what is left of `highWater` after the
+    /// bytes waiting here (0 when it should not read).
+    var room: Int {
         state.withLock { s in
-            if s.finished || s.failure != nil { return false }
+            if s.finished || s.failure != nil { return 0 }
             if s.buffered >= highWater {
                 s.producerStalled = true
-                return false
+                return 0
             }
-            return true
+            return highWater - s.buffered
         }
     }
 
