@@ -12,7 +12,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 [ $# -ge 2 ] || die "usage: bench/ab-upload.sh BIN_A BIN_B"
 A="$1"; B="$2"
 ROUNDS="${BENCH_ROUNDS:-8}"; MIB="${BENCH_MIB:-512}"
+# shellcheck disable=SC2034 # read by bench/lib.sh
 VENV="$ROOT/.venv"
+# shellcheck disable=SC2034
 STACK_STARTED=""
 TMP="$(mktemp -d /tmp/bench-ab-upload.XXXXXX)"
 PIDS=()
