@@ -53,11 +53,46 @@ static inline void tg_hmac_sha256(const void *key, size_t keyLength, const void 
    it: `crc` is the running value (0 to begin), the result feeds the next call. With SSE 4.2
    the CPU's crc32 instruction takes eight bytes a step (the builtins, not <nmmintrin.h>, whose
    inline wrappers Swift does not emit); elsewhere a bit at a time. */
+/* a * b modulo the polynomial, both in the CRC's reflected form (bit 31 is x^0): what a CRC
+   register `b` becomes after `a` = x^(8n) mod P, i.e. after n zero bytes. */
+static inline uint32_t tg_crc32c_multiply(uint32_t a, uint32_t b) {
+    uint32_t product = 0;
+    for (int i = 0; i < 32; i++) {
+        product ^= b & (0u - (a >> 31));
+        a <<= 1;
+        b = (b >> 1) ^ (0x82F63B78u & (0u - (b & 1u)));
+    }
+    return product;
+}
+
+/* x^(8 * 4096) mod P: a register shifted past one lane of 4096 bytes (CRC32CTests checks it). */
+#define TG_CRC32C_LANE 4096
+#define TG_CRC32C_LANE_SHIFT 0x35d73a62u
+
 #if defined(__x86_64__)
 __attribute__((target("sse4.2")))
 static inline uint32_t tg_crc32c_sse42(uint32_t crc, const unsigned char *p, size_t n) {
     unsigned long long c = ~crc & 0xffffffffu;
     while (n > 0 && ((uintptr_t)p & 7) != 0) { c = __builtin_ia32_crc32qi((unsigned int)c, *p++); n--; }
+    /* The instruction takes three cycles to give its result and can start one a cycle: three
+       lanes of TG_CRC32C_LANE bytes are summed side by side, the second and third from zero,
+       and joined by shifting the earlier lanes' registers past the later ones. */
+    while (n >= 3 * TG_CRC32C_LANE) {
+        unsigned long long a = c, b = 0, d = 0;
+        for (size_t i = 0; i < TG_CRC32C_LANE; i += 8) {
+            unsigned long long wa, wb, wd;
+            memcpy(&wa, p + i, 8);
+            memcpy(&wb, p + TG_CRC32C_LANE + i, 8);
+            memcpy(&wd, p + 2 * TG_CRC32C_LANE + i, 8);
+            a = __builtin_ia32_crc32di(a, wa);
+            b = __builtin_ia32_crc32di(b, wb);
+            d = __builtin_ia32_crc32di(d, wd);
+        }
+        uint32_t ab = tg_crc32c_multiply(TG_CRC32C_LANE_SHIFT, (uint32_t)a) ^ (uint32_t)b;
+        c = tg_crc32c_multiply(TG_CRC32C_LANE_SHIFT, ab) ^ (uint32_t)d;
+        p += 3 * TG_CRC32C_LANE;
+        n -= 3 * TG_CRC32C_LANE;
+    }
     while (n >= 8) { unsigned long long word; memcpy(&word, p, 8); c = __builtin_ia32_crc32di(c, word); p += 8; n -= 8; }
     while (n > 0) { c = __builtin_ia32_crc32qi((unsigned int)c, *p++); n--; }
     return ~(uint32_t)c;

@@ -48,4 +48,23 @@ import Testing
             }
         }
     }
+
+    /// Inputs of three 4096-byte lanes and more are summed three lanes at a time and joined by a
+    /// shift: at the lanes' edges, past several rounds, from any offset and any running value.
+    @Test func threeLaneInputsEqualTheReference() {
+        var state: UInt64 = 0xD1B5_4A32_D192_ED03
+        let bytes = (0..<45_000).map { _ -> UInt8 in
+            state ^= state << 13; state ^= state >> 7; state ^= state << 17
+            return UInt8(truncatingIfNeeded: state)
+        }
+        for start in [0, 3] {
+            for length in [12_287, 12_288, 12_289, 2 * 12_288 + 13, 36_864, 44_000] where start + length <= bytes.count {
+                let slice = Array(bytes[start..<(start + length)])
+                let whole = bytes.withUnsafeBytes { Digest.crc32c(UnsafeRawBufferPointer(rebasing: $0[start..<(start + length)])) }
+                #expect(whole == Self.reference(slice), "start \(start) length \(length)")
+                let cut = 5_001
+                #expect(Self.crc(Array(slice[cut...]), continuing: Self.crc(Array(slice[..<cut]))) == whole, "cut of \(length)")
+            }
+        }
+    }
 }
