@@ -52,11 +52,12 @@ struct KeyLocksLiveTests {
         let locks = PostgresKeyLocks(pool: pool, lease: lease)
         for _ in 0..<5 {
             let key = "test:\(UUID().uuidString)"
-            let dead = try await locks.lock(key)  // never unlocked: its holder "crashed"
             let started = ContinuousClock.now
+            let dead = try await locks.lock(key)  // never unlocked: its holder "crashed"
             let next = try await locks.lock(key)
             let waited = ContinuousClock.now - started
-            #expect(waited >= .seconds(lease * 0.6) && waited < .seconds(3), "\(waited)")
+            // The lease runs from the dead holder's taking, after `started`.
+            #expect(waited >= .seconds(lease * 0.9) && waited < .seconds(3), "\(waited)")
             await locks.unlock(dead)  // lapsed: must not free the new holder's key
             let holder = try await pool.withConnection {
                 try $0.query("SELECT holder FROM key_locks WHERE key = \(key)").first?.string("holder")

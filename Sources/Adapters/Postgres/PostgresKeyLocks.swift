@@ -4,7 +4,7 @@ import TransferEngine
 
 /// `KeyLocks` over PostgreSQL: a key is held by its row in `key_locks`, taken with one upsert
 /// that wins when there is no row or the row's lease has lapsed. A waiter asks again with a
-/// growing pause (20 ms to 500 ms) and gives up when an ask sent a lease after its first one
+/// growing pause (20 ms to 500 ms) and gives up when an ask sent a lease after it began to wait
 /// still finds the key held; no connection is held while a key is.
 public struct PostgresKeyLocks: KeyLocks {
     let pool: PostgresPool

@@ -57,8 +57,8 @@ extension HTTPConnection {
     /// out of it. Reads at most what the body has left (a pipelined request's bytes stay in
     /// the socket for the buffer); a short read (a slow sender) keeps only the bytes it got.
     /// Nil when the usual path applies. (A read that finds the socket empty costs an unused
-    /// chunk's allocation; sending the read after a short one through the inbound buffer
-    /// instead measured no gain, bench/RESULTS.md.)
+    /// chunk's allocation, not touched; sending the read after a short one through the inbound
+    /// buffer instead measured no gain at 128 KiB reads, bench/RESULTS.md.)
     private func readBodyDirectly() -> IOResult? {
         guard let exchange, inbound.isEmpty, case .length = exchange.head.framing,
             !exchange.state.bodyDone, !exchange.state.discarding, !exchange.state.awaitsContinue,
@@ -78,10 +78,13 @@ extension HTTPConnection {
         }
         guard case .bytes(let n) = result else { return result }
         context.directBodyReads.add(1, ordering: .relaxed)
+        // A short read keeps only its bytes; a longer one keeps its whole chunk, counted as
+        // that against the high water.
+        let held = n <= room / 2 ? n : room
         if n <= room / 2 { chunk = chunk.withUnsafeBufferPointer { Array($0) } }
         let left = remaining - n
         exchange.state.remainingLength = left
-        exchange.body.deliver(chunk[...])
+        exchange.body.deliver(chunk[...], held: held)
         if left == 0 {
             exchange.state.bodyDone = true
             exchange.body.finish()

@@ -19,7 +19,7 @@ struct InboundBuffer: ~Copyable {
     private let initialCapacity: Int
     private let maxCapacity: Int
 
-    /// What a buffer grows to by default: also the most one direct read of a body takes.
+    /// What a buffer grows to by default.
     static let largestCapacity = 128 * 1024
 
     init(initialCapacity: Int = 4096, maxCapacity: Int = InboundBuffer.largestCapacity) {

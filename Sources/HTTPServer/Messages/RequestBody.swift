@@ -14,16 +14,18 @@ public enum RequestBodyError: Error, Equatable, Sendable {
 
 /// A request body, streamed from the socket as the handler reads it.
 ///
-/// Backpressure: the connection stops reading the socket while `highWater` bytes wait here
-/// unread, so a slow handler holds the client back instead of filling memory. With
+/// Backpressure: the connection stops reading the socket once `highWater` bytes wait here
+/// unread, until the handler has taken half of them, so a slow handler holds the client back
+/// instead of filling memory. With
 /// `Expect: 100-continue`, nothing is read (and no `100` is sent) until the handler first asks.
 public final class RequestBody: Sendable {
     /// Connection-side notifications: the handler wants bytes (first demand, or the buffer
-    /// drained below the high-water mark).
+    /// drained to half the high-water mark after reaching it).
     typealias DemandHandler = @Sendable () -> Void
 
     private struct State {
-        var chunks: [ArraySlice<UInt8>] = []
+        /// The chunks waiting, each with the memory it holds (its buffer may be larger than it).
+        var chunks: [(bytes: ArraySlice<UInt8>, held: Int)] = []
         var chunkHead = 0
         var buffered = 0
         var finished = false
@@ -38,8 +40,8 @@ public final class RequestBody: Sendable {
         /// The oldest waiting chunk; its slot is emptied so the array does not keep it alive.
         mutating func takeChunk() -> ArraySlice<UInt8>? {
             guard chunkHead < chunks.count else { return nil }
-            let chunk = chunks[chunkHead]
-            chunks[chunkHead] = []
+            let (chunk, held) = chunks[chunkHead]
+            chunks[chunkHead] = ([], 0)
             chunkHead += 1
             if chunkHead == chunks.count {
                 chunks.removeAll(keepingCapacity: true)
@@ -48,7 +50,7 @@ public final class RequestBody: Sendable {
                 chunks.removeFirst(chunkHead)
                 chunkHead = 0
             }
-            buffered -= chunk.count + RequestBody.chunkOverhead
+            buffered -= held + RequestBody.chunkOverhead
             return chunk
         }
     }
@@ -123,13 +125,14 @@ public final class RequestBody: Sendable {
             let firstDemand = !s.demanded
             s.demanded = true
             if let chunk = s.takeChunk() {
-                let notify = s.producerStalled && s.buffered < highWater
+                let notify = s.producerStalled && s.buffered <= highWater / 2
                 if notify { s.producerStalled = false }
                 // A body that has all arrived needs nothing more from the connection.
                 return .chunk(chunk, notify: notify || (firstDemand && !s.finished))
             }
             if let failure = s.failure { return .failure(failure) }
             if s.finished { return .chunk(nil, notify: false) }
+            s.producerStalled = false
             return .wait(notify: true)
         }
         switch immediate {
@@ -196,15 +199,14 @@ public final class RequestBody: Sendable {
     var wantsData: Bool { room > 0 }
 
     /// Bytes the connection may read for this body now: what is left of `highWater` after the
-    /// bytes waiting here (0 when it should not read).
+    /// bytes waiting here, 0 when it should not read. Once the bytes reach `highWater`, reading
+    /// waits until the handler has taken them down to half of it (and is told so), so the reads
+    /// that follow are large ones, not a chunk's worth each time the handler takes one.
     var room: Int {
         state.withLock { s in
             if s.finished || s.failure != nil { return 0 }
-            if s.buffered >= highWater {
-                s.producerStalled = true
-                return 0
-            }
-            return highWater - s.buffered
+            if s.buffered >= highWater { s.producerStalled = true }
+            return s.producerStalled ? 0 : highWater - s.buffered
         }
     }
 
@@ -212,15 +214,18 @@ public final class RequestBody: Sendable {
 
     /// Hands a piece of body to the reader. Returns whether more is welcome now.
     @discardableResult
-    func deliver(_ chunk: ArraySlice<UInt8>) -> Bool {
+    /// `held`: the memory the chunk keeps, when its buffer is larger than its bytes (counted
+    /// against the high water instead of them).
+    func deliver(_ chunk: ArraySlice<UInt8>, held: Int? = nil) -> Bool {
         let (waiter, more): (CheckedContinuation<ArraySlice<UInt8>?, any Error>?, Bool) = state.withLock { s in
             s.received += chunk.count
             if let waiter = s.waiter {
                 s.waiter = nil
                 return (waiter, true)
             }
-            s.chunks.append(chunk)
-            s.buffered += chunk.count + RequestBody.chunkOverhead
+            let held = max(held ?? chunk.count, chunk.count)
+            s.chunks.append((chunk, held))
+            s.buffered += held + RequestBody.chunkOverhead
             let more = s.buffered < highWater
             if !more { s.producerStalled = true }
             return (nil, more)
