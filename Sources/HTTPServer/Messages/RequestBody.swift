@@ -16,8 +16,8 @@ public enum RequestBodyError: Error, Equatable, Sendable {
 ///
 /// Backpressure: the connection stops reading the socket once `highWater` bytes wait here
 /// unread, until the handler has taken half of them, so a slow handler holds the client back
-/// instead of filling memory. With
-/// `Expect: 100-continue`, nothing is read (and no `100` is sent) until the handler first asks.
+/// instead of filling memory. With `Expect: 100-continue`, nothing is read (and no `100` is
+/// sent) until the handler first asks.
 public final class RequestBody: Sendable {
     /// Connection-side notifications: the handler wants bytes (first demand, or the buffer
     /// drained to half the high-water mark after reaching it).
