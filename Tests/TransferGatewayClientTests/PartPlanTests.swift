@@ -34,6 +34,19 @@ struct PartPlanTests {
         #expect(PartPlan(size: .max, partSize: 1 << 62).range(of: 2) == (1 << 62)..<Int64.max)
     }
 
+    /// A gateway's part size that leaves no upload possible is refused as a bad answer: none,
+    /// zero, negative, or one making more than 10,000 parts (and exactly 10,000 is taken).
+    @Test func anUploadsPlanIsRefusedPastS3sPartLimit() throws {
+        #expect(try PartPlan.forUpload(size: 10_000, partSize: 1).partCount == 10_000)
+        #expect(try PartPlan.forUpload(size: 10_000 * Self.mib5, partSize: Self.mib5).partCount == PartPlan.maximumPartCount)
+        for partSize: Int64? in [nil, 0, -1] {
+            #expect(throws: TransferError.self) { try PartPlan.forUpload(size: 1, partSize: partSize) }
+        }
+        let refusal = #expect(throws: TransferError.self) { try PartPlan.forUpload(size: 10_001, partSize: 1) }
+        #expect(refusal?.code == .badResponse)
+        #expect(throws: TransferError.self) { try PartPlan.forUpload(size: .max, partSize: 1) }
+    }
+
     @Test func emptyFileIsOneEmptyPart() {
         #expect(PartPlan(size: 0, partSize: 5 * Self.mib).range(of: 1).isEmpty)
     }

@@ -36,16 +36,8 @@ struct ClientUploadTransfer: Sendable {
             try context.store.save(record)
             first = created
         }
-        guard let id = record.serverID, let partSize = record.partSize, partSize > 0 else {
-            throw TransferError(.badResponse, "the gateway gave the upload no part size")
-        }
-        let plan = PartPlan(size: size, partSize: partSize)
-        // Past S3's limit no upload can complete, and a plan of millions of parts would only
-        // fill memory with their numbers.
-        guard plan.partCount <= PartPlan.maximumPartCount else {
-            throw TransferError(
-                .badResponse, "the gateway's part size (\(partSize) bytes) makes more than \(PartPlan.maximumPartCount) parts")
-        }
+        guard let id = record.serverID else { throw TransferError(.badResponse, "the gateway gave the upload no id") }
+        let plan = try PartPlan.forUpload(size: size, partSize: record.partSize)
         let missing = plan.missingParts(held: held)
         reporter.setCommitted(size - missing.reduce(0) { $0 + Int64(plan.range(of: $1).count) })
         let urls = PartURLs(api: api, uploadID: id, pending: missing)

@@ -22,6 +22,18 @@ public struct PartPlan: Codable, Hashable, Sendable {
     /// The most parts S3 takes in one multipart upload.
     public static let maximumPartCount = 10_000
 
+    /// The plan of an upload the gateway answered with `partSize`: `badResponse` when it gave
+    /// none, or one that is not positive or makes more parts than S3 takes (no such upload could
+    /// complete, and a list of millions of part numbers would only fill memory).
+    static func forUpload(size: Int64, partSize: Int64?) throws(TransferError) -> PartPlan {
+        guard let partSize, partSize > 0 else { throw TransferError(.badResponse, "the gateway gave the upload no part size") }
+        let plan = PartPlan(size: size, partSize: partSize)
+        guard plan.partCount <= maximumPartCount else {
+            throw TransferError(.badResponse, "the gateway's part size (\(partSize) bytes) makes more than \(maximumPartCount) parts")
+        }
+        return plan
+    }
+
     /// Part `number`'s bytes in the file (`number` from 1 to `partCount`).
     public func range(of number: Int) -> Range<Int64> {
         precondition(number >= 1 && number <= partCount, "part \(number) is outside 1...\(partCount)")
