@@ -293,6 +293,8 @@ public struct CurlOptions: Sendable {
     public var maxHostConnections = 64
     /// The most a whole transfer may take (nil: no limit but the low-speed rule).
     public var totalTimeoutMilliseconds: Int?
+    /// A PUT of a file's bytes to a plain-HTTP store goes by `sendfile` (`FileSender`), not curl.
+    public var sendFilesDirectly = true
 
     public init() {}
 }

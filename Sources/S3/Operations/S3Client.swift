@@ -13,6 +13,8 @@ public final class S3Client: Sendable {
     /// them must stay as cheap as reading a constant (presigning asks on every request).
     private let signing: Striped<SigningState>
     let engine: CurlEngine
+    /// Sends PUTs of a file's bytes by `sendfile` where the endpoint allows (plain HTTP, no proxy).
+    let fileSender: FileSender?
     let options: CurlOptions
     private let now: @Sendable () -> Int
     let keyCache = SigningKeyCache()
@@ -37,6 +39,7 @@ public final class S3Client: Sendable {
         self.signing = Striped(count: 8) { first }
         self.options = options
         self.engine = CurlEngine(options: options)
+        self.fileSender = FileSender(endpoint: endpoint, options: options, environment: ProcessInfo.processInfo.environment)
         self.now = now
     }
 
@@ -292,17 +295,25 @@ public final class S3Client: Sendable {
         let added = signer.signedHeaders(
             method: method, encodedPath: path, query: query, headers: toSign,
             payloadHash: payloadHash, time: SigningTime(secondsSince1970: now()))
-        let url = endpoint.url(encodedPath: path) + (query.isEmpty ? "" : "?" + URIEncoding.query(query))
-        guard
-            let transfer = CurlTransfer(
-                method: method, url: url, headers: Array(toSign.dropFirst()) + added,
-                source: body, sink: sink, options: options)
-        else {
-            throw S3Error(
-                kind: .protocolViolation, status: 0, code: "InvalidHeader",
-                message: "a header name or value cannot be sent (control or non-ASCII character, or empty)")
+        let target = path + (query.isEmpty ? "" : "?" + URIEncoding.query(query))
+        let response: CurlTransfer.Response
+        if method == "PUT", case .file(let fd, let offset, let length) = body, let fileSender,
+            let sent = try await fileSender.perform(
+                method: method, target: target, headers: Array(toSign.dropFirst()) + added, fd: fd, offset: offset, length: length)
+        {
+            response = sent
+        } else {
+            guard
+                let transfer = CurlTransfer(
+                    method: method, url: endpoint.url(encodedPath: target), headers: Array(toSign.dropFirst()) + added,
+                    source: body, sink: sink, options: options)
+            else {
+                throw S3Error(
+                    kind: .protocolViolation, status: 0, code: "InvalidHeader",
+                    message: "a header name or value cannot be sent (control or non-ASCII character, or empty)")
+            }
+            response = try await engine.perform(transfer)
         }
-        let response = try await engine.perform(transfer)
         if let expecting, !expecting.contains(response.status) {
             throw S3Error.fromResponse(status: response.status, body: response.body)
         }

@@ -39,7 +39,9 @@ extension Configuration {
     /// The S3 client for these settings, on the wall clock, with the static credentials (or
     /// none yet, when they come from the rest of the chain: `makeS3ClientFetchingCredentials`).
     public func makeS3Client() throws(Invalid) -> S3Client {
-        S3Client(endpoint: try s3EndpointValue(), credentials: initialS3Credentials, now: GatewayApp.wallClock)
+        var options = CurlOptions()
+        options.sendFilesDirectly = s3Sendfile
+        return S3Client(endpoint: try s3EndpointValue(), credentials: initialS3Credentials, options: options, now: GatewayApp.wallClock)
     }
 
     /// The S3 client with its first credentials fetched from the chain (for one-shot commands,

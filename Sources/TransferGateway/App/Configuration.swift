@@ -27,6 +27,8 @@ public struct Configuration: Sendable {
     /// (`Content-MD5`, for stores without them).
     public var s3Checksum: PartChecksum = .crc32c
     public var s3Accelerate = false
+    /// PUTs of spooled bytes to a plain-HTTP store go by `sendfile` rather than through curl.
+    public var s3Sendfile = true
     public var jwtSecret: String?
     /// An identity provider's JSON Web Key Set (https, or http on loopback).
     public var jwtJWKSURL: String?
@@ -154,6 +156,7 @@ public struct Configuration: Sendable {
             c.s3Checksum = chosen
         }
         c.s3Accelerate = try reader.bool("GATEWAY_S3_ACCELERATE") ?? false
+        c.s3Sendfile = try reader.bool("GATEWAY_S3_SENDFILE") ?? true
         c.jwtSecret = try reader.string("GATEWAY_JWT_SECRET", secret: true)
         c.jwtPublicKeyFile = try reader.string("GATEWAY_JWT_PUBLIC_KEY_FILE")
         if let url = try reader.string("GATEWAY_JWT_JWKS_URL") {

@@ -1,0 +1,224 @@
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// One request of `FileSender`, on its thread: a connection (kept or new), the head, the body by
+/// `sendfile`, the answer. Sockets are non-blocking and every wait is a `poll` of at most a tenth
+/// of a second, so a cancelled task, a stalled store (curl's low-speed rule) and the total
+/// timeout are noticed within that. A kept connection the store closed before answering gets
+/// the request once more on a new one, as curl does.
+struct FileExchange {
+    struct Request {
+        var head: [UInt8]
+        var fd: Int32
+        var offset: Int64
+        var length: Int64
+    }
+
+    let sender: FileSender
+    let request: Request
+    /// Whether the waiting task was cancelled.
+    let isCancelled: () -> Bool
+
+    /// What the request has moved, for the low-speed rule and the total timeout.
+    private struct Pace {
+        let started: Double
+        var windowStart: Double
+        var windowBytes = 0
+    }
+
+    func run() throws(S3Error) -> CurlTransfer.Response {
+        let now = Self.seconds()
+        var pace = Pace(started: now, windowStart: now)
+        var retried = false
+        while true {
+            let kept = sender.takeIdle()
+            let socket: Int32
+            if let kept { socket = kept } else { socket = try connect(&pace) }
+            var answered = false
+            do throws(S3Error) {
+                let (response, keepAlive) = try exchange(on: socket, &pace, answered: &answered)
+                if keepAlive { sender.giveBack(socket) } else { close(socket) }
+                return response
+            } catch {
+                close(socket)
+                if kept != nil, !retried, !answered, error.kind == .transport, error.code != "Timeout" {
+                    retried = true
+                    continue
+                }
+                throw error
+            }
+        }
+    }
+
+    private func exchange(on socket: Int32, _ pace: inout Pace, answered: inout Bool) throws(S3Error) -> (CurlTransfer.Response, Bool) {
+        var parser = AnswerParser()
+        do throws(S3Error) {
+            try sendHead(socket, &pace)
+            try sendBody(socket, &pace)
+        } catch  where error.code == "ConnectionReset" {
+            // The store may have answered before it closed (a refusal of the head, say): that
+            // answer is the outcome, not the reset.
+            if let early = try? readAnswer(socket, &parser, &pace, answered: &answered) { return (early.0, false) }
+            throw error
+        }
+        return try readAnswer(socket, &parser, &pace, answered: &answered)
+    }
+
+    private func sendHead(_ socket: Int32, _ pace: inout Pace) throws(S3Error) {
+        var sent = 0
+        while sent < request.head.count {
+            let n = request.head.withUnsafeBytes { raw in
+                // MSG_MORE: the head leaves with the body's first bytes, not in a packet of its own.
+                send(socket, raw.baseAddress! + sent, raw.count - sent, Int32(MSG_NOSIGNAL) | Int32(MSG_MORE))
+            }
+            if n > 0 {
+                sent += n
+                continue
+            }
+            try retryOrFail(n, socket, Int16(POLLOUT), &pace)
+        }
+    }
+
+    private func sendBody(_ socket: Int32, _ pace: inout Pace) throws(S3Error) {
+        var position = off_t(request.offset)
+        let end = off_t(request.offset + request.length)
+        while position < end {
+            let n = sendfile(socket, request.fd, &position, Int(min(end - position, 1 << 30)))
+            if n > 0 {
+                progressed(n, &pace)
+                continue
+            }
+            if n == 0 {
+                throw S3Error(kind: .transport, status: 0, code: "SourceEnded", message: "the file ended before the body did")
+            }
+            try retryOrFail(n, socket, Int16(POLLOUT), &pace)
+        }
+    }
+
+    private func readAnswer(
+        _ socket: Int32, _ parser: inout AnswerParser, _ pace: inout Pace, answered: inout Bool
+    ) throws(S3Error) -> (CurlTransfer.Response, Bool) {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 1)
+        defer { buffer.deallocate() }
+        while true {
+            let n = recv(socket, buffer.baseAddress, buffer.count, 0)
+            let step: AnswerParser.Step
+            if n > 0 {
+                answered = true
+                progressed(n, &pace)
+                step = try parser.feed(UnsafeRawBufferPointer(rebasing: buffer[..<n]))
+            } else if n == 0 {
+                step = try parser.finish()
+            } else {
+                try retryOrFail(n, socket, Int16(POLLIN), &pace)
+                continue
+            }
+            if case .done(let status, let fields, let body, let keepAlive) = step {
+                let response = CurlTransfer.Response(status: status, headers: fields.map { ($0.name, $0.value) }, body: body)
+                return (response, keepAlive)
+            }
+        }
+    }
+
+    /// After a call that moved nothing: waits for the socket when it would block, fails otherwise.
+    private func retryOrFail(_ result: Int, _ socket: Int32, _ events: Int16, _ pace: inout Pace) throws(S3Error) {
+        let error = errno
+        if result < 0 && error == EINTR { return }
+        guard result < 0, error == EAGAIN || error == EWOULDBLOCK else {
+            throw S3Error(kind: .transport, status: 0, code: "ConnectionReset", message: String(cString: strerror(error)))
+        }
+        try wait(socket, events, &pace)
+    }
+
+    /// Waits until `socket` is ready for `events`, a tenth of a second at a time, checking the
+    /// task's cancellation and the time rules between.
+    private func wait(_ socket: Int32, _ events: Int16, _ pace: inout Pace, connectBy: Double? = nil) throws(S3Error) {
+        while true {
+            if isCancelled() { throw S3Error.cancelled }
+            let now = Self.seconds()
+            if let connectBy, now >= connectBy {
+                throw S3Error(kind: .transport, status: 0, code: "Timeout", message: "no connection to the store in time")
+            }
+            try check(&pace, now: now)
+            var poller = pollfd(fd: socket, events: events, revents: 0)
+            let ready = poll(&poller, 1, 100)
+            if ready > 0 { return }
+            if ready < 0 && errno != EINTR {
+                throw S3Error(kind: .transport, status: 0, code: "ConnectionReset", message: String(cString: strerror(errno)))
+            }
+        }
+    }
+
+    private func progressed(_ bytes: Int, _ pace: inout Pace) {
+        pace.windowBytes += bytes
+    }
+
+    /// curl's rules: slower than `lowSpeedBytesPerSecond` over `lowSpeedSeconds`, or past the
+    /// total timeout, and the request is abandoned.
+    private func check(_ pace: inout Pace, now: Double) throws(S3Error) {
+        let options = sender.options
+        if let total = options.totalTimeoutMilliseconds, now - pace.started >= Double(total) / 1000 {
+            throw S3Error(kind: .transport, status: 0, code: "Timeout", message: "the transfer took longer than its limit")
+        }
+        let window = Double(max(1, options.lowSpeedSeconds))
+        if now - pace.windowStart >= window {
+            guard Double(pace.windowBytes) >= Double(options.lowSpeedBytesPerSecond) * window else {
+                throw S3Error(
+                    kind: .transport, status: 0, code: "Timeout",
+                    message: "slower than \(options.lowSpeedBytesPerSecond) bytes/s for \(options.lowSpeedSeconds) s")
+            }
+            pace.windowStart = now
+            pace.windowBytes = 0
+        }
+    }
+
+    private func connect(_ pace: inout Pace) throws(S3Error) -> Int32 {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_family = AF_UNSPEC
+        var list: UnsafeMutablePointer<addrinfo>?
+        let rc = getaddrinfo(sender.host, String(sender.port), &hints, &list)
+        guard rc == 0, let list else {
+            throw S3Error(kind: .transport, status: 0, code: "ConnectFailed", message: "cannot resolve the store's host")
+        }
+        defer { freeaddrinfo(list) }
+        let connectBy = Self.seconds() + Double(sender.options.connectTimeoutMilliseconds) / 1000
+        var failure = S3Error(kind: .transport, status: 0, code: "ConnectFailed", message: "no address of the store answered")
+        var next: UnsafeMutablePointer<addrinfo>? = list
+        while let address = next {
+            next = address.pointee.ai_next
+            let fd = socket(
+                address.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard fd >= 0 else { continue }
+            var one: Int32 = 1
+            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            if Glibc.connect(fd, address.pointee.ai_addr, address.pointee.ai_addrlen) == 0 { return fd }
+            guard errno == EINPROGRESS else {
+                close(fd)
+                continue
+            }
+            do throws(S3Error) {
+                try wait(fd, Int16(POLLOUT), &pace, connectBy: connectBy)
+                var error: Int32 = 0
+                var size = socklen_t(MemoryLayout<Int32>.size)
+                getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size)
+                if error == 0 { return fd }
+                close(fd)
+            } catch {
+                close(fd)
+                if error.code != "ConnectFailed" { failure = error }
+                if error.kind == .cancelled { throw error }
+            }
+        }
+        throw failure
+    }
+
+    static func seconds() -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+    }
+}

@@ -1,0 +1,260 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import S3
+@testable import SigV4
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Parts sent by `sendfile` to a store that is a scripted loopback server: the bytes that arrive
+/// are the file's range under a signed head, the answer's ETag or error comes back as curl's
+/// would, a kept connection is reused (and one the store closed is replaced), and a store that
+/// stalls or a task that is cancelled ends the request.
+@Suite(.serialized)
+struct FileSenderTests {
+    /// What the store does with one request.
+    enum Reply {
+        case answer(String)
+        /// Answers, then closes the connection without saying so.
+        case answerAndClose(String)
+        /// Reads the request and never answers.
+        case silence
+    }
+
+    /// A store on 127.0.0.1 that reads each request (head and Content-Length body) and plays the
+    /// next reply of its script; it records what it read and how many connections it took.
+    final class ScriptedStore: @unchecked Sendable {
+        let port: Int
+        private let listener: Int32
+        private let state = Mutex<(replies: [Reply], requests: [(head: String, body: [UInt8])], connections: Int)>(([], [], 0))
+
+        init(_ replies: [Reply]) throws {
+            let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            self.listener = listener
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            var size = socklen_t(MemoryLayout<sockaddr_in>.size)
+            _ = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &size) }
+            }
+            guard bound == 0, listen(listener, 16) == 0 else { throw POSIXError(.EADDRINUSE) }
+            port = Int(UInt16(bigEndian: address.sin_port))
+            state.withLock { $0.replies = replies }
+            Thread.detachNewThread { [self] in acceptLoop() }
+        }
+
+        var requests: [(head: String, body: [UInt8])] { state.withLock { $0.requests } }
+        var connections: Int { state.withLock { $0.connections } }
+
+        func stop() {
+            shutdown(listener, Int32(SHUT_RDWR))
+            close(listener)
+        }
+
+        private func acceptLoop() {
+            while true {
+                let fd = accept(listener, nil, nil)
+                guard fd >= 0 else { return }
+                state.withLock { $0.connections += 1 }
+                Thread.detachNewThread { [self] in serve(fd) }
+            }
+        }
+
+        private func serve(_ fd: Int32) {
+            defer { close(fd) }
+            var buffer: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            while true {
+                var headEnd: Int?
+                while headEnd == nil {
+                    headEnd = AnswerParser.headEnd(in: buffer)
+                    if headEnd != nil { break }
+                    let n = recv(fd, &chunk, chunk.count, 0)
+                    guard n > 0 else { return }
+                    buffer += chunk[..<n]
+                }
+                guard let headEnd else { return }
+                let head = String(decoding: buffer[..<headEnd], as: UTF8.self)
+                let length =
+                    head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
+                    .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
+                while buffer.count < headEnd + length {
+                    let n = recv(fd, &chunk, chunk.count, 0)
+                    guard n > 0 else { return }
+                    buffer += chunk[..<n]
+                }
+                let body = Array(buffer[headEnd..<(headEnd + length)])
+                buffer.removeFirst(headEnd + length)
+                let reply = state.withLock { state -> Reply in
+                    state.requests.append((head, body))
+                    return state.replies.isEmpty
+                        ? .answer("HTTP/1.1 500 Unscripted\r\nContent-Length: 0\r\n\r\n") : state.replies.removeFirst()
+                }
+                switch reply {
+                case .answer(let text):
+                    _ = Array(text.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                case .answerAndClose(let text):
+                    _ = Array(text.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                    return
+                case .silence:
+                    // Holds the connection open, reading nothing more, until the client leaves.
+                    _ = recv(fd, &chunk, chunk.count, 0)
+                    return
+                }
+            }
+        }
+    }
+
+    /// A file of `size` bytes counting 0, 1, 2, …
+    private func makeFile(size: Int) throws -> (fd: Int32, bytes: [UInt8]) {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("file-sender-\(UUID().uuidString)").path
+        let bytes = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let fd = open(path, O_RDONLY)
+        unlink(path)
+        return (fd, bytes)
+    }
+
+    private func client(_ port: Int, _ configure: (inout CurlOptions) -> Void = { _ in }) throws -> S3Client {
+        var options = CurlOptions()
+        configure(&options)
+        let endpoint = try S3Endpoint.parse(
+            url: "http://127.0.0.1:\(port)", bucket: "b", region: "us-east-1", pathStyle: true, accelerate: false)
+        let client = S3Client(
+            endpoint: endpoint, credentials: Credentials(accessKeyID: "AKID", secretAccessKey: "secret"), options: options,
+            now: { 1_800_000_000 })
+        #expect(client.fileSender != nil, "a plain-HTTP endpoint without a proxy sends files directly")
+        return client
+    }
+
+    private static let ok = "HTTP/1.1 200 OK\r\nETag: \"e1\"\r\nContent-Length: 0\r\n\r\n"
+
+    @Test(arguments: [1, 5 << 20])
+    func aPartArrivesWholeUnderItsSignedHeadAndTheConnectionIsKept(size: Int) async throws {
+        let store = try ScriptedStore([.answer(Self.ok), .answer("HTTP/1.1 200 OK\r\nETag: e2\r\nContent-Length: 0\r\n\r\n")])
+        defer { store.stop() }
+        let (fd, bytes) = try makeFile(size: size + 3)
+        defer { close(fd) }
+        let s3 = try client(store.port)
+        let first = try await s3.uploadPart(
+            key: "a b/c", uploadId: "u+1", partNumber: 7, body: .file(fd: fd, offset: 3, length: Int64(size)), checksumCRC32C: "AAAAAA==")
+        let second = try await s3.uploadPart(key: "k", uploadId: "u", partNumber: 8, body: .file(fd: fd, offset: 0, length: 1))
+        #expect(first == "\"e1\"" && second == "\"e2\"")
+        let requests = store.requests
+        try #require(requests.count == 2)
+        #expect(requests[0].head.hasPrefix("PUT /b/a%20b/c?partNumber=7&uploadId=u%2B1 HTTP/1.1\r\nHost: 127.0.0.1:\(store.port)\r\n"))
+        for field in [
+            "Content-Length: \(size)", "x-amz-checksum-crc32c: AAAAAA==", "x-amz-content-sha256: UNSIGNED-PAYLOAD",
+            "Authorization: AWS4-HMAC-SHA256 Credential=AKID/",
+        ] {
+            #expect(requests[0].head.contains(field), "\(field)")
+        }
+        #expect(requests[0].body == Array(bytes[3..<(3 + size)]))
+        #expect(requests[1].body == [bytes[0]])
+        #expect(store.connections == 1, "the second part went on the kept connection")
+    }
+
+    @Test func aStoreErrorComesBackWithItsCodeWhateverItsFraming() async throws {
+        let xml = "<Error><Code>SlowDown</Code><Message>easy</Message></Error>"
+        let chunked =
+            "HTTP/1.1 503 Slow Down\r\nTransfer-Encoding: chunked\r\n\r\n\(String(xml.utf8.count, radix: 16))\r\n\(xml)\r\n0\r\n\r\n"
+        let store = try ScriptedStore([
+            .answer(chunked),
+            .answerAndClose("HTTP/1.1 403 Forbidden\r\nConnection: close\r\n\r\n<Error><Code>AccessDenied</Code></Error>"),
+        ])
+        defer { store.stop() }
+        let (fd, _) = try makeFile(size: 1024)
+        defer { close(fd) }
+        let s3 = try client(store.port)
+        await #expect(throws: S3Error(kind: .service, status: 503, code: "SlowDown", message: "easy")) {
+            try await s3.uploadPart(key: "k", uploadId: "u", partNumber: 1, body: .file(fd: fd, offset: 0, length: 1024))
+        }
+        await #expect(throws: S3Error(kind: .service, status: 403, code: "AccessDenied", message: "")) {
+            try await s3.uploadPart(key: "k", uploadId: "u", partNumber: 2, body: .file(fd: fd, offset: 0, length: 1024))
+        }
+    }
+
+    @Test func aKeptConnectionTheStoreClosedIsReplaced() async throws {
+        // The store answers as if it kept the connection, then closes it: the next part must go
+        // on a new connection, not fail. Run many times, since the close races the next send.
+        let rounds = 50
+        let store = try ScriptedStore(Array(repeating: .answerAndClose(Self.ok), count: rounds))
+        defer { store.stop() }
+        let (fd, _) = try makeFile(size: 64 * 1024)
+        defer { close(fd) }
+        let s3 = try client(store.port)
+        for part in 1...rounds {
+            let etag = try await s3.uploadPart(key: "k", uploadId: "u", partNumber: part, body: .file(fd: fd, offset: 0, length: 64 * 1024))
+            #expect(etag == "\"e1\"")
+        }
+        #expect(store.requests.count == rounds && store.connections == rounds)
+    }
+
+    @Test func aStoreThatStallsTimesOutByTheLowSpeedRule() async throws {
+        let store = try ScriptedStore([.silence])
+        defer { store.stop() }
+        let (fd, _) = try makeFile(size: 1024)
+        defer { close(fd) }
+        let s3 = try client(store.port) {
+            $0.lowSpeedSeconds = 1; $0.lowSpeedBytesPerSecond = 1024
+        }
+        let started = ContinuousClock.now
+        await #expect(throws: S3Error.self) {
+            do {
+                _ = try await s3.uploadPart(key: "k", uploadId: "u", partNumber: 1, body: .file(fd: fd, offset: 0, length: 1024))
+            } catch let error as S3Error {
+                #expect(error.code == "Timeout" && error.retryable)
+                throw error
+            }
+        }
+        let waited = ContinuousClock.now - started
+        #expect(waited >= .seconds(1) && waited < .seconds(5), "gave up after \(waited)")
+    }
+
+    @Test func aCancelledTaskEndsItsRequestAtOnce() async throws {
+        let store = try ScriptedStore([.silence])
+        defer { store.stop() }
+        let (fd, _) = try makeFile(size: 1024)
+        defer { close(fd) }
+        let s3 = try client(store.port)
+        let task = Task { try await s3.uploadPart(key: "k", uploadId: "u", partNumber: 1, body: .file(fd: fd, offset: 0, length: 1024)) }
+        while store.requests.isEmpty { try await Task.sleep(for: .milliseconds(5)) }
+        let cancelled = ContinuousClock.now
+        task.cancel()
+        await #expect(throws: S3Error.cancelled) { try await task.value }
+        #expect(ContinuousClock.now - cancelled < .seconds(1))
+    }
+
+    @Test func aStoreThatIsNotThereFailsToConnect() async throws {
+        let store = try ScriptedStore([])
+        let port = store.port
+        store.stop()
+        let (fd, _) = try makeFile(size: 16)
+        defer { close(fd) }
+        let s3 = try client(port)
+        await #expect(throws: S3Error(kind: .transport, status: 0, code: "ConnectFailed", message: "no address of the store answered")) {
+            try await s3.uploadPart(key: "k", uploadId: "u", partNumber: 1, body: .file(fd: fd, offset: 0, length: 16))
+        }
+    }
+
+    @Test func aProxyTLSOrTheSettingKeepsCurl() throws {
+        let plain = try S3Endpoint.parse(url: "http://127.0.0.1:9000", bucket: "b", region: "us-east-1", pathStyle: true, accelerate: false)
+        let tls = try S3Endpoint.parse(url: "https://127.0.0.1:9000", bucket: "b", region: "us-east-1", pathStyle: true, accelerate: false)
+        var off = CurlOptions()
+        off.sendFilesDirectly = false
+        #expect(FileSender(endpoint: plain, options: CurlOptions(), environment: [:]) != nil)
+        #expect(FileSender(endpoint: plain, options: CurlOptions(), environment: ["no_proxy": "*"]) != nil)
+        #expect(FileSender(endpoint: tls, options: CurlOptions(), environment: [:]) == nil)
+        #expect(FileSender(endpoint: plain, options: off, environment: [:]) == nil)
+        for proxy in ["http_proxy", "all_proxy", "ALL_PROXY"] {
+            #expect(FileSender(endpoint: plain, options: CurlOptions(), environment: [proxy: "http://proxy:3128"]) == nil, "\(proxy)")
+        }
+    }
+}
