@@ -69,11 +69,11 @@ struct FileExchange {
 
     private func sendHead(_ socket: Int32, _ pace: inout Pace) throws(S3Error) {
         var sent = 0
+        // MSG_MORE: the head leaves with the body's first bytes, not in a packet of its own (an
+        // empty body has none to wait for: the head would sit corked for 200 ms).
+        let flags = Int32(MSG_NOSIGNAL) | (request.length > 0 ? Int32(MSG_MORE) : 0)
         while sent < request.head.count {
-            let n = request.head.withUnsafeBytes { raw in
-                // MSG_MORE: the head leaves with the body's first bytes, not in a packet of its own.
-                send(socket, raw.baseAddress! + sent, raw.count - sent, Int32(MSG_NOSIGNAL) | Int32(MSG_MORE))
-            }
+            let n = request.head.withUnsafeBytes { raw in send(socket, raw.baseAddress! + sent, raw.count - sent, flags) }
             if n > 0 {
                 sent += n
                 continue
