@@ -22,6 +22,9 @@ struct FileSenderTests {
         case answerAndClose(String)
         /// Reads the request and never answers.
         case silence
+        /// Answers as soon as the head is in, reads nothing more, and waits for the client to
+        /// leave (a refusal S3 sends before the body).
+        case refuseBeforeBody(String)
     }
 
     /// A store on 127.0.0.1 that reads each request (head and Content-Length body) and plays the
@@ -74,7 +77,7 @@ struct FileSenderTests {
             while true {
                 var headEnd: Int?
                 while headEnd == nil {
-                    headEnd = AnswerParser.headEnd(in: buffer)
+                    headEnd = AnswerParser.headEnd(in: buffer, from: 0)
                     if headEnd != nil { break }
                     let n = recv(fd, &chunk, chunk.count, 0)
                     guard n > 0 else { return }
@@ -82,6 +85,19 @@ struct FileSenderTests {
                 }
                 guard let headEnd else { return }
                 let head = String(decoding: buffer[..<headEnd], as: UTF8.self)
+                let refusal = state.withLock { state -> String? in
+                    guard case .refuseBeforeBody(let text) = state.replies.first else { return nil }
+                    state.replies.removeFirst()
+                    state.requests.append((head, []))
+                    return text
+                }
+                if let refusal {
+                    _ = Array(refusal.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                    // POLLRDHUP (0x2000): the client closed its side; nothing is read meanwhile.
+                    var poller = pollfd(fd: fd, events: Int16(0x2000), revents: 0)
+                    _ = poll(&poller, 1, 20_000)
+                    return
+                }
                 let length =
                     head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
                     .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
@@ -103,7 +119,7 @@ struct FileSenderTests {
                 case .answerAndClose(let text):
                     _ = Array(text.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
                     return
-                case .silence:
+                case .silence, .refuseBeforeBody:
                     // Holds the connection open, reading nothing more, until the client leaves.
                     _ = recv(fd, &chunk, chunk.count, 0)
                     return
@@ -112,10 +128,11 @@ struct FileSenderTests {
         }
     }
 
-    /// A file of `size` bytes counting 0, 1, 2, …
+    /// A file of `size` bytes counting 0, 7, 14, … (mod 256).
     private func makeFile(size: Int) throws -> (fd: Int32, bytes: [UInt8]) {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("file-sender-\(UUID().uuidString)").path
-        let bytes = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        // A pattern that shows a byte out of place; past 8 MiB (a body only to fill buffers), one value.
+        let bytes = size > 8 << 20 ? [UInt8](repeating: 7, count: size) : (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 7) }
         try Data(bytes).write(to: URL(fileURLWithPath: path))
         let fd = open(path, O_RDONLY)
         unlink(path)
@@ -197,6 +214,52 @@ struct FileSenderTests {
         await #expect(throws: S3Error(kind: .service, status: 403, code: "AccessDenied", message: "")) {
             try await s3.uploadPart(key: "k", uploadId: "u", partNumber: 2, body: .file(fd: fd, offset: 0, length: 1024))
         }
+    }
+
+    @Test func aRefusalBeforeTheBodyEndsTheSendingAtOnce() async throws {
+        // 32 MiB cannot all fit in the sockets' buffers: the sending must notice the answer,
+        // not wait for the low-speed rule while the store reads nothing.
+        let store = try ScriptedStore([
+            .refuseBeforeBody("HTTP/1.1 403 Forbidden\r\nContent-Length: 40\r\n\r\n<Error><Code>AccessDenied</Code></Error>")
+        ])
+        defer { store.stop() }
+        let (fd, _) = try makeFile(size: 32 << 20)
+        defer { close(fd) }
+        let s3 = try client(store.port)
+        let started = ContinuousClock.now
+        await #expect(throws: S3Error(kind: .service, status: 403, code: "AccessDenied", message: "")) {
+            try await s3.uploadPart(key: "k", uploadId: "u", partNumber: 1, body: .file(fd: fd, offset: 0, length: 32 << 20))
+        }
+        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(s3.fileSender?.idleCount == 0 && s3.fileSender?.inFlight == 0, "a refused connection is not kept")
+    }
+
+    @Test func aHeaderThatCannotBeSentIsRefusedAndLeavesNothingBusy() async throws {
+        let store = try ScriptedStore([])
+        defer { store.stop() }
+        let (fd, _) = try makeFile(size: 16)
+        defer { close(fd) }
+        let s3 = try client(store.port)
+        await #expect(throws: S3Error.self) {
+            try await s3.putObject(key: "k", body: .file(fd: fd, offset: 0, length: 16), conditions: [("If-Match", "a\r\nX-Evil: 1")])
+        }
+        #expect(s3.fileSender?.inFlight == 0 && store.requests.isEmpty)
+    }
+
+    @Test func pastItsConnectionsTheSenderLeavesThePartToCurl() async throws {
+        let store = try ScriptedStore([.silence, .answer(Self.ok)])
+        defer { store.stop() }
+        let (fd, _) = try makeFile(size: 1024)
+        defer { close(fd) }
+        let s3 = try client(store.port) { $0.maxHostConnections = 1 }
+        let stuck = Task { try await s3.uploadPart(key: "k", uploadId: "u", partNumber: 1, body: .file(fd: fd, offset: 0, length: 1024)) }
+        while store.requests.isEmpty { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(s3.fileSender?.inFlight == 1)
+        let etag = try await s3.uploadPart(key: "k", uploadId: "u", partNumber: 2, body: .file(fd: fd, offset: 0, length: 1024))
+        #expect(etag == "\"e1\"" && store.requests.count == 2)
+        stuck.cancel()
+        _ = try? await stuck.value
+        #expect(s3.fileSender?.inFlight == 0)
     }
 
     @Test func aKeptConnectionTheStoreClosedIsReplaced() async throws {

@@ -19,7 +19,11 @@ final class FileSender: Sendable {
     let options: CurlOptions
     /// Requests in flight at once, and connections kept idle, at most.
     let maxConnections: Int
-    private let idle = Mutex<[Int32]>([])
+    /// Kept connections and when each went idle.
+    private let idle = Mutex<[(fd: Int32, since: Double)]>([])
+    /// A connection idle longer than this is closed rather than reused (a NAT or balancer may
+    /// have dropped it without a word; curl's own limit is 118 s).
+    static let idleSeconds = 60.0
     private let busy = Atomic<Int>(0)
 
     /// nil where curl must send: TLS, a proxy in the environment (curl honours `http_proxy` and
@@ -36,20 +40,20 @@ final class FileSender: Sendable {
     }
 
     deinit {
-        for fd in idle.withLock({ $0 }) { close(fd) }
+        for connection in idle.withLock({ $0 }) { close(connection.fd) }
     }
 
-    /// Sends `method target` with `headers` (already signed; `Host` and `Content-Length` are
-    /// added here) and `length` bytes of `fd` from `offset` as the body. nil when every
-    /// connection is busy: the caller sends through curl instead.
+    /// Sends `PUT target` with `headers` (already signed; `Host` and `Content-Length` are added
+    /// here) and `length` bytes of `fd` from `offset` as the body. nil when curl must send it
+    /// instead: every connection busy, no thread to be had, or a file `sendfile` cannot read.
     func perform(
-        method: String, target: String, headers: [(String, String)], fd: Int32, offset: Int64, length: Int64
+        target: String, headers: [(String, String)], fd: Int32, offset: Int64, length: Int64
     ) async throws -> CurlTransfer.Response? {
         guard busy.wrappingAdd(1, ordering: .relaxed).newValue <= maxConnections else {
             busy.wrappingSubtract(1, ordering: .relaxed)
             return nil
         }
-        var head = "\(method) \(target) HTTP/1.1\r\nHost: \(hostHeader)\r\n"
+        var head = "PUT \(target) HTTP/1.1\r\nHost: \(hostHeader)\r\n"
         for (name, value) in headers {
             // As curl's transfer refuses them: a CR or LF would add headers.
             guard CurlTransfer.isToken(name), !value.isEmpty, value.utf8.allSatisfy({ $0 >= 0x20 && $0 <= 0x7E }) else {
@@ -63,36 +67,48 @@ final class FileSender: Sendable {
         head += "Content-Length: \(length)\r\n\r\n"
         let request = FileExchange.Request(head: Array(head.utf8), fd: fd, offset: offset, length: length)
         let job = Job(sender: self, request: request)
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<CurlTransfer.Response, any Error>) in
-                job.start(continuation)
+        do {
+            return try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<CurlTransfer.Response, any Error>) in
+                    job.start(continuation)
+                }
+            } onCancel: {
+                job.cancelled.store(true, ordering: .relaxed)
             }
-        } onCancel: {
-            job.cancelled.store(true, ordering: .relaxed)
+        } catch let error as S3Error where error == FileExchange.unsupported || error == Self.noThread {
+            return nil
         }
     }
 
+    static let noThread = S3Error(kind: .transport, status: 0, code: "NoThread", message: "no thread for the transfer")
+
     /// An idle connection the store has not closed, if one is kept.
     func takeIdle() -> Int32? {
-        while let fd = idle.withLock({ $0.popLast() }) {
+        let now = FileExchange.seconds()
+        while let (fd, since) = idle.withLock({ $0.popLast() }) {
             var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             // Readable while idle means closed (or bytes nobody asked for): either way, not reusable.
-            if poll(&poller, 1, 0) == 0 { return fd }
+            if now - since < Self.idleSeconds && poll(&poller, 1, 0) == 0 { return fd }
             close(fd)
         }
         return nil
     }
 
     func giveBack(_ fd: Int32) {
+        let now = FileExchange.seconds()
         let kept = idle.withLock { list -> Bool in
             guard list.count < maxConnections else { return false }
-            list.append(fd)
+            list.append((fd, now))
             return true
         }
         if !kept { close(fd) }
     }
 
     fileprivate func finished() { busy.wrappingSubtract(1, ordering: .relaxed) }
+
+    /// Requests on their way now, and connections kept idle (for tests and diagnostics).
+    var inFlight: Int { busy.load(ordering: .relaxed) }
+    var idleCount: Int { idle.withLock { $0.count } }
 
     /// One request on its own thread, and the task waiting for it.
     private final class Job: @unchecked Sendable {
@@ -124,8 +140,7 @@ final class FileSender: Sendable {
                 Unmanaged<Job>.fromOpaque(box).release()
                 sender.finished()
                 self.continuation = nil
-                continuation.resume(
-                    throwing: S3Error(kind: .transport, status: 0, code: "NoThread", message: "no thread for the transfer (errno \(rc))"))
+                continuation.resume(throwing: FileSender.noThread)
             }
         }
 

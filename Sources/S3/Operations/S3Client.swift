@@ -299,7 +299,7 @@ public final class S3Client: Sendable {
         let response: CurlTransfer.Response
         if method == "PUT", case .file(let fd, let offset, let length) = body, let fileSender,
             let sent = try await fileSender.perform(
-                method: method, target: target, headers: Array(toSign.dropFirst()) + added, fd: fd, offset: offset, length: length)
+                target: target, headers: Array(toSign.dropFirst()) + added, fd: fd, offset: offset, length: length)
         {
             response = sent
         } else {
