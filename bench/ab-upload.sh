@@ -20,21 +20,8 @@ TMP="$(mktemp -d /tmp/bench-ab-upload.XXXXXX)"
 PIDS=()
 cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$TMP"; }
 trap cleanup EXIT
-start_stack >/dev/null
-set -a
-# shellcheck disable=SC1091
-. "$ROOT/.stack/env"
-set +a
-declare -A PID_OF PORT_OF
-for side in A B; do
-  bin="$A"; port=18097
-  [ "$side" = B ] && { bin="$B"; port=18098; }
-  GATEWAY_PORT=$port GATEWAY_SPOOL_DIR="$TMP/spool-$side" "$bin" serve 2>"$TMP/$side.log" &
-  PIDS+=($!)
-  PID_OF[$side]=$!
-  PORT_OF[$side]=$port
-  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
-done
+start_gateway_pair "$A" 18097 "$B" 18098
+declare -A PID_OF=([A]="$PID_A" [B]="$PID_B") PORT_OF=([A]=18097 [B]=18098)
 TOKEN="$("$A" token --sub bench --ttl 7200)"
 SRC="$TMP/source.bin"
 head -c "$((MIB << 20))" /dev/urandom >"$SRC"

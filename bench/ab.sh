@@ -16,18 +16,7 @@ TMP="$(mktemp -d /tmp/bench-ab.XXXXXX)"
 PIDS=()
 cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$TMP"; }
 trap cleanup EXIT
-start_stack >/dev/null
-set -a
-# shellcheck disable=SC1091
-. "$ROOT/.stack/env"
-set +a
-for side in A B; do
-  bin="$A"; port=18087
-  [ "$side" = B ] && { bin="$B"; port=18088; }
-  GATEWAY_PORT=$port GATEWAY_SPOOL_DIR="$TMP/spool-$side" "$bin" serve 2>"$TMP/$side.log" &
-  PIDS+=($!)
-  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
-done
+start_gateway_pair "$A" 18087 "$B" 18088
 rps() { wrk -t2 -c64 -d"$DURATION" "http://127.0.0.1:$1$TARGET" | awk '/^Requests\/sec:/ { printf "%.0f", $2 }'; }
 a_all=""; b_all=""
 for round in $(seq "$ROUNDS"); do

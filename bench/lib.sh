@@ -43,6 +43,25 @@ start_job_gateway() {
   TOKEN="$("$GW_BIN" token --sub bench --ttl 7200)"
 }
 
+# start_gateway_pair BIN_A PORT_A BIN_B PORT_B: the stack up and two gateways serving with its
+# settings (the request log on), side A's spool and log in $TMP/spool-A and $TMP/A.log, B's
+# likewise; their pids go into PIDS (for the caller's cleanup) and PID_A, PID_B.
+start_gateway_pair() {
+  local side bin port
+  start_stack >/dev/null
+  set -a
+  # shellcheck disable=SC1091
+  . "$ROOT/.stack/env"
+  set +a
+  for side in A B; do
+    if [ "$side" = A ]; then bin="$1"; port="$2"; else bin="$3"; port="$4"; fi
+    GATEWAY_PORT=$port GATEWAY_SPOOL_DIR="$TMP/spool-$side" "$bin" serve 2>"$TMP/$side.log" &
+    PIDS+=($!)
+    printf -v "PID_$side" '%s' "$!"
+    for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
+  done
+}
+
 # drop_objects KEY...: deletes the benchmark's objects from the bucket and has SeaweedFS's master
 # (STACK_SEAWEED_MASTER in .stack/env) compact the volumes they were in, so the disk gets the
 # space back. Untimed: between rounds.

@@ -5,8 +5,10 @@
 ///
 /// A lock is a lease: one whose holder died lapses after `KeyLockToken.lease` seconds.
 public protocol KeyLocks: Sendable {
-    /// Waits until the key is the caller's, or fails with a retryable `storageUnavailable` after
-    /// a lease's length (a holder that crashed is waited out, a live one is not waited for ever).
+    /// Waits until the key is the caller's, or fails with a retryable `storageUnavailable` when
+    /// an ask sent a lease's length after the wait began still finds the key held (a holder that
+    /// crashed is waited out, a live one is not waited for ever; a slow answer to an earlier ask
+    /// does not end the wait).
     func lock(_ key: String) async throws -> KeyLockToken
 
     /// Lets the key go (a lock already lapsed is left to its new holder).
