@@ -56,8 +56,10 @@ struct KeyLocksLiveTests {
             let dead = try await locks.lock(key)  // never unlocked: its holder "crashed"
             let next = try await locks.lock(key)
             let waited = ContinuousClock.now - started
-            // The lease runs from the dead holder's taking, after `started`.
-            #expect(waited >= .seconds(lease * 0.9) && waited < .seconds(3), "\(waited)")
+            // The lease runs from the dead holder's taking, after `started`. The ceiling only says
+            // the waiter did not wait out a lease of its own (120 s by default): under a loaded
+            // CI each ask to PostgreSQL may take a second (3.5 s was seen for 0.3 s).
+            #expect(waited >= .seconds(lease * 0.9) && waited < .seconds(15), "\(waited)")
             await locks.unlock(dead)  // lapsed: must not free the new holder's key
             let holder = try await pool.withConnection {
                 try $0.query("SELECT holder FROM key_locks WHERE key = \(key)").first?.string("holder")

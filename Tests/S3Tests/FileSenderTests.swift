@@ -180,20 +180,21 @@ struct FileSenderTests {
 
     @Test func anEmptyBodyIsNotHeldBackBehindItsHead() async throws {
         // The head goes with MSG_MORE so it leaves with the body; with no body, it must leave at
-        // once, not when the kernel gives up waiting (200 ms). The fastest of five rounds.
-        let store = try ScriptedStore(Array(repeating: .answer(Self.ok), count: 5))
+        // once, not when the kernel gives up waiting (200 ms, every time). On a loaded machine a
+        // PUT may be slow for other reasons: one of up to 20 under 150 ms is enough.
+        let store = try ScriptedStore(Array(repeating: .answer(Self.ok), count: 20))
         defer { store.stop() }
         let (fd, _) = try makeFile(size: 0)
         defer { close(fd) }
         let s3 = try client(store.port)
         var fastest = Duration.seconds(60)
-        for _ in 1...5 {
+        for _ in 1...20 where fastest >= .milliseconds(150) {
             let started = ContinuousClock.now
             _ = try await s3.putObject(key: "empty", body: .file(fd: fd, offset: 0, length: 0))
             fastest = min(fastest, ContinuousClock.now - started)
         }
         #expect(fastest < .milliseconds(150), "fastest empty PUT took \(fastest)")
-        #expect(store.requests.count == 5 && store.requests.allSatisfy { $0.head.contains("Content-Length: 0\r\n") && $0.body.isEmpty })
+        #expect(store.requests.allSatisfy { $0.head.contains("Content-Length: 0\r\n") && $0.body.isEmpty })
     }
 
     @Test func aStoreErrorComesBackWithItsCodeWhateverItsFraming() async throws {
