@@ -231,7 +231,8 @@ struct FileSenderTests {
         await #expect(throws: S3Error(kind: .service, status: 403, code: "AccessDenied", message: "")) {
             try await s3.uploadPart(key: "k", uploadId: "u", partNumber: 1, body: .file(fd: fd, offset: 0, length: 32 << 20))
         }
-        #expect(ContinuousClock.now - started < .seconds(5))
+        // The low-speed rule would have taken 30 to 60 s; a loaded machine may take a few.
+        #expect(ContinuousClock.now - started < .seconds(10))
         #expect(s3.fileSender?.idleCount == 0 && s3.fileSender?.inFlight == 0, "a refused connection is not kept")
     }
 
@@ -297,7 +298,8 @@ struct FileSenderTests {
             }
         }
         let waited = ContinuousClock.now - started
-        #expect(waited >= .seconds(1) && waited < .seconds(5), "gave up after \(waited)")
+        // One to two windows of a second; the default rule would take 30 to 60 s.
+        #expect(waited >= .seconds(1) && waited < .seconds(10), "gave up after \(waited)")
     }
 
     @Test func aCancelledTaskEndsItsRequestAtOnce() async throws {
@@ -311,7 +313,8 @@ struct FileSenderTests {
         let cancelled = ContinuousClock.now
         task.cancel()
         await #expect(throws: S3Error.cancelled) { try await task.value }
-        #expect(ContinuousClock.now - cancelled < .seconds(1))
+        // A tenth of a second on a quiet machine; the store itself would never end it.
+        #expect(ContinuousClock.now - cancelled < .seconds(3))
     }
 
     @Test func aStoreThatIsNotThereFailsToConnect() async throws {
