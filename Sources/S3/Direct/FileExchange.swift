@@ -68,13 +68,15 @@ struct FileExchange {
             // The store may have answered before it closed (a refusal of the head, say): that
             // answer is the outcome, not the reset.
             do throws(S3Error) {
-                return (try readAnswer(socket, &parser, &pace).0, false)
+                if let (answer, _) = try readAnswer(socket, &parser, &pace) { return (answer, false) }
             } catch  where error.kind == .cancelled {
                 throw error
             } catch {}
             throw error
         }
-        return try readAnswer(socket, &parser, &pace)
+        // Waiting, it returns only a whole answer or throws.
+        guard let answer = try readAnswer(socket, &parser, &pace) else { throw AnswerParser.cutShort }
+        return answer
     }
 
     private func sendHead(_ socket: Int32, _ pace: inout Pace) throws(S3Error) {
@@ -118,40 +120,20 @@ struct FileExchange {
             default:
                 throw S3Error(kind: .transport, status: 0, code: "SourceFailed", message: String(cString: strerror(error)))
             }
+            // Readable while the body goes: the store answered early (a refusal).
             let ready = try wait(socket, Int16(POLLOUT) | Int16(POLLIN), &pace)
-            if ready & Int16(POLLIN) != 0, let early = try readAvailable(socket, &parser, &pace) {
+            if ready & Int16(POLLIN) != 0, let (early, _) = try readAnswer(socket, &parser, &pace, waiting: false) {
                 return early
             }
         }
         return nil
     }
 
-    /// What the socket holds of the answer now, without waiting: the answer, if it is whole.
-    private func readAvailable(_ socket: Int32, _ parser: inout AnswerParser, _ pace: inout Pace) throws(S3Error) -> CurlTransfer.Response?
-    {
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 1)
-        defer { buffer.deallocate() }
-        while true {
-            let n = recv(socket, buffer.baseAddress, buffer.count, 0)
-            let step: AnswerParser.Step
-            if n > 0 {
-                pace.windowBytes += n
-                step = try parser.feed(UnsafeRawBufferPointer(rebasing: buffer[..<n]))
-            } else if n == 0 {
-                step = try parser.finish()
-            } else {
-                _ = try socketWouldBlock(n)
-                return nil
-            }
-            if case .done(let status, let fields, let body, _) = step {
-                return CurlTransfer.Response(status: status, headers: fields.map { ($0.name, $0.value) }, body: body)
-            }
-        }
-    }
-
+    /// The answer from the socket. Without `waiting`, only what the socket holds now: nil when
+    /// that is not yet the whole answer.
     private func readAnswer(
-        _ socket: Int32, _ parser: inout AnswerParser, _ pace: inout Pace
-    ) throws(S3Error) -> (CurlTransfer.Response, Bool) {
+        _ socket: Int32, _ parser: inout AnswerParser, _ pace: inout Pace, waiting: Bool = true
+    ) throws(S3Error) -> (CurlTransfer.Response, Bool)? {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 * 1024, alignment: 1)
         defer { buffer.deallocate() }
         while true {
@@ -164,12 +146,14 @@ struct FileExchange {
             } else if n == 0 {
                 step = try parser.finish()
             } else {
-                if try socketWouldBlock(n) { _ = try wait(socket, Int16(POLLIN), &pace) }
+                if try socketWouldBlock(n) {
+                    guard waiting else { return nil }
+                    _ = try wait(socket, Int16(POLLIN), &pace)
+                }
                 continue
             }
             if case .done(let status, let fields, let body, let keepAlive) = step {
-                let response = CurlTransfer.Response(status: status, headers: fields.map { ($0.name, $0.value) }, body: body)
-                return (response, keepAlive)
+                return (CurlTransfer.Response(status: status, headers: fields.map { ($0.name, $0.value) }, body: body), keepAlive)
             }
         }
     }

@@ -6,8 +6,8 @@ import Synchronization
 
 /// Sends a PUT whose body is a range of an open file (a part waiting on the spool) to a
 /// plain-HTTP store with `sendfile(2)`: the kernel hands the page cache's pages to the socket,
-/// where curl reads each byte into its buffer and copies it out again (about half a CPU second
-/// per GiB here, `bench/RESULTS.md`). Only for `http://` endpoints reached without a proxy:
+/// where curl reads each byte into its buffer and copies it out again (about 0.3 CPU s per GiB
+/// of an upload job here, half the S3 client's own CPU, `bench/RESULTS.md`). Only for `http://` endpoints reached without a proxy:
 /// TLS and proxies stay with curl. Each request runs on a thread of its own (a part is seconds of
 /// I/O; a thread costs microseconds), at most `maxConnections` at once, past which the caller
 /// uses curl; idle connections are kept for the next request. Timeouts, the low-speed rule and
