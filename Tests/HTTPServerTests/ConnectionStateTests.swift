@@ -132,6 +132,36 @@ import Testing
         #expect(quiet.timedOut(exchangeInFlight: false) == .close, "no request in the window: closed without an answer")
     }
 
+    /// Bytes waiting in the socket when the window runs out are a request on its way: read under
+    /// the header timeout, once; not once a head is under way, nor when no request may come.
+    @Test func aRequestWaitingAtTheDeadlineIsReadNotCut() {
+        let start = 1_000 * Self.second
+        var idle = Self.machine(at: start)
+        #expect(idle.shutdown(exchangeInFlight: false, pendingOutbound: 0, now: start, lameDuck: Self.second) == .none)
+        let arrived = idle.requestArrivedAtDeadline(now: start + Self.second)
+        #expect(arrived)
+        #expect(idle.deadline(reading: true, pendingOutbound: 0, exchange: nil, bodyHasDemand: false) == start + 11 * Self.second)
+        #expect(idle.mayParseNext(pendingOutbound: 0))
+        let again = idle.requestArrivedAtDeadline(now: start + 11 * Self.second)
+        #expect(!again, "a head under way has had its extension")
+        #expect(
+            idle.timedOut(exchangeInFlight: false)
+                == .refuse(HTTPParseError(status: 408, code: "request_timeout", detail: "The request head did not arrive in time.")))
+
+        var served = Self.machine(at: start)
+        #expect(served.shutdown(exchangeInFlight: false, pendingOutbound: 0, now: start, lameDuck: Self.second) == .none)
+        served.requestBegan()
+        let afterServed = served.requestArrivedAtDeadline(now: start + Self.second)
+        #expect(!afterServed, "the lame duck's one request was taken")
+
+        var keptAlive = Self.machine(at: start)
+        keptAlive.requestBegan()
+        _ = keptAlive.exchangeEnded(now: start, pendingOutbound: 0)
+        let atIdleTimeout = keptAlive.requestArrivedAtDeadline(now: start + 60 * Self.second)
+        #expect(atIdleTimeout, "the idle timeout's own race")
+        #expect(keptAlive.deadline(reading: true, pendingOutbound: 0, exchange: nil, bodyHasDemand: false) == start + 70 * Self.second)
+    }
+
     @Test func aClientThatClosesMidBodyFailsTheBody() {
         var state = Self.machine()
         var uploading: ExchangeState? = Self.exchange(bodyDone: false, remaining: 100)

@@ -15,6 +15,8 @@ struct TestResponder: HTTPResponder {
         let seen = Mutex(0)
         let cancelled = Mutex(0)
         let atOnce = Mutex(0)
+        /// `/at-once-hold` requests whose hold of the event loop has begun.
+        let holding = Mutex(0)
         /// `/echo` bodies that failed before their end (the client closed, or sent too much).
         let bodyErrors = Mutex(0)
     }
@@ -32,6 +34,12 @@ struct TestResponder: HTTPResponder {
             answer = HTTPResponse(status: 200, body: .stream(length: nil) { writer in try await writer.write(Array("streamed".utf8)) })
         case ("GET", "/at-once-big"):
             answer = HTTPResponse(status: 200, body: .bytes([UInt8](repeating: 0x62, count: 1 << 20)))
+        case ("GET", "/at-once-hold"):
+            // Holds the event loop's thread for a second: what a saturated loop looks like to
+            // the connections sharing it.
+            observations.holding.withLock { $0 += 1 }
+            usleep(1_000_000)
+            answer = .text(200, "held")
         case ("POST", "/at-once-echo"):
             guard request.body.isWhole, let body = request.body.takeWhole() else { return nil }
             answer = HTTPResponse(status: 200, body: .bytes(body))
@@ -138,12 +146,14 @@ struct TestResponder: HTTPResponder {
 }
 
 /// Starts a server on a free port with the given tweaks.
-func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) throws -> (HTTPServer, Int, TestResponder) {
+func startServer(
+    eventLoops: Int = 2, _ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }
+) throws -> (HTTPServer, Int, TestResponder) {
     var configuration = HTTPServerConfiguration()
     configuration.port = 0
     tweak(&configuration)
     let responder = TestResponder()
-    let server = try HTTPServer(configuration: configuration, responder: responder, eventLoops: 2)
+    let server = try HTTPServer(configuration: configuration, responder: responder, eventLoops: eventLoops)
     let port = try server.start()
     return (server, port, responder)
 }
@@ -498,6 +508,30 @@ func startServer(_ tweak: (inout HTTPServerConfiguration) -> Void = { _ in }) th
         await stopping.value
         let took = Date().timeIntervalSince(started)
         #expect(took >= 0.9 && took < 4, "the quiet connection was kept for the window, then closed: \(took) s")
+    }
+
+    /// The window's end and the pooled request's arrival in one turn of a busy loop: the
+    /// close comes before the read unless the socket is looked at first. One loop, held by a
+    /// request on another connection past the window's end, while the pooled request arrives;
+    /// the sweeper's timeout then runs before the loop reads the socket again.
+    @Test func aRequestArrivingAsTheLameDuckWindowEndsIsServed() async throws {
+        let (server, port, responder) = try startServer(eventLoops: 1)
+        let pooled = try LoopbackClient(port: port)
+        try pooled.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+        #expect(try pooled.readResponse().text == "hello")
+        let holder = try LoopbackClient(port: port)
+        #expect(eventually { server.openConnections == 2 })
+        let stopping = Task { await server.shutdown(grace: 5, idleWindow: 0.2) }
+        #expect(eventually { server.isDraining })
+        try holder.send("GET /at-once-hold HTTP/1.1\r\nHost: t\r\n\r\n")
+        #expect(eventually { responder.observations.holding.withLock { $0 } == 1 })
+        // The loop is held for a second: the window (0.2 s) ends and the sweeper (every 0.25 s)
+        // queues the timeout while this request waits unread.
+        try pooled.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n\r\ndata")
+        #expect(try holder.readResponse().text == "held")
+        let response = try pooled.readResponse()
+        #expect(response.status == 200 && response.text == "data" && response.header("connection") == "close")
+        await stopping.value
     }
 
     @Test func aHandlerHoldingItsAnswerLearnsOfTheShutdown() async throws {

@@ -200,6 +200,12 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
         guard !closed else { return }
         let due = deadline.load(ordering: .relaxed)
         guard due != 0, Clock.now() >= due else { return }
+        if exchange == nil, pendingOutbound == 0, SystemCall.hasBytesWaiting(fd),
+            state.requestArrivedAtDeadline(now: Clock.now())
+        {
+            socketReadable = true
+            return updateInterest()
+        }
         let action = state.timedOut(exchangeInFlight: exchange != nil)
         if action == .close { exchange?.body.fail(.timedOut) }
         perform(action)

@@ -80,6 +80,16 @@ enum SystemCall {
         _ = Glibc.shutdown(fd, Int32(SHUT_WR))
     }
 
+    /// Whether the peer's bytes wait unread in the socket (a one-byte `MSG_PEEK`, never blocking).
+    static func hasBytesWaiting(_ fd: Int32) -> Bool {
+        var byte: UInt8 = 0
+        while true {
+            let n = Glibc.recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+            if n < 0 && errno == EINTR { continue }
+            return n > 0
+        }
+    }
+
     /// Adds one to an eventfd (wakes its reader), retrying `EINTR`.
     static func signal(eventFD: Int32) {
         var one: UInt64 = 1
