@@ -139,11 +139,11 @@ struct FileSenderTests {
         return (fd, bytes)
     }
 
-    private func client(_ port: Int, _ configure: (inout CurlOptions) -> Void = { _ in }) throws -> S3Client {
+    private func client(_ port: Int, host: String = "127.0.0.1", _ configure: (inout CurlOptions) -> Void = { _ in }) throws -> S3Client {
         var options = CurlOptions()
         configure(&options)
         let endpoint = try S3Endpoint.parse(
-            url: "http://127.0.0.1:\(port)", bucket: "b", region: "us-east-1", pathStyle: true, accelerate: false)
+            url: "http://\(host):\(port)", bucket: "b", region: "us-east-1", pathStyle: true, accelerate: false)
         let client = S3Client(
             endpoint: endpoint, credentials: Credentials(accessKeyID: "AKID", secretAccessKey: "secret"), options: options,
             now: { 1_800_000_000 })
@@ -176,6 +176,20 @@ struct FileSenderTests {
         #expect(requests[0].body == Array(bytes[3..<(3 + size)]))
         #expect(requests[1].body == [bytes[0]])
         #expect(store.connections == 1, "the second part went on the kept connection")
+    }
+
+    /// A store named by host name (a compose service, say): its addresses are looked up, each
+    /// tried in turn (`localhost` may name ::1 first, where nothing listens here).
+    @Test func aStoreNamedByHostNameIsReached() async throws {
+        let store = try ScriptedStore([.answer(Self.ok)])
+        defer { store.stop() }
+        let (fd, bytes) = try makeFile(size: 100)
+        defer { close(fd) }
+        let s3 = try client(store.port, host: "localhost")
+        let etag = try await s3.uploadPart(key: "k", uploadId: "u", partNumber: 1, body: .file(fd: fd, offset: 0, length: 100))
+        #expect(etag == "\"e1\"")
+        #expect(store.requests.first?.body == bytes)
+        #expect(store.requests.first?.head.contains("Host: localhost:\(store.port)\r\n") == true)
     }
 
     @Test func anEmptyBodyIsNotHeldBackBehindItsHead() async throws {

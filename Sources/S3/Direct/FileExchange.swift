@@ -214,31 +214,22 @@ struct FileExchange {
 
     /// A new connection: each of the host's addresses in turn, each given an equal share of
     /// what is left of the connect timeout (an address that drops packets does not take it all).
+    /// The timeout covers finding the addresses, as curl's does.
     private func connect(_ pace: inout Pace) throws(S3Error) -> Int32 {
-        var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        hints.ai_family = AF_UNSPEC
-        var list: UnsafeMutablePointer<addrinfo>?
-        let rc = getaddrinfo(sender.host, String(sender.port), &hints, &list)
-        guard rc == 0, let list else {
-            throw S3Error(kind: .transport, status: 0, code: "ConnectFailed", message: "cannot resolve the store's host")
-        }
-        defer { freeaddrinfo(list) }
-        var addresses: [UnsafeMutablePointer<addrinfo>] = []
-        var next: UnsafeMutablePointer<addrinfo>? = list
-        while let address = next {
-            addresses.append(address)
-            next = address.pointee.ai_next
-        }
         let connectBy = Self.seconds() + Double(sender.options.connectTimeoutMilliseconds) / 1000
+        let addresses = try sender.addresses.addresses(by: connectBy, isCancelled: isCancelled)
         var failure = S3Error(kind: .transport, status: 0, code: "ConnectFailed", message: "no address of the store answered")
         for (index, address) in addresses.enumerated() {
             let fd = socket(
-                address.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+                address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
             guard fd >= 0 else { continue }
             var one: Int32 = 1
             setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-            if Glibc.connect(fd, address.pointee.ai_addr, address.pointee.ai_addrlen) == 0 { return fd }
+            var storage = address.storage
+            let started = withUnsafePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, address.length) }
+            }
+            if started == 0 { return fd }
             guard errno == EINPROGRESS else {
                 close(fd)
                 continue
@@ -257,6 +248,7 @@ struct FileExchange {
                 if error.code != "ConnectFailed" { failure = error }
             }
         }
+        sender.addresses.forget()
         throw failure
     }
 

@@ -25,6 +25,8 @@ final class FileSender: Sendable {
     /// have dropped it without a word; curl's own limit is 118 s).
     static let idleSeconds = 60.0
     private let busy = Atomic<Int>(0)
+    /// The store's addresses, looked up off the sending threads and kept for a minute.
+    let addresses: StoreAddresses
 
     /// nil where curl must send: TLS, a proxy in the environment (curl honours `http_proxy` and
     /// `all_proxy`), or turned off in `options`.
@@ -37,6 +39,7 @@ final class FileSender: Sendable {
         hostHeader = endpoint.hostHeader
         self.options = options
         maxConnections = max(1, options.maxHostConnections)
+        addresses = StoreAddresses(host: host, port: port)
     }
 
     deinit {
