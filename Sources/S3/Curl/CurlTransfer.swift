@@ -73,7 +73,7 @@ final class CurlTransfer: @unchecked Sendable {
         for (name, value) in headers {
             // curl sends these verbatim: a CR or LF would add headers, an empty value would be
             // dropped after being signed. Refuse rather than send.
-            guard Self.isToken(name), value.utf8.allSatisfy({ $0 >= 0x20 && $0 <= 0x7E }), !value.isEmpty else {
+            guard Self.canSend(name: name, value: value) else {
                 return nil  // deinit frees the handle and the list
             }
             headerList = curl_slist_append(headerList, "\(name): \(value)")
@@ -99,6 +99,12 @@ final class CurlTransfer: @unchecked Sendable {
             _ = tg_easy_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 0)
             _ = tg_easy_setopt_str(handle, CURLOPT_NOPROXY, "*")
         }
+    }
+
+    /// Whether a header goes out as it was signed: a token for a name, a non-empty value of
+    /// visible ASCII and spaces (a CR or LF would add headers; curl drops an empty one).
+    static func canSend(name: String, value: String) -> Bool {
+        isToken(name) && !value.isEmpty && value.utf8.allSatisfy { $0 >= 0x20 && $0 <= 0x7E }
     }
 
     static func isToken(_ name: String) -> Bool {

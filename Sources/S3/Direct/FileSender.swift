@@ -59,7 +59,7 @@ final class FileSender: Sendable {
         var head = "PUT \(target) HTTP/1.1\r\nHost: \(hostHeader)\r\n"
         for (name, value) in headers {
             // As curl's transfer refuses them: a CR or LF would add headers.
-            guard CurlTransfer.isToken(name), !value.isEmpty, value.utf8.allSatisfy({ $0 >= 0x20 && $0 <= 0x7E }) else {
+            guard CurlTransfer.canSend(name: name, value: value) else {
                 busy.wrappingSubtract(1, ordering: .relaxed)
                 throw S3Error(
                     kind: .protocolViolation, status: 0, code: "InvalidHeader",
