@@ -138,12 +138,11 @@ import Testing
         let start = 1_000 * Self.second
         var idle = Self.machine(at: start)
         #expect(idle.shutdown(exchangeInFlight: false, pendingOutbound: 0, now: start, lameDuck: Self.second) == .none)
-        let arrived = idle.requestArrivedAtDeadline(now: start + Self.second)
-        #expect(arrived)
+        #expect(idle.awaitsRequest)
+        idle.headIncomplete(now: start + Self.second)
         #expect(idle.deadline(reading: true, pendingOutbound: 0, exchange: nil, bodyHasDemand: false) == start + 11 * Self.second)
         #expect(idle.mayParseNext(pendingOutbound: 0))
-        let again = idle.requestArrivedAtDeadline(now: start + 11 * Self.second)
-        #expect(!again, "a head under way has had its extension")
+        #expect(!idle.awaitsRequest, "a head under way has had its extension")
         #expect(
             idle.timedOut(exchangeInFlight: false)
                 == .refuse(HTTPParseError(status: 408, code: "request_timeout", detail: "The request head did not arrive in time.")))
@@ -151,14 +150,16 @@ import Testing
         var served = Self.machine(at: start)
         #expect(served.shutdown(exchangeInFlight: false, pendingOutbound: 0, now: start, lameDuck: Self.second) == .none)
         served.requestBegan()
-        let afterServed = served.requestArrivedAtDeadline(now: start + Self.second)
-        #expect(!afterServed, "the lame duck's one request was taken")
+        #expect(!served.awaitsRequest, "the lame duck's one request was taken")
+        var closing = Self.machine(at: start)
+        #expect(closing.shutdown(exchangeInFlight: false, pendingOutbound: 0, now: start, lameDuck: 0) == .close)
+        #expect(!closing.awaitsRequest, "no lame duck: no request")
 
         var keptAlive = Self.machine(at: start)
         keptAlive.requestBegan()
         _ = keptAlive.exchangeEnded(now: start, pendingOutbound: 0)
-        let atIdleTimeout = keptAlive.requestArrivedAtDeadline(now: start + 60 * Self.second)
-        #expect(atIdleTimeout, "the idle timeout's own race")
+        #expect(keptAlive.awaitsRequest, "the idle timeout's own race")
+        keptAlive.headIncomplete(now: start + 60 * Self.second)
         #expect(keptAlive.deadline(reading: true, pendingOutbound: 0, exchange: nil, bodyHasDemand: false) == start + 70 * Self.second)
     }
 

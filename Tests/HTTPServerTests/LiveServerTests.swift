@@ -521,12 +521,12 @@ func startServer(
         #expect(try pooled.readResponse().text == "hello")
         let holder = try LoopbackClient(port: port)
         #expect(eventually { server.openConnections == 2 })
-        let stopping = Task { await server.shutdown(grace: 5, idleWindow: 0.2) }
+        let stopping = Task { await server.shutdown(grace: 5, idleWindow: 0.5) }
         #expect(eventually { server.isDraining })
         try holder.send("GET /at-once-hold HTTP/1.1\r\nHost: t\r\n\r\n")
         #expect(eventually { responder.observations.holding.withLock { $0 } == 1 })
-        // The loop is held for a second: the window (0.2 s) ends and the sweeper (every 0.25 s)
-        // queues the timeout while this request waits unread.
+        // The loop is held for a second from about the window's start: the window (0.5 s) ends
+        // and the sweeper (every 0.25 s) queues the timeout while this request waits unread.
         try pooled.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n\r\ndata")
         #expect(try holder.readResponse().text == "held")
         let response = try pooled.readResponse()

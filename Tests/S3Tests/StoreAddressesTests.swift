@@ -42,8 +42,9 @@ import Testing
         #expect(resolver.lookups.load(ordering: .relaxed) == 1, "one lookup under way, however many sends wait")
         do {
             _ = try addresses.addresses(by: Self.now() + 0.2) { false }
+            Issue.record("a lookup that has not ended gave addresses")
         } catch {
-            #expect(error.code == "ConnectFailed" && error.kind == .transport)
+            #expect(error.code == "Timeout" && error.kind == .transport, "curl's code for a lookup past the connect timeout")
         }
         resolver.open.store(true, ordering: .relaxed)
         let found = try addresses.addresses(by: Self.now() + 10) { false }
@@ -52,7 +53,33 @@ import Testing
         #expect(resolver.lookups.load(ordering: .relaxed) == 1, "the answer is kept")
         addresses.forget()
         _ = try addresses.addresses(by: Self.now() + 10) { false }
-        #expect(resolver.lookups.load(ordering: .relaxed) == 2, "forgotten after no address took a connection")
+        #expect(resolver.lookups.load(ordering: .relaxed) == 2, "forgotten after its addresses refused")
+    }
+
+    /// Past the minute the old answer serves while the new lookup runs: a resolver that hangs
+    /// then holds up nothing.
+    @Test func anOldAnswerServesWhileTheNextLookupHangs() throws {
+        let resolver = Resolver()
+        resolver.open.store(true, ordering: .relaxed)
+        let addresses = StoreAddresses(host: "store", port: 8333, lookUp: resolver.lookUp, keepSeconds: 0)
+        let first = try addresses.addresses(by: Self.now() + 10) { false }
+        resolver.open.store(false, ordering: .relaxed)
+        let started = Self.now()
+        let again = try addresses.addresses(by: Self.now() + 10) { false }
+        #expect(Self.now() - started < 1 && again.count == first.count, "the old answer, at once")
+        #expect(Self.eventually { resolver.lookups.load(ordering: .relaxed) == 2 }, "and a new lookup under way")
+        addresses.forget()
+        #expect(throws: S3Error.self) { try addresses.addresses(by: Self.now() + 0.2) { false } }
+        resolver.open.store(true, ordering: .relaxed)
+    }
+
+    static func eventually(_ condition: () -> Bool) -> Bool {
+        let until = now() + 10
+        while now() < until {
+            if condition() { return true }
+            usleep(5_000)
+        }
+        return condition()
     }
 
     @Test func aCancelledSendStopsWaitingForTheLookup() {

@@ -178,15 +178,11 @@ struct ConnectionState {
         return 0
     }
 
-    /// Bytes of a next request wait in the socket as the wait for one runs out (a proxy reused
-    /// its pooled connection at that very moment, often the lame duck's last one): they are read,
-    /// under the head's own timeout, instead of being cut by a close. False when a head was
-    /// already under way or the connection takes no more requests.
-    mutating func requestArrivedAtDeadline(now: UInt64) -> Bool {
-        guard phase == .open, headStartedAt == 0, mayTakeRequest else { return false }
-        headStartedAt = now
-        return true
-    }
+    /// Whether the connection waits for the first byte of a request it may take. Bytes found
+    /// in the socket as that wait runs out are a request on its way (a proxy reusing its pooled
+    /// connection at that very moment, often the lame duck's last one): the shell reads them,
+    /// under the head's own timeout (`headIncomplete`), instead of cutting them with a close.
+    var awaitsRequest: Bool { phase == .open && headStartedAt == 0 && mayTakeRequest }
 
     /// The deadline passed: a head that did not arrive is answered 408; anything else closes.
     func timedOut(exchangeInFlight: Bool) -> Action {

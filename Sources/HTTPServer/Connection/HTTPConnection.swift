@@ -200,9 +200,8 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
         guard !closed else { return }
         let due = deadline.load(ordering: .relaxed)
         guard due != 0, Clock.now() >= due else { return }
-        if exchange == nil, pendingOutbound == 0, SystemCall.hasBytesWaiting(fd),
-            state.requestArrivedAtDeadline(now: Clock.now())
-        {
+        if exchange == nil, pendingOutbound == 0, state.awaitsRequest, SystemCall.hasBytesWaiting(fd) {
+            state.headIncomplete(now: Clock.now())
             socketReadable = true
             return updateInterest()
         }

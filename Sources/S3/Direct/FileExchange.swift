@@ -219,6 +219,8 @@ struct FileExchange {
         let connectBy = Self.seconds() + Double(sender.options.connectTimeoutMilliseconds) / 1000
         let addresses = try sender.addresses.addresses(by: connectBy, isCancelled: isCancelled)
         var failure = S3Error(kind: .transport, status: 0, code: "ConnectFailed", message: "no address of the store answered")
+        // An address that refused or could not be reached (not one whose time ran out first).
+        var refused = false
         for (index, address) in addresses.enumerated() {
             let fd = socket(
                 address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -232,6 +234,7 @@ struct FileExchange {
             if started == 0 { return fd }
             guard errno == EINPROGRESS else {
                 close(fd)
+                refused = true
                 continue
             }
             let share = (connectBy - Self.seconds()) / Double(addresses.count - index)
@@ -242,13 +245,14 @@ struct FileExchange {
                 getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size)
                 if error == 0 { return fd }
                 close(fd)
+                refused = true
             } catch {
                 close(fd)
                 if error.kind == .cancelled { throw error }
                 if error.code != "ConnectFailed" { failure = error }
             }
         }
-        sender.addresses.forget()
+        if refused { sender.addresses.forget() }
         throw failure
     }
 

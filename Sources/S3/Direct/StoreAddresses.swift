@@ -7,9 +7,10 @@ import Synchronization
 
 /// The store's addresses for `FileSender`, kept for a minute as curl keeps its lookups. A lookup
 /// runs on a thread of its own, one at a time: `getaddrinfo` cannot be interrupted, so a send
-/// waits for it in slices, at most until its connect deadline (which covers name resolution, as
-/// curl's connect timeout does) and no longer than its task stays uncancelled. A resolver that
-/// hangs costs each send its connect timeout and holds one lookup thread, not one per send.
+/// that has no address yet waits for it in slices, at most until its connect deadline (which
+/// covers name resolution, as curl's connect timeout does) and no longer than its task stays
+/// uncancelled. A resolver that hangs holds one lookup thread, not one per send; a failed
+/// lookup is not kept (the next send asks again).
 final class StoreAddresses: Sendable {
     /// One address to connect to.
     struct Address: Sendable {
@@ -18,8 +19,8 @@ final class StoreAddresses: Sendable {
         var length: socklen_t
     }
 
-    /// How long a lookup's answer is used (curl's DNS cache keeps entries 60 s).
-    static let keepSeconds = 60.0
+    /// How long a lookup's answer is used before the next (curl's DNS cache keeps entries 60 s).
+    let keepSeconds: Double
 
     private let host: String
     private let port: Int
@@ -40,49 +41,40 @@ final class StoreAddresses: Sendable {
     }
 
     /// `lookUp` is `getaddrinfo` but in tests (nil: the host has no address).
-    init(host: String, port: Int, lookUp: @escaping @Sendable (String, Int) -> [Address]? = StoreAddresses.getaddrinfo) {
+    init(
+        host: String, port: Int, lookUp: @escaping @Sendable (String, Int) -> [Address]? = StoreAddresses.getaddrinfo,
+        keepSeconds: Double = 60
+    ) {
         self.host = host
         self.port = port
         self.lookUp = lookUp
+        self.keepSeconds = keepSeconds
     }
 
-    /// The addresses, from the last minute's lookup or a new one. Throws `ConnectFailed` when
-    /// the host has none or `deadline` (`FileExchange.seconds()`) passes first, `Cancelled`
-    /// within a tenth of a second of `isCancelled` turning true.
+    /// The addresses, from the last minute's lookup or a new one. Past the minute, while the
+    /// new lookup runs, the old answer is still used (a resolver that hangs then costs nothing
+    /// until no old address answers). Throws `ConnectFailed` when the host has no address,
+    /// `Timeout` when `deadline` (`FileExchange.seconds()`) passes first (curl's codes for the
+    /// same), `Cancelled` within a tenth of a second of `isCancelled` turning true.
     func addresses(by deadline: Double, isCancelled: () -> Bool) throws(S3Error) -> [Address] {
         let now = FileExchange.seconds()
-        let (cached, lookup, starts) = state.withLock { s -> ([Address], Lookup?, Bool) in
+        let (kept, lookup, starts) = state.withLock { s -> ([Address], Lookup?, Bool) in
             if !s.addresses.isEmpty && now < s.until { return (s.addresses, nil, false) }
-            if let running = s.lookup { return ([], running, false) }
+            if let running = s.lookup { return (s.addresses, running, false) }
             let started = Lookup()
             s.lookup = started
-            return ([], started, true)
+            return (s.addresses, started, true)
         }
-        guard let lookup else { return cached }
-        if starts {
-            let (host, port, lookUp) = (host, port, lookUp)
-            DispatchQueue.global().async { [self] in
-                let found = lookUp(host, port).flatMap { $0.isEmpty ? nil : $0 }
-                lookup.result.withLock { $0 = found }
-                state.withLock { s in
-                    if let found {
-                        s.addresses = found
-                        s.until = FileExchange.seconds() + Self.keepSeconds
-                    }
-                    s.lookup = nil
-                }
-                lookup.done.leave()
-            }
-        }
+        if starts, let lookup { start(lookup) }
+        guard let lookup, kept.isEmpty else { return kept }
         while true {
             if isCancelled() { throw S3Error.cancelled }
             let left = deadline - FileExchange.seconds()
-            guard left > 0 else {
+            if lookup.done.wait(timeout: .now() + max(0, min(0.1, left))) == .success { break }
+            guard left > 0.1 else {
                 throw S3Error(
-                    kind: .transport, status: 0, code: "ConnectFailed",
-                    message: "the store's host was not resolved within the connect timeout")
+                    kind: .transport, status: 0, code: "Timeout", message: "the store's host was not resolved within the connect timeout")
             }
-            if lookup.done.wait(timeout: .now() + min(0.1, left)) == .success { break }
         }
         guard let found = lookup.result.withLock({ $0 }) else {
             throw S3Error(kind: .transport, status: 0, code: "ConnectFailed", message: "cannot resolve the store's host")
@@ -90,10 +82,29 @@ final class StoreAddresses: Sendable {
         return found
     }
 
-    /// Drops the kept answer: none of its addresses took a connection (the store may have
-    /// moved), so the next send looks the host up again.
+    private func start(_ lookup: Lookup) {
+        let (host, port, lookUp) = (host, port, lookUp)
+        DispatchQueue.global().async { [self] in
+            let found = lookUp(host, port).flatMap { $0.isEmpty ? nil : $0 }
+            lookup.result.withLock { $0 = found }
+            state.withLock { s in
+                if let found {
+                    s.addresses = found
+                    s.until = FileExchange.seconds() + keepSeconds
+                }
+                s.lookup = nil
+            }
+            lookup.done.leave()
+        }
+    }
+
+    /// Drops the kept answer: its addresses refused or could not be reached (the store may have
+    /// moved), so the next send waits for a new lookup.
     func forget() {
-        state.withLock { $0.until = 0 }
+        state.withLock { s in
+            s.addresses = []
+            s.until = 0
+        }
     }
 
     /// The system's lookup: every stream address of `host`, in its order.
