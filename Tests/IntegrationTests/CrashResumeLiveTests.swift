@@ -51,7 +51,7 @@ extension JobTableTests {
                 guard let found else { process.terminate(); throw CocoaError(.fileReadUnknown) }
                 port = found
                 // Keep draining stderr so the child never blocks on a full pipe.
-                errors.fileHandleForReading.readabilityHandler = { handle in _ = handle.availableData }
+                drainOnThread(errors.fileHandleForReading)
             }
 
             func kill() {

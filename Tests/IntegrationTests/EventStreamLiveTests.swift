@@ -16,18 +16,13 @@ final class StreamReader: @unchecked Sendable {
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
-        // At the end of a pipe the handler is called again and again with nothing: it stops itself.
-        out.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let data = handle.availableData
-            if data.isEmpty { handle.readabilityHandler = nil; return }
+        try process.run()
+        drainOnThread(out.fileHandleForReading) { [weak self] data in
             self?.received.withLock { $0.append(String(decoding: data, as: UTF8.self)) }
         }
-        err.fileHandleForReading.readabilityHandler = { [weak self] handle in
-            let data = handle.availableData
-            if data.isEmpty { handle.readabilityHandler = nil; return }
+        drainOnThread(err.fileHandleForReading) { [weak self] data in
             self?.head.withLock { $0 += String(decoding: data, as: UTF8.self) }
         }
-        try process.run()
     }
 
     var text: String { received.withLock { $0.joined() } }
