@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import Synchronization
 
 #if canImport(Glibc)
@@ -84,7 +85,9 @@ final class StoreAddresses: Sendable {
 
     private func start(_ lookup: Lookup) {
         let (host, port, lookUp) = (host, port, lookUp)
-        DispatchQueue.global().async { [self] in
+        // A thread of its own, not a global queue's: those are as wide as the cores, and a
+        // resolver that hangs would hold one of them (in the tests it starved the lookup itself).
+        Thread.detachNewThread { [self] in
             let found = lookUp(host, port).flatMap { $0.isEmpty ? nil : $0 }
             lookup.result.withLock { $0 = found }
             state.withLock { s in
