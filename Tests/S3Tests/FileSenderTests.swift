@@ -56,15 +56,20 @@ struct FileSenderTests {
         var requests: [(head: String, body: [UInt8])] { state.withLock { $0.requests } }
         var connections: Int { state.withLock { $0.connections } }
 
+        /// Ends the accepting; the accept loop closes the listener itself. Closed here, its
+        /// number could be given to another test's listener before the loop's next `accept`,
+        /// which would then take (and answer from this script) that test's connections.
         func stop() {
             shutdown(listener, Int32(SHUT_RDWR))
-            close(listener)
         }
 
         private func acceptLoop() {
             while true {
                 let fd = accept(listener, nil, nil)
-                guard fd >= 0 else { return }
+                guard fd >= 0 else {
+                    close(listener)
+                    return
+                }
                 state.withLock { $0.connections += 1 }
                 Thread.detachNewThread { [self] in serve(fd) }
             }
