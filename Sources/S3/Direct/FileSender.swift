@@ -7,14 +7,13 @@ import Synchronization
 /// Sends a PUT whose body is a range of an open file (a part waiting on the spool) to a
 /// plain-HTTP store with `sendfile(2)`: the kernel hands the page cache's pages to the socket,
 /// where curl reads each byte into its buffer and copies it out again (about 0.3 CPU s per GiB
-/// of an upload job here, half the S3 client's own CPU, `bench/RESULTS.md`). Only for `http://` endpoints reached without a proxy:
-/// TLS and proxies stay with curl. Each request runs on a thread of its own (a part is seconds of
-/// I/O; a thread costs microseconds), at most `maxConnections` at once, past which the caller
-/// uses curl; idle connections are kept for the next request. Timeouts, the low-speed rule and
+/// of an upload job here, half the S3 client's own CPU, `bench/RESULTS.md`). Only for `http://`
+/// endpoints reached without a proxy: TLS and proxies stay with curl. Each request runs on a
+/// thread of its own (a part is seconds of I/O; a thread costs microseconds), at most
+/// `maxConnections` at once, past which the caller uses curl; idle connections are kept for the
+/// next request. Timeouts, the low-speed rule and
 /// the error codes are curl's (`CurlOptions`, `ConnectFailed`, `ConnectionReset`, `Timeout`).
 final class FileSender: Sendable {
-    let host: String
-    let port: Int
     let hostHeader: String
     let options: CurlOptions
     /// Requests in flight at once, and connections kept idle, at most.
@@ -34,12 +33,11 @@ final class FileSender: Sendable {
         guard options.sendFilesDirectly, endpoint.scheme == "http" else { return nil }
         let proxies = ["http_proxy", "all_proxy", "ALL_PROXY"]
         guard proxies.allSatisfy({ (environment[$0] ?? "").isEmpty }) else { return nil }
-        host = endpoint.style == .path ? endpoint.host : "\(endpoint.bucket).\(endpoint.host)"
-        port = endpoint.port ?? 80
         hostHeader = endpoint.hostHeader
         self.options = options
         maxConnections = max(1, options.maxHostConnections)
-        addresses = StoreAddresses(host: host, port: port)
+        addresses = StoreAddresses(
+            host: endpoint.style == .path ? endpoint.host : "\(endpoint.bucket).\(endpoint.host)", port: endpoint.port ?? 80)
     }
 
     deinit {
