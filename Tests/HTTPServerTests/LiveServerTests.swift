@@ -568,6 +568,26 @@ func startServer(
         await server.shutdown(grace: 1)
     }
 
+    /// Requests and the client's shutdown that reach an idle connection while its loop is busy
+    /// come as one event, the shutdown in it, and often in one read that leaves room in the
+    /// buffer; such a read is taken as having emptied the socket, so the shutdown seen in the
+    /// event must still be read: both answers, then the close, not the idle timeout.
+    @Test func requestsAndTheShutdownArrivingTogetherAreAnsweredThenClosed() async throws {
+        let (server, port, responder) = try startServer(eventLoops: 1) { $0.idleTimeout = 60 }
+        let holder = try LoopbackClient(port: port)
+        let client = try LoopbackClient(port: port)
+        try client.send("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n")
+        #expect(try client.readResponse().text == "hello")
+        try holder.send("GET /at-once-hold HTTP/1.1\r\nHost: t\r\n\r\n")
+        #expect(eventually { responder.observations.holding.withLock { $0 } == 1 })
+        try client.send(String(repeating: "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n", count: 2))
+        client.shutdownWrite()
+        #expect(try holder.readResponse().text == "held")
+        let text = String(decoding: try client.readToEnd(timeout: 5), as: UTF8.self)
+        #expect(text.components(separatedBy: "HTTP/1.1 200").count == 3, "\(text)")
+        await server.shutdown(grace: 1)
+    }
+
     @Test func aPipeliningClientThatNeverReadsIsHeldBack() async throws {
         let (server, port, responder) = try startServer()
         let client = try LoopbackClient(port: port)

@@ -21,8 +21,14 @@ extension HTTPConnection {
                 scheduleRead()
                 break
             }
-            switch readBodyDirectly() ?? inbound.read(from: fd) {
+            let direct = readBodyDirectly()
+            switch direct?.result ?? inbound.read(from: fd) {
             case .bytes:
+                // A read that left room in its buffer emptied the kernel's queue: bytes that
+                // arrive later raise a new edge, so no read that would block is needed (as
+                // nginx does). The peer's shutdown may have come before those bytes, with the
+                // edge already taken: once it is seen, reads go on to end of file.
+                if !(direct?.filledRoom ?? inbound.lastReadFilledRoom) && !peerShutSeen { socketReadable = false }
                 state.bytesRead(now: Clock.now())
                 process()
                 if answeredAtOnce {
@@ -30,7 +36,7 @@ extension HTTPConnection {
                     // and answered again and again before any other connection on this loop.
                     // Its next read waits for the loop's next turn, behind the sockets' events.
                     answeredAtOnce = false
-                    if !readScheduled {
+                    if !readScheduled && socketReadable {
                         readScheduled = true
                         loop.executeNextTurn {
                             self.readScheduled = false
@@ -59,7 +65,7 @@ extension HTTPConnection {
     /// Nil when the usual path applies. (A read that finds the socket empty costs an unused
     /// chunk's allocation, not touched; sending the read after a short one through the inbound
     /// buffer instead measured no gain at 128 KiB reads, bench/RESULTS.md.)
-    private func readBodyDirectly() -> IOResult? {
+    private func readBodyDirectly() -> (result: IOResult, filledRoom: Bool)? {
         guard let exchange, inbound.isEmpty, case .length = exchange.head.framing,
             !exchange.state.bodyDone, !exchange.state.discarding, !exchange.state.awaitsContinue,
             let remaining = exchange.state.remainingLength, remaining >= Self.directReadMinimum
@@ -76,7 +82,7 @@ extension HTTPConnection {
             result = SystemCall.read(fd, into: UnsafeMutableRawBufferPointer(buffer))
             if case .bytes(let n) = result { count = n } else { count = 0 }
         }
-        guard case .bytes(let n) = result else { return result }
+        guard case .bytes(let n) = result else { return (result, false) }
         context.directBodyReads.add(1, ordering: .relaxed)
         // A short read keeps only its bytes; a longer one keeps its whole chunk, counted as
         // that against the high water.
@@ -89,7 +95,7 @@ extension HTTPConnection {
             exchange.state.bodyDone = true
             exchange.body.finish()
         }
-        return result
+        return (result, n == room)
     }
 
     /// Bodies with less than this left go through the inbound buffer.

@@ -27,8 +27,13 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
     let deadline = Atomic<UInt64>(0)
 
     var state: ConnectionState
-    /// The kernel may hold unread bytes (edge-triggered: cleared only by a would-block read).
+    /// The kernel may hold unread bytes (edge-triggered: cleared by a would-block read, or by a
+    /// read that left room in its buffer, as that one emptied the kernel's queue).
     var socketReadable = true
+    /// The peer's shutdown was reported (`EPOLLRDHUP`): its edge may have come with bytes a
+    /// short read takes, so from then on only a read that finds end of file or would block
+    /// says the kernel has nothing more.
+    var peerShutSeen = false
     var inReadLoop = false
     var readScheduled = false
     /// A request was answered at once since the last read: the next read waits its turn behind
@@ -72,7 +77,10 @@ final class HTTPConnection: EventLoopHandler, @unchecked Sendable {
 
     func onEvent(_ events: UInt32) {
         let failed = events & (TG_EPOLLERR | TG_EPOLLHUP) != 0
-        if failed || events & TG_EPOLLRDHUP != 0 { peerHungUp() }
+        if failed || events & TG_EPOLLRDHUP != 0 {
+            peerShutSeen = true
+            peerHungUp()
+        }
         if events & (TG_EPOLLIN | TG_EPOLLRDHUP) != 0 || failed {
             socketReadable = true
             onReadable()

@@ -16,6 +16,8 @@ struct InboundBuffer: ~Copyable {
     private var writeIndex = 0
     /// Whether the last `read` filled at most half of the room it had (a slow sender).
     private var lastReadWasShort = false
+    /// Whether the last `read` filled all the room it had: the kernel may hold more.
+    private(set) var lastReadFilledRoom = false
     private let initialCapacity: Int
     private let maxCapacity: Int
 
@@ -43,6 +45,7 @@ struct InboundBuffer: ~Copyable {
         let result = SystemCall.read(fd, into: UnsafeMutableRawBufferPointer(rebasing: storage[writeIndex...]))
         if case .bytes(let n) = result {
             lastReadWasShort = n <= room / 2
+            lastReadFilledRoom = n == room
             writeIndex += n
             // A read that filled every free byte suggests a fast sender: give it more room next time.
             if writeIndex == capacity && capacity < maxCapacity && readIndex == 0 {
