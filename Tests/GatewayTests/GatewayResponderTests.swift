@@ -256,6 +256,25 @@ struct FixedCheck: DependencyCheck {
     #expect(second["path"] as? String == "/q\"\\\u{1}" && second["durationMs"] as? Double == 0)
 }
 
+/// A buffering sink (as stderr's) has the request line written at the end of what it holds.
+@Test func theRequestLineIsWrittenAfterWhatABufferingSinkHolds() throws {
+    final class Buffering: LogSink, @unchecked Sendable {
+        var bytes = Array("earlier\n".utf8)
+        func write(_ line: [UInt8]) { bytes += line }
+        func write(building build: (inout [UInt8]) -> Void) { build(&bytes) }
+    }
+    let sink = Buffering()
+    let logger = Logger(level: .info, sink: sink)
+    logger.request(id: "x-1", method: "GET", route: "/a", path: "/a"[...], status: 200, microseconds: 5, remote: "1.2.3.4:5")
+    logger.request(id: "x-2", method: "PUT", route: "/b", path: "/b"[...], status: 201, microseconds: 6, remote: "1.2.3.4:5")
+    let lines = String(decoding: sink.bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false)
+    #expect(lines.count == 4 && lines[0] == "earlier" && lines[3].isEmpty)
+    let ids = try lines[1...2].map { line in
+        try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])["requestId"] as? String
+    }
+    #expect(ids == ["x-1", "x-2"])
+}
+
 /// `/healthz` is answered at once, on the event loop, with everything an answer gets (request
 /// id, metrics, log line); routes that wait, and HEAD, go the usual way.
 @Test func healthzIsAnsweredAtOnceWithWhatEveryAnswerGets() async {

@@ -6,10 +6,10 @@ import Testing
     import Glibc
 #endif
 
-/// A non-blocking pipe holding `bytes`, its write end closed: reads see them, then the end.
-private func pipeHolding(_ bytes: [UInt8]) throws -> Int32 {
+/// A non-blocking socket holding `bytes`, its peer closed: reads see them, then the end.
+private func socketHolding(_ bytes: [UInt8]) throws -> Int32 {
     var fds: [Int32] = [0, 0]
-    try #require(pipe(&fds) == 0)
+    try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
     try #require(fcntl(fds[0], F_SETFL, O_NONBLOCK) == 0)
     let written = bytes.withUnsafeBytes { Glibc.write(fds[1], $0.baseAddress, $0.count) }
     try #require(written == bytes.count)
@@ -27,7 +27,7 @@ private func readable(_ buffer: borrowing InboundBuffer) -> [UInt8] {
     /// A body read and handed on a read at a time (as the connection pumps it) keeps the storage
     /// it grew to, so each read can take up to the most: not a new small buffer after every pump.
     @Test func readsGrowToTheMostAndKeepTheStorageAsTheBodyIsConsumed() throws {
-        let fd = try pipeHolding(body)
+        let fd = try socketHolding(body)
         defer { Glibc.close(fd) }
         var buffer = InboundBuffer(initialCapacity: 16, maxCapacity: 128)
         var sizes: [Int] = [], capacities: [Int] = [], got: [UInt8] = []
@@ -47,11 +47,11 @@ private func readable(_ buffer: borrowing InboundBuffer) -> [UInt8] {
     /// buffer between its reads: thousands of trickling uploads would otherwise each pin it.
     @Test func aSlowSendersLargeBufferIsGivenBackBetweenReads() throws {
         var buffer = InboundBuffer(initialCapacity: 16, maxCapacity: 128)
-        let fast = try pipeHolding(Array(body.prefix(16 + 32 + 64)))
+        let fast = try socketHolding(Array(body.prefix(16 + 32 + 64)))
         defer { Glibc.close(fast) }
         while case .bytes = buffer.read(from: fast) { buffer.consume(buffer.readableCount) }
         #expect(buffer.capacity == 128)
-        let slow = try pipeHolding(Array(body.prefix(64)))
+        let slow = try socketHolding(Array(body.prefix(64)))
         defer { Glibc.close(slow) }
         #expect(buffer.read(from: slow) == .bytes(64))
         buffer.consume(63)
@@ -82,7 +82,7 @@ private func readable(_ buffer: borrowing InboundBuffer) -> [UInt8] {
         buffer.consume(100)
         buffer.releaseIfLarge()
         #expect(buffer.capacity == 0 && buffer.isEmpty && readable(buffer).isEmpty)
-        let fd = try pipeHolding(Array(body.prefix(10)))
+        let fd = try socketHolding(Array(body.prefix(10)))
         defer { Glibc.close(fd) }
         #expect(buffer.read(from: fd) == .bytes(10))
         #expect(buffer.capacity == 16 && readable(buffer) == Array(body.prefix(10)))
@@ -102,7 +102,7 @@ private func readable(_ buffer: borrowing InboundBuffer) -> [UInt8] {
 
     /// A read after bytes still unread (a head's first half) lands after them.
     @Test func aReadLandsAfterTheUnreadBytes() throws {
-        let fd = try pipeHolding(Array(body[10..<40]))
+        let fd = try socketHolding(Array(body[10..<40]))
         defer { Glibc.close(fd) }
         var buffer = InboundBuffer(initialCapacity: 16, maxCapacity: 128)
         buffer.append(body[0..<12])

@@ -20,6 +20,18 @@ public enum LogValue: Sendable, ExpressibleByStringLiteral, ExpressibleByInteger
 /// Where finished log lines go.
 public protocol LogSink: Sendable {
     func write(_ line: [UInt8])
+    /// Appends one line that `build` writes to the end of the bytes it is given (the request
+    /// log's path: a sink that buffers lets it write in place, with no line of its own).
+    func write(building build: (inout [UInt8]) -> Void)
+}
+
+extension LogSink {
+    public func write(building build: (inout [UInt8]) -> Void) {
+        var line: [UInt8] = []
+        line.reserveCapacity(256)
+        build(&line)
+        write(line)
+    }
 }
 
 /// JSON lines on stderr, one per event. Lines are gathered in memory and written in batches
@@ -65,45 +77,48 @@ public final class Logger: Sendable {
         sink.write(line.bytes)
     }
 
-    /// The per-request line, written straight into bytes: it runs for every request, so it
-    /// skips the general path's enum boxing and intermediate strings.
+    /// The per-request line, written straight into the sink's bytes: it runs for every
+    /// request, so it skips the general path's enum boxing, intermediate strings and a line
+    /// of its own.
     public func request(
         id: String, method: String, route: String, path: Substring, status: Int,
         microseconds: Int, remote: String
     ) {
         guard level <= .info else { return }
-        var line = JSONText()
-        line.bytes.reserveCapacity(256)
-        line.appendRaw(#"{"ts":""#)
-        Timestamp.append(to: &line.bytes)
-        line.appendRaw(#"","level":"info","msg":"request","requestId":"#)
-        line.appendString(id)
-        line.appendRaw(#","method":"#)
-        line.appendString(method)
-        line.appendRaw(#","route":"#)
-        line.appendString(route)
-        line.appendRaw(#","path":"#)
-        // At most 256 bytes of the path, cut where a character starts (by bytes: walking
-        // characters to count them cost more than the rest of the line).
-        path.utf8.withContiguousStorageIfAvailable { all in
-            var cut = min(all.count, 256)
-            while cut < all.count && cut > 0 && all[cut] & 0xC0 == 0x80 { cut -= 1 }
-            line.appendString(utf8: UnsafeBufferPointer(rebasing: all[..<cut]))
-        } ?? line.appendString(String(decoding: path.utf8.prefix(256), as: UTF8.self))
-        line.appendRaw(#","status":"#)
-        line.appendDigits(status)
-        line.appendRaw(#","durationMs":"#)
-        let micros = max(0, microseconds)
-        line.appendDigits(micros / 1000)
-        let fraction = micros % 1000
-        line.bytes.append(UInt8(ascii: "."))
-        line.bytes.append(UInt8(48 + fraction / 100))
-        line.bytes.append(UInt8(48 + fraction / 10 % 10))
-        line.bytes.append(UInt8(48 + fraction % 10))
-        line.appendRaw(#","remote":"#)
-        line.appendString(remote)
-        line.appendRaw("}\n")
-        sink.write(line.bytes)
+        sink.write { bytes in
+            var line = JSONText()
+            swap(&line.bytes, &bytes)
+            defer { swap(&line.bytes, &bytes) }
+            line.appendRaw(#"{"ts":""#)
+            Timestamp.append(to: &line.bytes)
+            line.appendRaw(#"","level":"info","msg":"request","requestId":"#)
+            line.appendString(id)
+            line.appendRaw(#","method":"#)
+            line.appendString(method)
+            line.appendRaw(#","route":"#)
+            line.appendString(route)
+            line.appendRaw(#","path":"#)
+            // At most 256 bytes of the path, cut where a character starts (by bytes: walking
+            // characters to count them cost more than the rest of the line).
+            path.utf8.withContiguousStorageIfAvailable { all in
+                var cut = min(all.count, 256)
+                while cut < all.count && cut > 0 && all[cut] & 0xC0 == 0x80 { cut -= 1 }
+                line.appendString(utf8: UnsafeBufferPointer(rebasing: all[..<cut]))
+            } ?? line.appendString(String(decoding: path.utf8.prefix(256), as: UTF8.self))
+            line.appendRaw(#","status":"#)
+            line.appendDigits(status)
+            line.appendRaw(#","durationMs":"#)
+            let micros = max(0, microseconds)
+            line.appendDigits(micros / 1000)
+            let fraction = micros % 1000
+            line.bytes.append(UInt8(ascii: "."))
+            line.bytes.append(UInt8(48 + fraction / 100))
+            line.bytes.append(UInt8(48 + fraction / 10 % 10))
+            line.bytes.append(UInt8(48 + fraction % 10))
+            line.appendRaw(#","remote":"#)
+            line.appendString(remote)
+            line.appendRaw("}\n")
+        }
     }
 
     private static func name(_ level: Logger.Level) -> String {
@@ -135,6 +150,10 @@ public final class StderrSink: LogSink {
         if pending.append(line) >= 32 * 1024 { pending.flush() }
     }
 
+    public func write(building build: (inout [UInt8]) -> Void) {
+        if pending.append(building: build) >= 32 * 1024 { pending.flush() }
+    }
+
     /// Writes whatever is pending now (also called at shutdown).
     public func flush() { pending.flush() }
 }
@@ -149,6 +168,14 @@ final class PendingBytes: Sendable {
     func append(_ bytes: [UInt8]) -> Int {
         buffers.withLocalLock { b in
             b.append(contentsOf: bytes)
+            return b.count
+        }
+    }
+
+    /// Lets `build` append to this thread's stripe under its lock; returns what is pending there.
+    func append(building build: (inout [UInt8]) -> Void) -> Int {
+        buffers.withLocalLock { b in
+            build(&b)
             return b.count
         }
     }

@@ -15,10 +15,11 @@ enum IOResult: Equatable {
 /// Every system call the server makes goes through here: `EINTR` is retried, would-block is
 /// an ordinary answer, and errors come back as values.
 enum SystemCall {
+    /// `recv` on a socket (not `read`: that goes through the file layer's position lock first).
     static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) -> IOResult {
         guard let base = buffer.baseAddress, buffer.count > 0 else { return .bytes(0) }
         while true {
-            let n = Glibc.read(fd, base, buffer.count)
+            let n = Glibc.recv(fd, base, buffer.count, 0)
             if n > 0 { return .bytes(n) }
             if n == 0 { return .endOfFile }
             switch errno {
