@@ -4,7 +4,9 @@
 # BENCH_ROUNDS (5) rounds of a BENCH_MIB (1024) MiB object, every copy cmp-checked. The AWS CLI
 # runs with 5 MiB parts × 5 in flight, as in bench/upload.sh. Then `bandwidthLimit`: a copy job
 # of BENCH_PACED_MIB (20) MiB at 1 MiB/s, timed from its creation to `completed` (the target is
-# 20 s ± 10%). Writes the section "## Download job vs aws s3 cp" of bench/RESULTS.md. Builds
+# 20 s ± 10%). Each round also times one `curl` GET of a presigned URL straight from S3 to a file:
+# no client can take the object from this store faster than that, so it is the ceiling any ratio
+# to the AWS CLI is read against. Writes the section "## Download job vs aws s3 cp" of bench/RESULTS.md. Builds
 # the release binary unless BENCH_SKIP_BUILD=1; starts the stack and a gateway on
 # 127.0.0.1:18095 and stops what it started.
 set -euo pipefail
@@ -35,7 +37,11 @@ say "writing a $MIB MiB object"
 head -c "$((MIB << 20))" /dev/urandom >"$SRC"
 aws_s3 cp --only-show-errors "$SRC" "s3://$GATEWAY_S3_BUCKET/private/bench/download.bin"
 
-rows=""; aws_all=""; ours_all=""
+# The ceiling: one GET of the whole object straight from S3, by a presigned URL.
+DIRECT_URL="$(aws_s3 presign "s3://$GATEWAY_S3_BUCKET/private/bench/download.bin" --expires-in 3600)"
+mbps() { awk -v b="$((MIB << 20))" -v a="$1" -v z="$2" 'BEGIN { printf "%.1f", b / (z - a) / 1e6 }'; }
+
+rows=""; aws_all=""; ours_all=""; direct_all=""
 for round in $(seq "$ROUNDS"); do
   # Each download starts with the page cache's dirty pages written out (untimed), so neither
   # pays for the other's writeback.
@@ -44,7 +50,7 @@ for round in $(seq "$ROUNDS"); do
   aws_s3 cp --only-show-errors "s3://$GATEWAY_S3_BUCKET/private/bench/download.bin" "$TMP/aws.bin"
   t1="$(seconds)"
   cmp -s "$SRC" "$TMP/aws.bin" || die "aws s3 cp brought other bytes"
-  aws_mbps="$(awk -v b="$((MIB << 20))" -v a="$t0" -v z="$t1" 'BEGIN { printf "%.1f", b / (z - a) / 1e6 }')"
+  aws_mbps="$(mbps "$t0" "$t1")"
 
   rm -f "$TMP/aws.bin"; sync
   t0="$(seconds)"
@@ -53,14 +59,25 @@ for round in $(seq "$ROUNDS"); do
   curl -sf -o "$TMP/ours.bin" "$API/v1/jobs/$id/data" -H "Authorization: Bearer $TOKEN"
   t1="$(seconds)"
   cmp -s "$SRC" "$TMP/ours.bin" || die "the download job served other bytes"
-  ours_mbps="$(awk -v b="$((MIB << 20))" -v a="$t0" -v z="$t1" 'BEGIN { printf "%.1f", b / (z - a) / 1e6 }')"
-  say "round $round: aws s3 cp $aws_mbps MB/s, download job + curl $ours_mbps MB/s"
-  rows+="| $round | $aws_mbps | $ours_mbps |"$'\n'
-  aws_all+="$aws_mbps"$'\n'; ours_all+="$ours_mbps"$'\n'
+  ours_mbps="$(mbps "$t0" "$t1")"
+
+  rm -f "$TMP/ours.bin"; sync
+  t0="$(seconds)"
+  curl -sf -o "$TMP/direct.bin" "$DIRECT_URL"
+  t1="$(seconds)"
+  cmp -s "$SRC" "$TMP/direct.bin" || die "the presigned GET brought other bytes"
+  rm -f "$TMP/direct.bin"
+  direct_mbps="$(mbps "$t0" "$t1")"
+  say "round $round: aws s3 cp $aws_mbps MB/s, download job + curl $ours_mbps MB/s, curl straight from S3 $direct_mbps MB/s"
+  rows+="| $round | $aws_mbps | $ours_mbps | $direct_mbps |"$'\n'
+  aws_all+="$aws_mbps"$'\n'; ours_all+="$ours_mbps"$'\n'; direct_all+="$direct_mbps"$'\n'
 done
 peak_mib="$(awk '/^VmHWM:/ { printf "%.1f", $2 / 1024 }' "/proc/$GW_PID/status")"
 aws_median="$(printf %s "$aws_all" | median)"; ours_median="$(printf %s "$ours_all" | median)"
 ratio="$(awk -v o="$ours_median" -v a="$aws_median" 'BEGIN { printf "%.2f", o / a }')"
+direct_median="$(printf %s "$direct_all" | median)"
+ceiling="$(awk -v d="$direct_median" -v a="$aws_median" 'BEGIN { printf "%.2f", d / a }')"
+of_ceiling="$(awk -v o="$ours_median" -v d="$direct_median" 'BEGIN { printf "%.2f", o / d }')"
 
 say "bandwidthLimit: a $PACED_MIB MiB copy at 1 MiB/s"
 head -c "$((PACED_MIB << 20))" /dev/urandom >"$TMP/paced.bin"
@@ -82,12 +99,13 @@ section="$(cat <<MD
 ## Download job vs aws s3 cp
 
 <!-- bench:download:begin -->
-$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores. Command: \`bench/download.sh\` — a $MIB MiB object, $ROUNDS rounds alternating; the AWS CLI with 5 MiB parts × 5 straight from SeaweedFS to a file; ours: create the \`download\` job, then \`curl -o\` its data (the gateway streams it from S3 with 4 MiB ranged reads, 4 ahead). Both timed end to end and cmp-checked.
+$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores. Command: \`bench/download.sh\` — a $MIB MiB object, $ROUNDS rounds alternating; the AWS CLI with 5 MiB parts × 5 straight from SeaweedFS to a file; ours: create the \`download\` job, then \`curl -o\` its data (the gateway streams it from S3 with 4 MiB ranged reads, 4 ahead). The ceiling: one \`curl -o\` of a presigned URL straight from S3 (no gateway, one GET). All timed end to end and cmp-checked.
 
-| round | aws s3 cp MB/s | download job + curl MB/s |
-|---:|---:|---:|
+| round | aws s3 cp MB/s | download job + curl MB/s | curl straight from S3 MB/s |
+|---:|---:|---:|---:|
 ${rows}
 - medians: aws s3 cp **$aws_median** MB/s, download job **$ours_median** MB/s; download / aws s3 cp **$ratio**
+- the ceiling, curl straight from S3: **$direct_median** MB/s, **$ceiling×** the AWS CLI; the download job reaches **$of_ceiling** of it
 - gateway peak RSS over the run **$peak_mib** MiB
 - \`bandwidthLimit\` 1 MiB/s on a $PACED_MIB MiB copy job: **$paced s** from creation to \`completed\` (target $PACED_MIB s ± 10%)
 <!-- bench:download:end -->
@@ -101,4 +119,4 @@ pattern = re.compile(r"## Download job vs aws s3 cp\n\n<!-- bench:download:begin
 text = pattern.sub(lambda _: section, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + section + "\n"
 open(path, "w").write(text)
 PY
-say "download job / aws s3 cp: $ratio (medians $ours_median vs $aws_median MB/s); paced copy $paced s"
+say "download job / aws s3 cp: $ratio (medians $ours_median vs $aws_median MB/s; curl straight from S3 $direct_median, $ceiling× the CLI); paced copy $paced s"
