@@ -18,7 +18,7 @@ public enum ObjectStoreContract {
         crc32cPartsCarryTheirChecksums, aCRC32CGivenWithAFileIsChecked, theCompletionRefusesAPartNotStored, anAbortedUploadIsGone,
         openUploadsAreThoseOfTheExactKey,
         copiesKeepOrReplaceAttributesAndArePinned, partCopiesTakeARangeOfAPinnedSource, listingPagesThroughAPrefixInKeyOrder,
-        aListingWithADelimiterRollsKeysIntoFolders,
+        aListingWithADelimiterRollsKeysIntoFolders, aReadIntoGivenMemoryLandsThere,
     ]
 
     // MARK: helpers: the one place bytes are made and errors read
@@ -115,6 +115,21 @@ public enum ObjectStoreContract {
         let replaced = try await f.store.putObject(key: plain, data: .bytes([4, 5]), attributes: ObjectAttributesSpec())
         #expect(try await f.store.properties(of: plain).etag == replaced)
         #expect(try await f.store.read(key: plain, range: 0...1, ifMatch: nil) == [4, 5])
+    }
+
+    static let aReadIntoGivenMemoryLandsThere = ContractCase<ObjectStoreFixture>(
+        "a read handed memory of its own (a download's spent block) gives the range's bytes in that memory, pinned as any read"
+    ) { f in
+        let key = f.key("reused.bin"), body = bytes(300 << 10, seed: 5)
+        let written = try await f.store.putObject(key: key, data: .bytes(body), attributes: ObjectAttributesSpec())
+        var spent = bytes(256 << 10, seed: 6)
+        let memory = spent.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
+        spent = try await f.store.read(key: key, range: 1000...(1000 + (200 << 10) - 1), ifMatch: written, reusing: consume spent)
+        #expect(spent == Array(body[1000..<(1000 + (200 << 10))]))
+        #expect(spent.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) } == memory, "received into the memory given, not a copy")
+        #expect(
+            await failure { _ = try await f.store.read(key: key, range: 0...9, ifMatch: etag([0]), reusing: [1, 2]) } == .preconditionFailed
+        )
     }
 
     static let aMissingObjectIsNotFound = ContractCase<ObjectStoreFixture>(

@@ -33,6 +33,8 @@ public final class InMemoryObjectStore: ObjectStore {
         var nextUpload = 0
     }
     private let state = Mutex(State())
+    /// Reads (`read(key:range:ifMatch:reusing:)`) whose bytes landed in the memory they were given.
+    public let readsIntoGivenMemory = Atomic(0)
     public let fault: @Sendable (Call, Int) -> TransferError?
     public let beforePart: (@Sendable (Int) async throws -> Void)?
     /// What uploads' ages are read by (without one, time stands still).
@@ -279,6 +281,20 @@ public final class InMemoryObjectStore: ObjectStore {
         if let ifMatch, ifMatch != etag(of: key) { throw TransferError.preconditionFailed }
         guard range.upperBound < Int64(source.count) else { throw TransferError(code: .invalidRange, retryable: false) }
         return Array(source[Int(range.lowerBound)...Int(range.upperBound)])
+    }
+
+    /// As S3's: the bytes land in `storage`'s memory (a new allocation only when it is shared
+    /// or too small, as an array's copy on write decides).
+    public func read(key: String, range: ClosedRange<Int64>, ifMatch: String?, reusing storage: consuming [UInt8]) async throws -> [UInt8] {
+        let bytes = try await read(key: key, range: range, ifMatch: ifMatch)
+        var storage = consume storage
+        let given = storage.withUnsafeBufferPointer { $0.baseAddress }
+        storage.removeAll(keepingCapacity: true)
+        storage.append(contentsOf: bytes)
+        if given != nil && storage.withUnsafeBufferPointer({ $0.baseAddress }) == given {
+            readsIntoGivenMemory.add(1, ordering: .relaxed)
+        }
+        return storage
     }
 
     public func read(key: String, range: ClosedRange<Int64>, ifMatch: String?, into file: SpoolFile, at fileOffset: Int64) async throws {

@@ -13,8 +13,9 @@ private let MiB = 1 << 20
 @Suite struct ReadAheadTests {
     static func object(_ size: Int) -> [UInt8] { repeatingBytes(size, seed: 9) }
 
-    static func setUp(size: Int, capacity: Int, share: Int? = nil) async throws -> (ReadAhead, ByteBudget, [UInt8]) {
-        let objects = InMemoryObjectStore()
+    static func setUp(
+        size: Int, capacity: Int, share: Int? = nil, objects: InMemoryObjectStore = InMemoryObjectStore()
+    ) async throws -> (ReadAhead, ByteBudget, [UInt8]) {
         let body = object(size)
         objects.put("k", body)
         let etag = try await objects.properties(of: "k").etag
@@ -54,6 +55,51 @@ private let MiB = 1 << 20
         while let block = try await reads.next() {
             got += block.bytes
             block.held.release()
+        }
+        #expect(got == body)
+        reads.cancel()
+        #expect(budget.used == 0)
+    }
+
+    /// Blocks handed back are read into again: past the first window and the read started as
+    /// the first block is taken, every read lands in the memory of a block written, and the
+    /// budget never holds more than the window and the block in hand (or its spare).
+    @Test func recycledBlocksAreReadIntoAgainWithinTheWindowsBudget() async throws {
+        let objects = InMemoryObjectStore()
+        let (reads, budget, body) = try await Self.setUp(size: 40 * MiB + 3, capacity: 256 * MiB, objects: objects)
+        #expect(try await reads.begin(waitingAtMost: 100))
+        var got: [UInt8] = []
+        while let block = try await reads.next() {
+            got += block.bytes
+            #expect(budget.used <= 20 * Int64(MiB), "the ones ahead and the one in hand")
+            reads.recycle(consume block)
+            #expect(budget.used <= 20 * Int64(MiB), "the ones ahead and the spare")
+        }
+        #expect(got == body)
+        // 11 blocks: 5 in new memory (the window of 4, and the read started as the first is
+        // taken), the 6 others in blocks handed back, held by nothing else (not copied on write).
+        #expect(objects.readsIntoGivenMemory.load(ordering: .relaxed) == 6)
+        reads.cancel()
+        #expect(budget.used == 0)
+    }
+
+    /// A stall gives the spare blocks back with the reads ahead: nothing stays reserved for a
+    /// client that is not reading but the block in hand.
+    @Test func shrinkGivesTheSpareBlocksBack() async throws {
+        let (reads, budget, body) = try await Self.setUp(size: 30 * MiB, capacity: 256 * MiB)
+        #expect(try await reads.begin(waitingAtMost: 100))
+        var got: [UInt8] = []
+        let first = try #require(try await reads.next())
+        got += first.bytes
+        reads.recycle(consume first)
+        let second = try #require(try await reads.next())
+        got += second.bytes
+        reads.recycle(second)
+        reads.shrink()
+        #expect(budget.used == 0, "the reads ahead and the spare blocks went back")
+        while let block = try await reads.next() {
+            got += block.bytes
+            reads.recycle(consume block)
         }
         #expect(got == body)
         reads.cancel()

@@ -192,9 +192,20 @@ public struct S3ObjectStore: ObjectStore {
     }
 
     public func read(key: String, range: ClosedRange<Int64>, ifMatch: String?) async throws -> [UInt8] {
-        let length = Int(range.upperBound - range.lowerBound + 1)
+        try await read(key: key, range: range, ifMatch: ifMatch, sink: .memory(limit: Self.length(of: range)))
+    }
+
+    public func read(key: String, range: ClosedRange<Int64>, ifMatch: String?, reusing storage: consuming [UInt8]) async throws -> [UInt8] {
+        let sink = ResponseBodySink.memoryReusing(limit: Self.length(of: range), storage: ReusableBytes(consume storage))
+        return try await read(key: key, range: range, ifMatch: ifMatch, sink: sink)
+    }
+
+    private static func length(of range: ClosedRange<Int64>) -> Int { Int(range.upperBound - range.lowerBound + 1) }
+
+    private func read(key: String, range: ClosedRange<Int64>, ifMatch: String?, sink: ResponseBodySink) async throws -> [UInt8] {
+        let length = Self.length(of: range)
         return try await mapped {
-            let body = try await client.getObject(key: key, range: range, ifMatch: ifMatch, sink: .memory(limit: length)).body
+            let body = try await client.getObject(key: key, range: range, ifMatch: ifMatch, sink: sink).body
             // A short or long answer is not the range asked for: the store is not to be trusted on it.
             guard body.count == length else { throw S3Error(kind: .transport, status: 206, code: "IncompleteBody", message: "short range") }
             return body

@@ -107,7 +107,8 @@ extension JobRoutes {
                         try await watch.write { try await writer.write(slice) }
                         offset += slice.count
                     }
-                    block.held.release()
+                    // Its memory and budget go to the next read; no reference stays here.
+                    reads.recycle(consume block)
                     guard done < length, let following = try await reads.next() else { break }
                     block = following
                 }

@@ -8,7 +8,9 @@ import TransferEngine
 /// Every block is reserved from the memory budget, for the job's owner, before its read starts
 /// and given back once it is written: the window grows a block at a time while there is room,
 /// and `shrink()` (called while the client is not reading) drops the reads ahead, so a stalled
-/// client holds one block, not a window. Whoever holds it calls `cancel()` when done.
+/// client holds one block, not a window. A block written is handed back (`recycle`): its memory
+/// and its budget serve the next read, which then needs no new allocation and no fresh pages
+/// from the kernel. Whoever holds it calls `cancel()` when done.
 final class ReadAhead: Sendable {
     /// A block read, with the budget it holds until it has been written.
     struct Block: Sendable {
@@ -27,6 +29,17 @@ final class ReadAhead: Sendable {
         /// Where the next read starts.
         var nextOffset: Int64
         var cancelled = false
+        /// Blocks written, kept with their budget for the next reads to receive into; given
+        /// back by `shrink()` and `cancel()`.
+        var spare: [Block] = []
+    }
+
+    /// Moves a spare block's bytes into its read's task with no second reference to them (a
+    /// second one would have the first byte written copy them).
+    private final class Handoff: Sendable {
+        private let bytes: Mutex<[UInt8]?>
+        init(_ bytes: consuming [UInt8]?) { self.bytes = Mutex(consume bytes) }
+        func take() -> [UInt8]? { bytes.withLock { $0.take() } }
     }
 
     private let state: Mutex<State>
@@ -70,20 +83,26 @@ final class ReadAhead: Sendable {
         return true
     }
 
-    /// A read of the next block with the budget it was given.
-    private func launch(_ s: inout State, _ held: Reservation) {
+    /// A read of the next block with the budget it was given (and a spare block's memory).
+    private func launch(_ s: inout State, _ held: Reservation, reusing storage: consuming [UInt8]? = nil) {
         let range = s.nextOffset...(s.nextOffset + length(at: s.nextOffset) - 1)
-        let objects = self.objects, key = self.key, etag = self.etag
-        s.pending.append(Pending(start: range.lowerBound, task: Task { try await Self.read(objects, key, range, etag) }, held: held))
+        let objects = self.objects, key = self.key, etag = self.etag, handoff = Handoff(consume storage)
+        s.pending.append(
+            Pending(start: range.lowerBound, task: Task { try await Self.read(objects, key, range, etag, handoff.take()) }, held: held))
         s.nextOffset = range.upperBound + 1
     }
 
-    /// More reads, up to `depth`, while the budget has room for them now.
+    /// More reads, up to `depth`: into spare blocks first (a block's budget covers any later
+    /// read, none being longer), then while the budget has room now.
     private func fill(_ s: inout State) {
-        while !s.cancelled, s.pending.count < depth, s.nextOffset < end,
-            let held = budget.tryReserve(length(at: s.nextOffset), owner: owner)
-        {
-            launch(&s, held)
+        while !s.cancelled, s.pending.count < depth, s.nextOffset < end {
+            if let spare = s.spare.popLast() {
+                launch(&s, spare.held, reusing: spare.bytes)
+            } else if let held = budget.tryReserve(length(at: s.nextOffset), owner: owner) {
+                launch(&s, held)
+            } else {
+                break
+            }
         }
     }
 
@@ -91,11 +110,17 @@ final class ReadAhead: Sendable {
     /// `retries` times, waiting longer each time.
     static let retries = 5
 
-    private static func read(_ objects: any ObjectStore, _ key: String, _ range: ClosedRange<Int64>, _ etag: String) async throws -> [UInt8]
-    {
+    private static func read(
+        _ objects: any ObjectStore, _ key: String, _ range: ClosedRange<Int64>, _ etag: String, _ storage: consuming [UInt8]?
+    ) async throws -> [UInt8] {
+        var storage = consume storage
         var attempt = 0
         while true {
             do {
+                // The spare memory goes to the first attempt; a retry gets new.
+                if let reused = storage.take() {
+                    return try await objects.read(key: key, range: range, ifMatch: etag, reusing: consume reused)
+                }
                 return try await objects.read(key: key, range: range, ifMatch: etag)
             } catch let error as TransferError where error.retryable && attempt < retries {
                 attempt += 1
@@ -130,32 +155,50 @@ final class ReadAhead: Sendable {
         return try await next()
     }
 
-    /// The client is not reading: the reads ahead are dropped (their blocks given back) and
-    /// started again from the first of them when it asks for the next block.
+    /// A block written to the client: its memory and budget go to the next read. The caller
+    /// keeps no reference to it (`consume`), or the next read's first byte copies it.
+    func recycle(_ block: Block) {
+        let kept = state.withLock { s in
+            guard !s.cancelled else { return false }
+            s.spare.append(block)
+            fill(&s)
+            return true
+        }
+        if !kept { block.held.release() }
+    }
+
+    /// The client is not reading: the reads ahead are dropped (their blocks given back, spare
+    /// ones too) and started again from the first of them when it asks for the next block.
     func shrink() {
-        let dropped = state.withLock { s -> [Pending] in
-            guard let first = s.pending.first else { return [] }
+        let (dropped, spare) = state.withLock { s -> ([Pending], [Block]) in
+            defer { s.spare.removeAll() }
+            guard let first = s.pending.first else { return ([], s.spare) }
             s.nextOffset = first.start
             defer { s.pending.removeAll() }
-            return s.pending
+            return (s.pending, s.spare)
         }
-        for read in dropped {
-            read.task.cancel()
-            read.held.release()
-        }
+        Self.giveBack(dropped, spare)
     }
 
     /// Stops every read still running and gives their blocks back.
     func cancel() {
-        let dropped = state.withLock { s -> [Pending] in
+        let (dropped, spare) = state.withLock { s -> ([Pending], [Block]) in
             s.cancelled = true
             s.nextOffset = end
-            defer { s.pending.removeAll() }
-            return s.pending
+            defer {
+                s.pending.removeAll()
+                s.spare.removeAll()
+            }
+            return (s.pending, s.spare)
         }
+        Self.giveBack(dropped, spare)
+    }
+
+    private static func giveBack(_ dropped: [Pending], _ spare: [Block]) {
         for read in dropped {
             read.task.cancel()
             read.held.release()
         }
+        for block in spare { block.held.release() }
     }
 }

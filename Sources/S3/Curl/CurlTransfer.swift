@@ -25,12 +25,35 @@ public enum RequestBodySource: Sendable {
 public enum ResponseBodySink: Sendable {
     /// Kept in memory, at most `limit` bytes (more fails the transfer).
     case memory(limit: Int)
+    /// As `memory`, in the bytes `storage` holds (emptied, their room kept): a caller reading
+    /// block after block uses one allocation again, memory already touched, so the kernel has
+    /// no pages to fault in and zero for each block.
+    case memoryReusing(limit: Int, storage: ReusableBytes)
     /// Written with `pwrite` into an open file from `offset`.
     case file(fd: Int32, offset: Int64)
     /// Handed to a reader as it arrives, the transfer paused while the reader is behind.
     case stream(BodyStream)
     /// Read and dropped (an answer only its status matters of, however long its body).
     case discard
+}
+
+/// Bytes handed to a transfer to receive its body into (`ResponseBodySink.memoryReusing`).
+/// The transfer takes them when the body starts; whoever hands them in keeps no other reference,
+/// or the first byte written copies them.
+public final class ReusableBytes: Sendable {
+    private let bytes: Mutex<[UInt8]>
+
+    public init(_ bytes: consuming [UInt8]) { self.bytes = Mutex(consume bytes) }
+
+    /// The bytes, emptied with their room kept; an empty array the second time.
+    func take() -> [UInt8] {
+        bytes.withLock { held in
+            var taken: [UInt8] = []
+            swap(&taken, &held)
+            taken.removeAll(keepingCapacity: true)
+            return taken
+        }
+    }
 }
 
 /// One HTTP exchange on the curl engine: the easy handle, its callbacks' state and the
@@ -231,9 +254,10 @@ final class CurlTransfer: @unchecked Sendable {
             return count
         }
         switch sink {
-        case .memory(let limit):
+        case .memory(let limit), .memoryReusing(let limit, _):
             guard response.body.count + count <= limit else { sinkFailed = true; return 0 }
             if response.body.isEmpty, let length = response.header("content-length").flatMap(Int.init), length > count {
+                if case .memoryReusing(_, let storage) = sink { response.body = storage.take() }
                 // The whole body's room at once: growing it by doubling copies it again and again.
                 response.body.reserveCapacity(min(length, limit))
             }

@@ -41,6 +41,10 @@ public protocol ObjectStore: Sendable {
     /// The bytes of `range` of `key`, pinned to `ifMatch` (a changed object is
     /// `TransferError.sourceChanged`).
     func read(key: String, range: ClosedRange<Int64>, ifMatch: String?) async throws -> [UInt8]
+    /// The same, received into `storage`'s memory where the store can (a reader of block after
+    /// block hands back the last one: no new allocation, no pages to fault in). The caller
+    /// keeps no other reference to `storage`. Stores that cannot need not implement it.
+    func read(key: String, range: ClosedRange<Int64>, ifMatch: String?, reusing storage: consuming [UInt8]) async throws -> [UInt8]
     /// DeleteObject; with `ifMatch`, only while the object has that ETag (else
     /// `TransferError.preconditionFailed`, nothing deleted).
     func deleteObject(key: String, ifMatch: String?) async throws
@@ -51,6 +55,11 @@ public protocol ObjectStore: Sendable {
 }
 
 extension ObjectStore {
+    /// A new array each time.
+    public func read(key: String, range: ClosedRange<Int64>, ifMatch: String?, reusing storage: consuming [UInt8]) async throws -> [UInt8] {
+        try await read(key: key, range: range, ifMatch: ifMatch)
+    }
+
     /// No checksum of the store's own.
     public func fullObjectChecksum(of key: String) async throws -> (checksum: ObjectChecksum, etag: String)? { nil }
 
