@@ -79,7 +79,40 @@ private let MiB = 1 << 20
         // 11 blocks: 5 in new memory (the window of 4, and the read started as the first is
         // taken), the 6 others in blocks handed back, held by nothing else (not copied on write).
         #expect(objects.readsIntoGivenMemory.load(ordering: .relaxed) == 6)
+        #expect(budget.used == 0, "no spare block is kept once no read is left to start")
         reads.cancel()
+    }
+
+    /// While another reservation waits for the budget, a block written is given back, not kept
+    /// for the next read: freed bytes go to the waiters first.
+    @Test func aBlockWrittenGoesToAWaiterBeforeTheNextRead() async throws {
+        let (reads, budget, body) = try await Self.setUp(size: 40 * MiB, capacity: 20 * MiB)
+        #expect(try await reads.begin(waitingAtMost: 100))
+        var got: [UInt8] = []
+        let first = try #require(try await reads.next())
+        got += first.bytes
+        #expect(budget.used == 20 * Int64(MiB), "the window and the block in hand fill the budget")
+        let waiter = Task { try await budget.reserve(4 * Int64(MiB), owner: "bob") }
+        var polls = 0
+        while budget.waiting == 0 && polls < 2500 {
+            try await Task.sleep(for: .milliseconds(2))
+            polls += 1
+        }
+        #expect(budget.waiting == 1)
+        reads.recycle(consume first)
+        polls = 0
+        while budget.held(by: "bob") == 0 && polls < 2500 {
+            try await Task.sleep(for: .milliseconds(2))
+            polls += 1
+        }
+        #expect(budget.held(by: "bob") == 4 * Int64(MiB), "the waiter has the written block's bytes, the download goes on")
+        while let block = try await reads.next() {
+            got += block.bytes
+            reads.recycle(consume block)
+        }
+        #expect(got == body)
+        reads.cancel()
+        try await waiter.value.release()
         #expect(budget.used == 0)
     }
 

@@ -83,6 +83,8 @@ extension JobRoutes {
         }
         // A whole single-part object is checked against its MD5 ETag before its last byte goes.
         let check = range == nil ? MultipartETag.plainMD5(etag) : nil
+        // Taken out by the stream, so the answer holds no second reference to its memory.
+        let firstBlock = TakeOnce(first)
         return HTTPResponse(
             status: status, headers: headers,
             body: .stream(length: Int(length)) { writer in
@@ -93,7 +95,8 @@ extension JobRoutes {
                     slot.release()
                 }
                 let digest = check.map { _ in Digest.Context(.md5) }
-                var block = first, done: Int64 = 0
+                guard var block = firstBlock.take() else { return }
+                var done: Int64 = 0
                 while true {
                     digest?.update(block.bytes)
                     done += Int64(block.bytes.count)

@@ -14,7 +14,7 @@ import TransferEngine
 final class ReadAhead: Sendable {
     /// A block read, with the budget it holds until it has been written.
     struct Block: Sendable {
-        let bytes: [UInt8]
+        var bytes: [UInt8]
         let held: Reservation
     }
 
@@ -32,14 +32,6 @@ final class ReadAhead: Sendable {
         /// Blocks written, kept with their budget for the next reads to receive into; given
         /// back by `shrink()` and `cancel()`.
         var spare: [Block] = []
-    }
-
-    /// Moves a spare block's bytes into its read's task with no second reference to them (a
-    /// second one would have the first byte written copy them).
-    private final class Handoff: Sendable {
-        private let bytes: Mutex<[UInt8]?>
-        init(_ bytes: consuming [UInt8]?) { self.bytes = Mutex(consume bytes) }
-        func take() -> [UInt8]? { bytes.withLock { $0.take() } }
     }
 
     private let state: Mutex<State>
@@ -86,7 +78,9 @@ final class ReadAhead: Sendable {
     /// A read of the next block with the budget it was given (and a spare block's memory).
     private func launch(_ s: inout State, _ held: Reservation, reusing storage: consuming [UInt8]? = nil) {
         let range = s.nextOffset...(s.nextOffset + length(at: s.nextOffset) - 1)
-        let objects = self.objects, key = self.key, etag = self.etag, handoff = Handoff(consume storage)
+        // The spare memory reaches the read with no second reference to it (a second one would
+        // have the first byte written copy it).
+        let objects = self.objects, key = self.key, etag = self.etag, handoff = TakeOnce(consume storage)
         s.pending.append(
             Pending(start: range.lowerBound, task: Task { try await Self.read(objects, key, range, etag, handoff.take()) }, held: held))
         s.nextOffset = range.upperBound + 1
@@ -96,8 +90,11 @@ final class ReadAhead: Sendable {
     /// read, none being longer), then while the budget has room now.
     private func fill(_ s: inout State) {
         while !s.cancelled, s.pending.count < depth, s.nextOffset < end {
-            if let spare = s.spare.popLast() {
-                launch(&s, spare.held, reusing: spare.bytes)
+            if let last = s.spare.indices.last {
+                // The bytes move out in place: no copy of the array stays behind.
+                var bytes: [UInt8] = []
+                swap(&bytes, &s.spare[last].bytes)
+                launch(&s, s.spare.removeLast().held, reusing: consume bytes)
             } else if let held = budget.tryReserve(length(at: s.nextOffset), owner: owner) {
                 launch(&s, held)
             } else {
@@ -156,15 +153,22 @@ final class ReadAhead: Sendable {
     }
 
     /// A block written to the client: its memory and budget go to the next read. The caller
-    /// keeps no reference to it (`consume`), or the next read's first byte copies it.
-    func recycle(_ block: Block) {
+    /// keeps no reference to it (`consume`), or the next read's first byte copies it. Given
+    /// back instead when no read is left to start, or when others wait for the budget (freed
+    /// bytes go to them first, as the budget promises).
+    func recycle(_ written: consuming Block) {
+        var bytes: [UInt8] = []
+        swap(&bytes, &written.bytes)
+        let held = written.held
         let kept = state.withLock { s in
-            guard !s.cancelled else { return false }
-            s.spare.append(block)
+            guard !s.cancelled, s.nextOffset < end, budget.waiting == 0 else { return false }
+            var moved: [UInt8] = []
+            swap(&moved, &bytes)
+            s.spare.append(Block(bytes: consume moved, held: held))
             fill(&s)
             return true
         }
-        if !kept { block.held.release() }
+        if !kept { held.release() }
     }
 
     /// The client is not reading: the reads ahead are dropped (their blocks given back, spare

@@ -41,15 +41,14 @@ public enum ResponseBodySink: Sendable {
 /// The transfer takes them when the body starts; whoever hands them in keeps no other reference,
 /// or the first byte written copies them.
 public final class ReusableBytes: Sendable {
-    private let bytes: Mutex<[UInt8]>
+    private let bytes: Mutex<[UInt8]?>
 
     public init(_ bytes: consuming [UInt8]) { self.bytes = Mutex(consume bytes) }
 
-    /// The bytes, emptied with their room kept; an empty array the second time.
-    func take() -> [UInt8] {
+    /// The bytes, emptied with their room kept; nil the second time.
+    func take() -> [UInt8]? {
         bytes.withLock { held in
-            var taken: [UInt8] = []
-            swap(&taken, &held)
+            guard var taken = held.take() else { return nil }
             taken.removeAll(keepingCapacity: true)
             return taken
         }
@@ -256,10 +255,14 @@ final class CurlTransfer: @unchecked Sendable {
         switch sink {
         case .memory(let limit), .memoryReusing(let limit, _):
             guard response.body.count + count <= limit else { sinkFailed = true; return 0 }
-            if response.body.isEmpty, let length = response.header("content-length").flatMap(Int.init), length > count {
-                if case .memoryReusing(_, let storage) = sink { response.body = storage.take() }
-                // The whole body's room at once: growing it by doubling copies it again and again.
-                response.body.reserveCapacity(min(length, limit))
+            if response.body.isEmpty {
+                // The memory handed in is taken at the first byte, known length or not: left in
+                // the sink it would stay alive beside the body.
+                if case .memoryReusing(_, let storage) = sink, let reused = storage.take() { response.body = reused }
+                if let length = response.header("content-length").flatMap(Int.init), length > count {
+                    // The whole body's room at once: growing it by doubling copies it again and again.
+                    response.body.reserveCapacity(min(length, limit))
+                }
             }
             data.withMemoryRebound(to: UInt8.self, capacity: count) {
                 response.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: count))
