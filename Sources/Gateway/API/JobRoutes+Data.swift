@@ -110,7 +110,7 @@ extension JobRoutes {
                         try await watch.write { try await writer.write(slice) }
                         offset += slice.count
                     }
-                    // Its memory and budget go to the next read; no reference stays here.
+                    // Its memory and budget go to the next read (or back to the budget); no reference stays here.
                     reads.recycle(consume block)
                     guard done < length, let following = try await reads.next() else { break }
                     block = following

@@ -5,14 +5,15 @@ import TransferEngine
 /// `depth` ranged GETs (each pinned to `etag`) run at once, so the next blocks are arriving
 /// while the current one is written to the client.
 ///
-/// Every block is reserved from the memory budget, for the job's owner, before its read starts
-/// and given back once it is written: the window grows a block at a time while there is room,
-/// and `shrink()` (called while the client is not reading) drops the reads ahead, so a stalled
-/// client holds one block, not a window. A block written is handed back (`recycle`): its memory
-/// and its budget serve the next read, which then needs no new allocation and no fresh pages
-/// from the kernel. Whoever holds it calls `cancel()` when done.
+/// Every block is reserved from the memory budget, for the job's owner, before its read
+/// starts: the window grows a block at a time while there is room, and `shrink()` (called
+/// while the client is not reading) drops the reads ahead, so a stalled client holds one block,
+/// not a window. A block written is handed back (`recycle`): its memory and its reservation
+/// serve the next read, which then needs no new allocation and no fresh pages from the kernel,
+/// unless others wait for the budget or no read is left (then the bytes go back). Whoever holds
+/// it calls `cancel()` when done.
 final class ReadAhead: Sendable {
-    /// A block read, with the budget it holds until it has been written.
+    /// A block read, with the budget it holds until it has been written or handed back.
     struct Block: Sendable {
         var bytes: [UInt8]
         let held: Reservation
