@@ -26,6 +26,20 @@ private let MiB = 1 << 20
         return (reads, budget, body)
     }
 
+    /// Reads the rest of the range onto `got`, handing each block back once taken.
+    static func readRecycling(_ reads: ReadAhead, onto got: inout [UInt8]) async throws {
+        while let block = try await reads.next() {
+            got += block.bytes
+            reads.recycle(consume block)
+        }
+    }
+
+    /// Polls `condition` every 2 ms for up to 5 s; whether it came true.
+    static func eventually(_ condition: () -> Bool) async throws -> Bool {
+        for _ in 0..<2500 where !condition() { try await Task.sleep(for: .milliseconds(2)) }
+        return condition()
+    }
+
     @Test func blocksComeInOrderAndEachIsReservedForTheOwner() async throws {
         let (reads, budget, body) = try await Self.setUp(size: 18 * MiB + 5, capacity: 256 * MiB)
         #expect(try await reads.begin(waitingAtMost: 100))
@@ -93,23 +107,12 @@ private let MiB = 1 << 20
         got += first.bytes
         #expect(budget.used == 20 * Int64(MiB), "the window and the block in hand fill the budget")
         let waiter = Task { try await budget.reserve(4 * Int64(MiB), owner: "bob") }
-        var polls = 0
-        while budget.waiting == 0 && polls < 2500 {
-            try await Task.sleep(for: .milliseconds(2))
-            polls += 1
-        }
-        #expect(budget.waiting == 1)
+        #expect(try await Self.eventually { budget.waiting == 1 })
         reads.recycle(consume first)
-        polls = 0
-        while budget.held(by: "bob") == 0 && polls < 2500 {
-            try await Task.sleep(for: .milliseconds(2))
-            polls += 1
-        }
-        #expect(budget.held(by: "bob") == 4 * Int64(MiB), "the waiter has the written block's bytes, the download goes on")
-        while let block = try await reads.next() {
-            got += block.bytes
-            reads.recycle(consume block)
-        }
+        #expect(
+            try await Self.eventually { budget.held(by: "bob") == 4 * Int64(MiB) },
+            "the waiter has the written block's bytes, the download goes on")
+        try await Self.readRecycling(reads, onto: &got)
         #expect(got == body)
         reads.cancel()
         try await waiter.value.release()
@@ -130,10 +133,7 @@ private let MiB = 1 << 20
         reads.recycle(second)
         reads.shrink()
         #expect(budget.used == 0, "the reads ahead and the spare blocks went back")
-        while let block = try await reads.next() {
-            got += block.bytes
-            reads.recycle(consume block)
-        }
+        try await Self.readRecycling(reads, onto: &got)
         #expect(got == body)
         reads.cancel()
         #expect(budget.used == 0)
