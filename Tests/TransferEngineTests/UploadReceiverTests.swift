@@ -419,3 +419,77 @@ private final class StalledBody: ByteSource {
         #expect(spool.usage.used <= 1000, "between requests the tail holds its own bytes")
     }
 }
+
+@Suite struct UploadSpareFileTests {
+    /// A sent part's file takes the next bytes: an upload of ten parts, one in flight, makes
+    /// two files, not ten; each part still reaches S3 whole, the last (shorter) one written over
+    /// a longer part's stale bytes, and nothing stays on the spool.
+    @Test func sentPartsFilesTakeTheNextBytes() async throws {
+        var uploads = Uploads()
+        uploads.settings.concurrency = 1
+        let directory = NSTemporaryDirectory() + "receiver-spare-" + UUID().uuidString
+        let spool = CreationCountingSpool(try DirectorySpool(directory: directory))
+        let body = bytes(9 * 5 * MiB + 12_345, seed: 6)
+        let job = try await uploads.insert(size: Int64(body.count))
+        let receiver = UploadReceiver(
+            store: uploads.store, objects: uploads.objects, spool: spool, settings: uploads.settings, instance: "a", clock: uploads.clock)
+        let outcome = try await uploads.send(receiver, job, from: 0, body)
+        guard case .completed = outcome else { Issue.record("\(outcome)"); return }
+        #expect(uploads.objects.object("private/alice/up.bin") == body)
+        #expect(spool.created == 2, "\(spool.created) files made for 10 parts")
+        #expect(spool.usage.used == 0 && DirectorySpool.names(in: directory).isEmpty, "nothing stays on the spool")
+    }
+
+    /// A request that ends mid-part, its tail written into a sent part's file, leaves the tail
+    /// holding its own bytes only, on the disk and in the budget; the next request goes on
+    /// from that file.
+    @Test func aTailInASparePartsFileIsCutToItsBytesBetweenRequests() async throws {
+        var uploads = Uploads()
+        uploads.settings.concurrency = 1
+        let directory = NSTemporaryDirectory() + "receiver-spare-tail-" + UUID().uuidString
+        let spool = try DirectorySpool(directory: directory)
+        let body = bytes(4 * 5 * MiB, seed: 7)
+        let job = try await uploads.insert(size: Int64(body.count))
+        let receiver = try uploads.receiver("a", spool: spool)
+        let cut = 2 * 5 * MiB + 1_000
+        let first = try await uploads.send(receiver, job, from: 0, Array(body[..<cut]))
+        #expect(first == .waiting(committed: Int64(cut)))
+        let tail = try #require(try spool.open(jobID: job.id, name: .tail, create: false, truncate: false))
+        #expect(tail.size == 1_000, "the tail file holds its own bytes, not a part's")
+        #expect(spool.usage.used == 1_000)
+        #expect(DirectorySpool.names(in: directory) == ["\(job.id).tail"], "no part file is left")
+        let rest = try await uploads.send(receiver, job, from: Int64(cut), Array(body[cut...]))
+        guard case .completed = rest else { Issue.record("\(rest)"); return }
+        #expect(uploads.objects.object("private/alice/up.bin") == body)
+    }
+}
+
+/// A spool that counts the files it is asked to create.
+private final class CreationCountingSpool: Spool {
+    let base: DirectorySpool
+    private let creations = Atomic<Int>(0)
+
+    init(_ base: DirectorySpool) { self.base = base }
+
+    var created: Int { creations.load(ordering: .relaxed) }
+
+    func open(jobID: String, name: SpoolName, create: Bool, truncate: Bool) throws -> SpoolFile? {
+        if create { creations.add(1, ordering: .relaxed) }
+        return try base.open(jobID: jobID, name: name, create: create, truncate: truncate)
+    }
+    func remove(jobID: String, name: SpoolName) { base.remove(jobID: jobID, name: name) }
+    func removeAll(jobID: String, keeping: Set<SpoolName>) { base.removeAll(jobID: jobID, keeping: keeping) }
+    func rename(jobID: String, from: SpoolName, to: SpoolName) throws { try base.rename(jobID: jobID, from: from, to: to) }
+    func reserve(jobID: String, name: SpoolName, bytes: Int64, owner: String) async throws {
+        try await base.reserve(jobID: jobID, name: name, bytes: bytes, owner: owner)
+    }
+    func grow(jobID: String, name: SpoolName, to bytes: Int64, owner: String) async throws {
+        try await base.grow(jobID: jobID, name: name, to: bytes, owner: owner)
+    }
+    func growIfItFits(jobID: String, name: SpoolName, to bytes: Int64, owner: String) -> Bool {
+        base.growIfItFits(jobID: jobID, name: name, to: bytes, owner: owner)
+    }
+    func reserved(jobID: String, name: SpoolName) -> Int64 { base.reserved(jobID: jobID, name: name) }
+    func shrink(jobID: String, name: SpoolName, to bytes: Int64) { base.shrink(jobID: jobID, name: name, to: bytes) }
+    var usage: (used: Int64, capacity: Int64) { base.usage }
+}

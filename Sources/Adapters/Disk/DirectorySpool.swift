@@ -125,6 +125,15 @@ public final class DirectorySpool: Spool, SpoolMaintenance {
         held.withLock { h in h[path, default: Holding([])].pieces.append(more) }
     }
 
+    public func growIfItFits(jobID: String, name: SpoolName, to bytes: Int64, owner: String) -> Bool {
+        let path = path(jobID: jobID, name: name)
+        let has = held.withLock { $0[path]?.bytes ?? 0 }
+        guard bytes > has else { return true }
+        guard let more = budget.tryReserve(bytes - has, owner: owner) else { return false }
+        held.withLock { h in h[path, default: Holding([])].pieces.append(more) }
+        return true
+    }
+
     public func reserved(jobID: String, name: SpoolName) -> Int64 {
         let path = path(jobID: jobID, name: name)
         return held.withLock { $0[path]?.bytes ?? 0 }

@@ -27,6 +27,8 @@ public protocol Spool: Sendable {
     /// Holds at least `bytes` for the file, reserving only what it lacks (a file that grows a
     /// chunk at a time as its bytes arrive), waiting while that does not fit.
     func grow(jobID: String, name: SpoolName, to bytes: Int64, owner: String) async throws
+    /// `grow` if the bytes it lacks fit now; false (nothing reserved) when it would wait.
+    func growIfItFits(jobID: String, name: SpoolName, to bytes: Int64, owner: String) -> Bool
     /// Bytes the file holds of the budget now.
     func reserved(jobID: String, name: SpoolName) -> Int64
     /// Gives back what the file holds beyond `bytes` (never waits).

@@ -21,6 +21,8 @@ extension UploadRequest {
         let batch: PartBatch
         /// `bandwidthLimit`: the body is read no faster than this.
         let pace: Pace?
+        /// Sent parts' files, for the next tails to be written into.
+        let spares = SpareParts()
     }
 
     /// Reads the body into the tail file, sending every whole part as it forms.
@@ -35,6 +37,8 @@ extension UploadRequest {
             pace: Pace(bytesPerSecond: options.bandwidthLimit, clock: receiver.clock))
         let hasher = checksum.map { Digest.Context($0.algorithm) }
         var ending = Ending.clean
+        // Runs once every send has ended (the group below waits for them, throwing or not).
+        defer { if let spare = streaming.spares.take() { spool.remove(jobID: job.id, name: .part(spare.number)) } }
         try await withThrowingTaskGroup(of: PartResult.self) { group in
             var inFlight = 0
             ending = try await readBody(&group, &inFlight, &progress, streaming, hasher)
@@ -120,11 +124,16 @@ extension UploadRequest {
         inFlight += 1
         s.batch.launched()
         let data = PartData.file(file, offset: 0, length: size, crc32c: crc)
-        group.addTask { try await self.send(part: number, data: data, uploadID: uploadID, checksum: checksum, s) }
-        // The next part's first chunk of room on the spool, before any of its bytes are read.
+        group.addTask { try await self.send(part: number, file: file, data: data, uploadID: uploadID, checksum: checksum, s) }
+        // A sent part's file takes the next bytes, its reservation (a whole part's) with it.
+        if let spare = s.spares.take() {
+            try spool.rename(jobID: jobID, from: .part(spare.number), to: .tail)
+            progress.tailFile = spare.file
+            return true
+        }
+        // Else a new file, with its first chunk of room on the spool, before any of its bytes are read.
         let room = min(s.partSize, (s.declared ?? Int64.max) - progress.received, settings.spoolChunkBytes)
-        let spool = self.spool, owner = job.owner
-        guard try await receiver.room({ try await spool.reserve(jobID: jobID, name: .tail, bytes: room, owner: owner) }) != nil,
+        guard try await holdRoom(forTail: room, s),
             let next = try spool.open(jobID: jobID, name: .tail, create: true, truncate: true)
         else { return false }
         progress.tailFile = next
@@ -134,20 +143,30 @@ extension UploadRequest {
     /// Makes the tail's reservation cover `bytes` (up to a chunk beyond, never past the part),
     /// waiting for room as long as a request may; false when there is none.
     private func reserveRoom(for bytes: Int64, _ s: Streaming) async throws -> Bool {
+        guard spool.reserved(jobID: job.id, name: .tail) < bytes else { return true }
+        return try await holdRoom(forTail: min(s.partSize, bytes + settings.spoolChunkBytes), s)
+    }
+
+    /// Makes the tail's reservation `bytes`: at once when that fits, else waiting as long as a
+    /// request may, the request's spare file given back first and none kept meanwhile (its room
+    /// may be the room waited for); false when there is none.
+    private func holdRoom(forTail bytes: Int64, _ s: Streaming) async throws -> Bool {
         let jobID = job.id, owner = job.owner, spool = self.spool
-        guard spool.reserved(jobID: jobID, name: .tail) < bytes else { return true }
-        let target = min(s.partSize, bytes + settings.spoolChunkBytes)
-        return try await receiver.room({ try await spool.grow(jobID: jobID, name: .tail, to: target, owner: owner) }) != nil
+        if spool.growIfItFits(jobID: jobID, name: .tail, to: bytes, owner: owner) { return true }
+        if let number = s.spares.giveWay() { spool.remove(jobID: jobID, name: .part(number)) }
+        defer { s.spares.roomFound() }
+        return try await receiver.room({ try await spool.grow(jobID: jobID, name: .tail, to: bytes, owner: owner) }) != nil
     }
 
     /// One part to S3 from its file (with the CRC-32C its bytes were summed to as they arrived,
     /// when known), then recorded in its turn (unless recording waits for the checksum). A part
-    /// S3 refuses for good stops every later part from counting.
+    /// S3 refuses for good stops every later part from counting. Once S3 holds the part its file
+    /// is a spare for the next tail; a part that did not get there takes its file with it (a
+    /// broken connection may still hold its pages).
     private func send(
-        part number: Int, data: PartData, uploadID: String, checksum: PartChecksum, _ s: Streaming
+        part number: Int, file: SpoolFile, data: PartData, uploadID: String, checksum: PartChecksum, _ s: Streaming
     ) async throws -> PartResult {
         let jobID = job.id, key = self.key, objects = receiver.objects, settings = self.settings
-        defer { spool.remove(jobID: jobID, name: .part(number)) }
         let part: RecordedPart
         do {
             let clock = receiver.clock
@@ -157,14 +176,17 @@ extension UploadRequest {
                 }
             }
         } catch let error as TransferError {
+            spool.remove(jobID: jobID, name: .part(number))
             s.batch.ended()
             s.turns.stop()  // the job fails: nothing after this part counts
             return PartResult(parts: [], error: error)
         } catch {
+            spool.remove(jobID: jobID, name: .part(number))
             s.batch.ended()
             s.turns.stop()
             throw error
         }
+        if part.size > SpareParts.largestPart || !s.spares.keep(number, file) { spool.remove(jobID: jobID, name: .part(number)) }
         guard !s.deferRecording, await s.turns.wait(for: number) else {
             s.batch.ended()
             return PartResult(parts: s.deferRecording ? [part] : [], error: nil)

@@ -102,7 +102,9 @@ struct UploadRequest: Sendable {
             return try await finish(&progress)
         }
         try await saveTail(&progress)
-        // Between requests the tail holds only its own bytes of the spool, not a part's worth.
+        // Between requests the tail holds only its own bytes of the spool, not a part's worth
+        // (a sent part's file it was written into holds that part's bytes past its own).
+        try progress.tailFile?.truncate(to: progress.tailSize)
         spool.shrink(jobID: job.id, name: .tail, to: progress.tailSize)
         try await release()
         let now = progress.received
