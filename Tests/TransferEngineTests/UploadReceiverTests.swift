@@ -421,14 +421,16 @@ private final class StalledBody: ByteSource {
 }
 
 @Suite struct UploadSpareFileTests {
-    /// A sent part's file takes the next bytes: an upload of ten parts, one in flight, makes
-    /// two files, not ten; each part still reaches S3 whole, the last (shorter) one written over
-    /// a longer part's stale bytes, and nothing stays on the spool.
+    /// A sent part's file takes the next bytes when the client is faster than S3: an upload of
+    /// ten parts, one in flight, each part held at S3 until the next tail is full, makes two
+    /// files, not ten; each part still reaches S3 whole, the last (shorter) one written over a
+    /// longer part's stale bytes, and nothing stays on the spool.
     @Test func sentPartsFilesTakeTheNextBytes() async throws {
-        var uploads = Uploads()
-        uploads.settings.concurrency = 1
         let directory = NSTemporaryDirectory() + "receiver-spare-" + UUID().uuidString
-        let spool = CreationCountingSpool(try DirectorySpool(directory: directory))
+        let spool = CountingSpool(try DirectorySpool(directory: directory))
+        // Parts 1-8 have a whole part after them; the ninth's successor is the short tenth.
+        var uploads = Uploads(objects: InMemoryObjectStore(beforePart: spool.untilTheTailIsFull(after: 1...8)))
+        uploads.settings.concurrency = 1
         let body = bytes(9 * 5 * MiB + 12_345, seed: 6)
         let job = try await uploads.insert(size: Int64(body.count))
         let receiver = UploadReceiver(
@@ -444,16 +446,18 @@ private final class StalledBody: ByteSource {
     /// holding its own bytes only, on the disk and in the budget; the next request goes on
     /// from that file.
     @Test func aTailInASparePartsFileIsCutToItsBytesBetweenRequests() async throws {
-        var uploads = Uploads()
-        uploads.settings.concurrency = 1
         let directory = NSTemporaryDirectory() + "receiver-spare-tail-" + UUID().uuidString
-        let spool = try DirectorySpool(directory: directory)
+        let spool = CountingSpool(try DirectorySpool(directory: directory))
+        var uploads = Uploads(objects: InMemoryObjectStore(beforePart: spool.untilTheTailIsFull(after: 1...1)))
+        uploads.settings.concurrency = 1
         let body = bytes(4 * 5 * MiB, seed: 7)
         let job = try await uploads.insert(size: Int64(body.count))
-        let receiver = try uploads.receiver("a", spool: spool)
+        let receiver = UploadReceiver(
+            store: uploads.store, objects: uploads.objects, spool: spool, settings: uploads.settings, instance: "a", clock: uploads.clock)
         let cut = 2 * 5 * MiB + 1_000
         let first = try await uploads.send(receiver, job, from: 0, Array(body[..<cut]))
         #expect(first == .waiting(committed: Int64(cut)))
+        #expect(spool.created == 2, "the third part's tail went into the first part's file")
         let tail = try #require(try spool.open(jobID: job.id, name: .tail, create: false, truncate: false))
         #expect(tail.size == 1_000, "the tail file holds its own bytes, not a part's")
         #expect(spool.usage.used == 1_000)
@@ -462,16 +466,84 @@ private final class StalledBody: ByteSource {
         guard case .completed = rest else { Issue.record("\(rest)"); return }
         #expect(uploads.objects.object("private/alice/up.bin") == body)
     }
+
+    /// A client slower than S3 leaves no spare behind: while it stalls mid-part, the part it
+    /// sent before is off the spool, which holds the tail alone.
+    @Test func aStalledClientHoldsNoSpareFile() async throws {
+        let directory = NSTemporaryDirectory() + "receiver-spare-stall-" + UUID().uuidString
+        let spool = try DirectorySpool(directory: directory)
+        var uploads = Uploads()
+        uploads.settings.concurrency = 1
+        let body = bytes(2 * 5 * MiB, seed: 8)
+        let job = try await uploads.insert(size: Int64(body.count))
+        let receiver = try uploads.receiver("a", spool: spool)
+        let stalling = StallingBody(body, stallAt: 5 * MiB + 256 * 1024)
+        let clock = uploads.clock
+        let request = Task { try await driving(clock) { try await receiver.receive(jobID: job.id, offset: 0, body: stalling) } }
+        let tailAlone = await poll {
+            uploads.objects.calls.contains(.uploadPart(1)) && DirectorySpool.names(in: directory) == ["\(job.id).tail"]
+        }
+        #expect(tailAlone, "the spool holds \(DirectorySpool.names(in: directory)) while the client stalls")
+        stalling.release()
+        guard case .completed = try await request.value else { Issue.record("the upload did not complete"); return }
+        #expect(uploads.objects.object("private/alice/up.bin") == body)
+    }
 }
 
-/// A spool that counts the files it is asked to create.
-private final class CreationCountingSpool: Spool {
+/// Polls `condition` for up to ten seconds.
+private func poll(_ condition: () -> Bool) async -> Bool {
+    for _ in 0..<10_000 {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(1))
+    }
+    return condition()
+}
+
+/// A body that hands out its first `stallAt` bytes, then waits (a client gone quiet) until
+/// released.
+private final class StallingBody: ByteSource {
+    private let source: ChunkedBytes
+    private let stallAt: Int
+    private let given = Atomic<Int>(0)
+    private let gate = AsyncStream<Void>.makeStream()
+
+    init(_ bytes: [UInt8], stallAt: Int) {
+        source = ChunkedBytes(bytes: bytes, chunk: 256 * 1024)
+        self.stallAt = stallAt
+    }
+
+    func next() async throws -> ArraySlice<UInt8>? {
+        if given.load(ordering: .relaxed) == stallAt {
+            for await _ in gate.stream {}
+        }
+        let chunk = try await source.next()
+        given.add(chunk?.count ?? 0, ordering: .relaxed)
+        return chunk
+    }
+
+    func release() { gate.continuation.finish() }
+}
+
+/// A spool that counts the files it is asked to create and the checks of the tail's room (one
+/// for each chunk of the body written to it).
+private final class CountingSpool: Spool {
     let base: DirectorySpool
     private let creations = Atomic<Int>(0)
+    private let tailChecks = Atomic<Int>(0)
 
     init(_ base: DirectorySpool) { self.base = base }
 
     var created: Int { creations.load(ordering: .relaxed) }
+
+    /// For the object store's `beforePart`: holds each of `parts` until the chunks of the part
+    /// after it (256 KiB, twenty to a 5 MiB part) have all come to be written, its tail then
+    /// full: the client is faster than S3.
+    func untilTheTailIsFull(after parts: ClosedRange<Int>) -> @Sendable (Int) async throws -> Void {
+        { [self] part in
+            guard parts.contains(part) else { return }
+            _ = await poll { self.tailChecks.load(ordering: .relaxed) >= 20 * (part + 1) }
+        }
+    }
 
     func open(jobID: String, name: SpoolName, create: Bool, truncate: Bool) throws -> SpoolFile? {
         if create { creations.add(1, ordering: .relaxed) }
@@ -489,7 +561,10 @@ private final class CreationCountingSpool: Spool {
     func growIfItFits(jobID: String, name: SpoolName, to bytes: Int64, owner: String) -> Bool {
         base.growIfItFits(jobID: jobID, name: name, to: bytes, owner: owner)
     }
-    func reserved(jobID: String, name: SpoolName) -> Int64 { base.reserved(jobID: jobID, name: name) }
+    func reserved(jobID: String, name: SpoolName) -> Int64 {
+        if name == .tail { tailChecks.add(1, ordering: .relaxed) }
+        return base.reserved(jobID: jobID, name: name)
+    }
     func shrink(jobID: String, name: SpoolName, to bytes: Int64) { base.shrink(jobID: jobID, name: name, to: bytes) }
     var usage: (used: Int64, capacity: Int64) { base.usage }
 }

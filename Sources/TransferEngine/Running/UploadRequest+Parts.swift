@@ -82,6 +82,8 @@ extension UploadRequest {
                 guard let file = progress.tailFile else { return .noRoom }
                 let take = Int(min(s.partSize - progress.tailSize, Int64(rest.count)))
                 // The tail's reservation grows a chunk at a time as the bytes arrive.
+                // A part that finishes sending from now on leaves its file for the next tail.
+                if progress.tailSize + Int64(take) == s.partSize { s.spares.want() }
                 guard try await reserveRoom(for: progress.tailSize + Int64(take), s) else { return .noRoom }
                 try rest.prefix(take).withUnsafeBytes { bytes in
                     try file.write(bytes, at: progress.tailSize)
@@ -147,14 +149,13 @@ extension UploadRequest {
         return try await holdRoom(forTail: min(s.partSize, bytes + settings.spoolChunkBytes), s)
     }
 
-    /// Makes the tail's reservation `bytes`: at once when that fits, else waiting as long as a
-    /// request may, the request's spare file given back first and none kept meanwhile (its room
-    /// may be the room waited for); false when there is none.
+    /// Makes the tail's reservation `bytes`: at once when that fits (no timer to set), else
+    /// waiting as long as a request may, with no spare file kept (its room may be the room
+    /// waited for); false when there is none.
     private func holdRoom(forTail bytes: Int64, _ s: Streaming) async throws -> Bool {
         let jobID = job.id, owner = job.owner, spool = self.spool
         if spool.growIfItFits(jobID: jobID, name: .tail, to: bytes, owner: owner) { return true }
-        if let number = s.spares.giveWay() { spool.remove(jobID: jobID, name: .part(number)) }
-        defer { s.spares.roomFound() }
+        if let spare = s.spares.take() { spool.remove(jobID: jobID, name: .part(spare.number)) }
         return try await receiver.room({ try await spool.grow(jobID: jobID, name: .tail, to: bytes, owner: owner) }) != nil
     }
 
