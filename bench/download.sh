@@ -99,7 +99,7 @@ section="$(cat <<MD
 ## Download job vs aws s3 cp
 
 <!-- bench:download:begin -->
-$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores. Command: \`bench/download.sh\` — a $MIB MiB object, $ROUNDS rounds alternating; the AWS CLI with 5 MiB parts × 5 straight from SeaweedFS to a file; ours: create the \`download\` job, then \`curl -o\` its data (the gateway streams it from S3 with 4 MiB ranged reads, 4 ahead). The ceiling: one \`curl -o\` of a presigned URL straight from S3 (no gateway, one GET). All timed end to end and cmp-checked.
+$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores. Command: \`bench/download.sh\` — a $MIB MiB object, $ROUNDS rounds alternating; the AWS CLI with 5 MiB parts × 5 straight from SeaweedFS to a file; ours: create the \`download\` job, then \`curl -o\` its data (the gateway streams it from S3 with 8 MiB ranged reads, 4 ahead). The ceiling: one \`curl -o\` of a presigned URL straight from S3 (no gateway, one GET). All timed end to end and cmp-checked.
 
 | round | aws s3 cp MB/s | download job + curl MB/s | curl straight from S3 MB/s |
 |---:|---:|---:|---:|

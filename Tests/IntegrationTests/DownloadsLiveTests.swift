@@ -135,9 +135,10 @@ extension JobTableTests {
                 return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? -1
             }
             #expect(await eventuallyAsync(timeout: 20) { await held() > 0 }, "both readers started")
-            let stalled = await eventuallyAsync(timeout: 20) { (0...(8 << 20)).contains(await held()) }
+            let block = Int(JobRoutes.readAheadBlock)
+            let stalled = await eventuallyAsync(timeout: 20) { (0...(2 * block)).contains(await held()) }
             let holding = await held()
-            #expect(stalled, "stalled, each holds one 4 MiB block: \(holding) bytes held")
+            #expect(stalled, "stalled, each holds one \(block >> 20) MiB block: \(holding) bytes held")
             let third = try curl(["-o", "/dev/null", "-D", "-", link])
             #expect(third.status == 429 && third.body.lowercased().contains("retry-after"), "\(third.status)")
             let bobs = try await gateway.request(

@@ -12,7 +12,7 @@ import TransferEngine
 /// `signature`, no `Authorization` header is needed.
 extension JobRoutes {
     /// One read's size, and how many run ahead of the client.
-    static let readAheadBlock: Int64 = 4 << 20
+    static let readAheadBlock: Int64 = 8 << 20
     static let readAheadDepth = 4
     /// Bytes handed to the connection at a time: a write that has not gone out after
     /// `stallMilliseconds` means the client is not reading, and the reads ahead are dropped.
