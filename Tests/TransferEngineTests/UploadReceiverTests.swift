@@ -490,6 +490,36 @@ private final class StalledBody: ByteSource {
     }
 }
 
+extension UploadSpareFileTests {
+    /// A request that dies (here: its part's record fails) after its tail went out as a part
+    /// leaves a `.tail` file holding other bytes: the next request on the same instance rebuilds
+    /// the tail from the staged pieces the store lists, and the object comes out whole.
+    @Test func aRequestThatDiesAfterItsTailWentOutLeavesTheSavedTailToTheNext() async throws {
+        struct Crash: Error {}
+        let records = Atomic<Int>(0)
+        var uploads = Uploads(beforeWrite: { what in
+            if what == "recordUploadPart", records.add(1, ordering: .relaxed).newValue == 2 { throw Crash() }
+        })
+        uploads.settings.concurrency = 1
+        // Random: the usual test bytes repeat every 2 KiB, so a tail of the wrong offset would match.
+        let body = Digest.randomBytes(4 * 5 * MiB)
+        let job = try await uploads.insert(size: Int64(body.count))
+        let receiver = try uploads.receiver("a")
+        let saved = 5 * MiB + 1_000
+        #expect(try await uploads.send(receiver, job, from: 0, Array(body[..<saved])) == .waiting(committed: Int64(saved)))
+        // The second request fills the tail (part 2) and writes 3000 bytes of a new one.
+        let dying = 2 * 5 * MiB + 3_000
+        await #expect(throws: Crash.self) { _ = try await uploads.send(receiver, job, from: Int64(saved), Array(body[saved..<dying])) }
+        uploads.store.expireLease(job.id)
+        let committed = try #require(try await uploads.store.job(id: job.id)).bytesCommitted
+        #expect(committed == Int64(saved))
+        let rest = try await uploads.send(receiver, job, from: committed, Array(body[Int(committed)...]))
+        guard case .completed = rest else { Issue.record("\(rest)"); return }
+        let whole = uploads.objects.object("private/alice/up.bin") == body
+        #expect(whole, "the object is the body, the tail from its saved bytes")
+    }
+}
+
 /// Polls `condition` for up to ten seconds.
 private func poll(_ condition: () -> Bool) async -> Bool {
     for _ in 0..<10_000 {

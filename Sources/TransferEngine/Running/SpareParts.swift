@@ -5,8 +5,10 @@ import Synchronization
 /// file (no pages to allocate and zero, no blocks to reserve, nothing to free when it is
 /// unlinked). A file is kept only while the request's tail is full and waits to go out — the
 /// client is faster than S3 — and the next launch takes it at once: a request whose client is
-/// slow or stalled never holds one, and none is kept for parts larger than `largestPart`. Only
-/// the request's own file is reused, so a reservation stays with its owner.
+/// slow or stalled never holds one beside its tail, and none is kept for parts larger than
+/// `largestPart`. The tail written into it keeps the part's reservation until it fills (a
+/// client that stalls then pins a part, never more than the request has sent). Only the
+/// request's own file is reused, so a reservation stays with its owner.
 final class SpareParts: Sendable {
     /// Parts larger than this are not kept.
     static let largestPart: Int64 = 8 << 20

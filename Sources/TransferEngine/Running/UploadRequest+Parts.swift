@@ -119,6 +119,9 @@ extension UploadRequest {
         while inFlight >= s.concurrency, let result = try await group.next() { settle(result, &inFlight, &progress, s) }
         let number = progress.nextPart, size = progress.tailSize, crc = progress.tailCRC, jobID = job.id
         try spool.rename(jobID: jobID, from: .tail, to: .part(number))
+        // The file named `.tail` no longer holds the tail the store lists: a request that dies
+        // before it saves its own leaves the next to rebuild it from the staged pieces.
+        receiver.forgetTail(jobID)
         progress.nextPart += 1
         progress.tailFile = nil
         progress.tailSize = 0
@@ -129,7 +132,14 @@ extension UploadRequest {
         group.addTask { try await self.send(part: number, file: file, data: data, uploadID: uploadID, checksum: checksum, s) }
         // A sent part's file takes the next bytes, its reservation (a whole part's) with it.
         if let spare = s.spares.take() {
-            try spool.rename(jobID: jobID, from: .part(spare.number), to: .tail)
+            do {
+                try spool.rename(jobID: jobID, from: .part(spare.number), to: .tail)
+            } catch {
+                spool.remove(jobID: jobID, name: .part(spare.number))
+                throw error
+            }
+            // Never more than the rest of a declared upload.
+            spool.shrink(jobID: jobID, name: .tail, to: min(s.partSize, (s.declared ?? Int64.max) - progress.received))
             progress.tailFile = spare.file
             return true
         }
