@@ -103,7 +103,8 @@ public struct Configuration: Sendable {
     public init() {}
 
     /// The most one identity may hold of the memory budget, in bytes: never less than 8 MiB
-    /// (a download's read-ahead block and a part's buffers), nor more than the budget.
+    /// (one download read-ahead block: at that floor a stalled reader's block leaves the
+    /// identity's other transfers waiting for its own room), nor more than the budget.
     public var userMemoryShare: Int64 {
         min(Int64(memoryBudget), max(Self.percent(userMemorySharePercent, of: Int64(memoryBudget)), 8 << 20))
     }
