@@ -119,19 +119,27 @@ public final class DirectorySpool: Spool, SpoolMaintenance {
 
     public func grow(jobID: String, name: SpoolName, to bytes: Int64, owner: String) async throws {
         let path = path(jobID: jobID, name: name)
-        let has = held.withLock { $0[path]?.bytes ?? 0 }
-        guard bytes > has else { return }
-        let more = try await budget.reserve(bytes - has, owner: owner)
-        held.withLock { h in h[path, default: Holding([])].pieces.append(more) }
+        let lacking = lacking(path, bytes)
+        guard lacking > 0 else { return }
+        add(try await budget.reserve(lacking, owner: owner), to: path)
     }
 
     public func growIfItFits(jobID: String, name: SpoolName, to bytes: Int64, owner: String) -> Bool {
         let path = path(jobID: jobID, name: name)
-        let has = held.withLock { $0[path]?.bytes ?? 0 }
-        guard bytes > has else { return true }
-        guard let more = budget.tryReserve(bytes - has, owner: owner) else { return false }
-        held.withLock { h in h[path, default: Holding([])].pieces.append(more) }
+        let lacking = lacking(path, bytes)
+        guard lacking > 0 else { return true }
+        guard let more = budget.tryReserve(lacking, owner: owner) else { return false }
+        add(more, to: path)
         return true
+    }
+
+    /// What the file at `path` lacks of holding `bytes` (0 when it holds that much).
+    private func lacking(_ path: String, _ bytes: Int64) -> Int64 {
+        max(0, bytes - held.withLock { $0[path]?.bytes ?? 0 })
+    }
+
+    private func add(_ more: Reservation, to path: String) {
+        held.withLock { h in h[path, default: Holding([])].pieces.append(more) }
     }
 
     public func reserved(jobID: String, name: SpoolName) -> Int64 {

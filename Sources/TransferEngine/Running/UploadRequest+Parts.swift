@@ -38,7 +38,7 @@ extension UploadRequest {
         let hasher = checksum.map { Digest.Context($0.algorithm) }
         var ending = Ending.clean
         // Runs once every send has ended (the group below waits for them, throwing or not).
-        defer { if let spare = streaming.spares.take() { spool.remove(jobID: job.id, name: .part(spare.number)) } }
+        defer { dropSpare(streaming) }
         try await withThrowingTaskGroup(of: PartResult.self) { group in
             var inFlight = 0
             ending = try await readBody(&group, &inFlight, &progress, streaming, hasher)
@@ -165,8 +165,13 @@ extension UploadRequest {
     private func holdRoom(forTail bytes: Int64, _ s: Streaming) async throws -> Bool {
         let jobID = job.id, owner = job.owner, spool = self.spool
         if spool.growIfItFits(jobID: jobID, name: .tail, to: bytes, owner: owner) { return true }
-        if let spare = s.spares.take() { spool.remove(jobID: jobID, name: .part(spare.number)) }
+        dropSpare(s)
         return try await receiver.room({ try await spool.grow(jobID: jobID, name: .tail, to: bytes, owner: owner) }) != nil
+    }
+
+    /// Removes the spare file kept, if any, and keeps none until the tail is full again.
+    private func dropSpare(_ s: Streaming) {
+        if let spare = s.spares.take() { spool.remove(jobID: job.id, name: .part(spare.number)) }
     }
 
     /// One part to S3 from its file (with the CRC-32C its bytes were summed to as they arrived,
