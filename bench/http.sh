@@ -74,27 +74,7 @@ install_tools() {
   local missing=()
   command -v wrk >/dev/null || missing+=(wrk)
   if want nginx; then command -v nginx >/dev/null || missing+=(nginx); fi
-  [ ${#missing[@]} -eq 0 ] && return 0
-  say "installing: ${missing[*]}"
-  # policy-rc.d keeps the package scripts from starting the system nginx service.
-  local policy=""
-  if [ ! -e /usr/sbin/policy-rc.d ]; then
-    policy=/usr/sbin/policy-rc.d
-    printf '#!/bin/sh\nexit 101\n' >"$policy"
-    chmod +x "$policy"
-  fi
-  export DEBIAN_FRONTEND=noninteractive
-  local rc=0
-  { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends "${missing[@]}" </dev/null >/dev/null; } || rc=$?
-  [ -z "$policy" ] || rm -f "$policy"
-  [ $rc -eq 0 ] || die "apt-get install ${missing[*]} failed"
-  # The package enables the system nginx service; this benchmark never wants it at boot.
-  case " ${missing[*]} " in
-    *" nginx "*)
-      update-rc.d nginx disable >/dev/null 2>&1 || true
-      systemctl disable nginx >/dev/null 2>&1 || true
-      ;;
-  esac
+  install_packages "${missing[@]}"
 }
 
 # ---------------------------------------------------------------------------------------------

@@ -8,6 +8,30 @@ die() { printf '[bench] error: %s\n' "$*" >&2; exit 1; }
 # median: the median of the numbers on stdin ("-" for none).
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
+# install_packages PKG...: installs the Debian packages named (none: nothing to do). A
+# policy-rc.d keeps the package scripts from starting a system service (nginx's), and nginx's
+# service is left disabled at boot: a benchmark runs its own.
+install_packages() {
+  [ $# -eq 0 ] && return 0
+  say "installing: $*"
+  local policy=""
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    policy=/usr/sbin/policy-rc.d
+    printf '#!/bin/sh\nexit 101\n' >"$policy"
+    chmod +x "$policy"
+  fi
+  local rc=0
+  { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" </dev/null >/dev/null; } || rc=$?
+  [ -z "$policy" ] || rm -f "$policy"
+  [ $rc -eq 0 ] || die "apt-get install $* failed"
+  case " $* " in
+    *" nginx "*)
+      update-rc.d nginx disable >/dev/null 2>&1 || true
+      systemctl disable nginx >/dev/null 2>&1 || true
+      ;;
+  esac
+}
+
 # build_gateway HINT: the release binary, unless BENCH_SKIP_BUILD or BENCH_GATEWAY_BIN says to use
 # one already there. HINT tells how to run without it when the build fails.
 build_gateway() {

@@ -538,6 +538,58 @@ private func copySource(_ key: String) -> JobSource { .object(ObjectSource(key: 
         return Array(body[start..<(start + Int(part.size))])
     }
 
+    /// A source faster than S3 (each part held at S3 until the source has handed out the next
+    /// whole) has each part written into a sent part's file: eight parts make two files, each
+    /// reaches S3 whole (the short last one over a longer part's bytes), and nothing stays on
+    /// the spool.
+    @Test func aStreamFasterThanS3WritesEachPartIntoASentPartsFile() async throws {
+        let partSize = 5 * MiB
+        let body = pattern(7 * partSize + 12_345, seed: 5)
+        let source = WatchedStream(body)
+        let objects = InMemoryObjectStore(beforePart: { part in
+            _ = await poll { source.handedOut.load(ordering: .relaxed) >= min((part + 1) * partSize, body.count) }
+        })
+        var rig = Rig(objects: objects)
+        rig.settings.concurrency = 1
+        let spool = CountingSpool(try rig.spool())
+        try await rig.insert(.import, source: .url("https://example.com/f"), key: "streamed")
+        let runner = JobRunner(store: rig.store, objects: objects, fetcher: source, spool: spool, settings: rig.settings, clock: rig.clock)
+        let (outcome, job) = try await rig.claimAndRun(runner: runner)
+        guard case .completed = outcome else { Issue.record("\(outcome)"); return }
+        #expect(objects.object("streamed") == body)
+        #expect(try await rig.store.parts(of: job.id).count == 8)
+        #expect(spool.created == 2, "\(spool.created) files made for 8 parts")
+        #expect(spool.usage.used == 0 && DirectorySpool.names(in: rig.spoolDirectory).isEmpty, "nothing stays on the spool")
+    }
+
+    /// A source slower than S3 leaves no spare file: the first part reaches S3 while the second
+    /// fills, and while the source then stalls the spool holds the part being filled alone.
+    @Test func aStalledStreamHoldsOnlyThePartItFills() async throws {
+        let partSize = 5 * MiB
+        let body = pattern(2 * partSize, seed: 6)
+        let source = WatchedStream(body, stallAt: partSize + 256 * 1024)
+        let objects = InMemoryObjectStore(beforePart: { part in
+            _ = await poll { source.handedOut.load(ordering: .relaxed) >= partSize + 128 * 1024 }
+        })
+        var rig = Rig(objects: objects)
+        rig.settings.concurrency = 1
+        let spool = try rig.spool()
+        let job = try await rig.insert(.import, source: .url("https://example.com/f"), key: "stalled")
+        let runner = JobRunner(
+            store: rig.store, objects: rig.objects, fetcher: source, spool: spool, settings: rig.settings, clock: rig.clock)
+        let (claimed, lease) = try #require(try await rig.store.claim(owner: "a", leaseMilliseconds: rig.settings.leaseMilliseconds))
+        let clock = rig.clock
+        let run = Task { try await driving(clock) { try await runner.run(claimed, lease: lease) } }
+        let partAlone = await poll {
+            source.handedOut.load(ordering: .relaxed) == partSize + 256 * 1024 && spool.usage.used == Int64(partSize)
+                && DirectorySpool.names(in: rig.spoolDirectory) == ["\(job.id).part-2"]
+        }
+        #expect(partAlone, "the spool holds \(DirectorySpool.names(in: rig.spoolDirectory)), \(spool.usage.used) bytes")
+        source.release()
+        guard case .completed = try await run.value else { Issue.record("not completed"); return }
+        #expect(rig.objects.object("stalled") == body)
+    }
+
     @Test func aRefusedSourceFailsTheImportWithItsCode() async throws {
         let rig = Rig()
         let fetcher = InMemoryFetcher(
@@ -549,4 +601,37 @@ private func copySource(_ key: String) -> JobSource { .object(ObjectSource(key: 
         let (outcome, job) = try await rig.claimAndRun(runner: try rig.runner(fetcher: fetcher))
         #expect(outcome == .failed(code: .forbiddenAddress) && job.state == .failed)
     }
+}
+
+/// A source without ranges that counts the bytes it hands out and, given `stallAt`, stops there
+/// (a source gone quiet) until released.
+private final class WatchedStream: SourceFetcher, ByteSource {
+    private let source: ChunkedBytes
+    private let stallAt: Int?
+    private let gate = AsyncStream<Never>.makeStream()
+    let handedOut = Atomic<Int>(0)
+
+    init(_ body: [UInt8], stallAt: Int? = nil) {
+        source = ChunkedBytes(bytes: body)
+        self.stallAt = stallAt
+    }
+
+    func probe(_ url: String) async throws -> SourceProbe { SourceProbe(size: nil, etag: nil, acceptsRanges: false) }
+
+    func fetch(_ url: String, range: ClosedRange<Int64>, ifMatch: String?, into file: SpoolFile) async throws {
+        throw TransferError.sourceChanged
+    }
+
+    func stream(_ url: String, limit: Int64) async throws -> any ByteSource { self }
+
+    func next() async throws -> ArraySlice<UInt8>? {
+        if let stallAt, handedOut.load(ordering: .relaxed) == stallAt {
+            for await _ in gate.stream {}
+        }
+        let chunk = try await source.next()
+        handedOut.add(chunk?.count ?? 0, ordering: .relaxed)
+        return chunk
+    }
+
+    func release() { gate.continuation.finish() }
 }

@@ -72,11 +72,23 @@ extension JobRunner {
         let known: [Int: RecordedPart]
         var total: Int64 = 0
         var number = 1
-        var current: (file: SpoolFile, filled: Int64, md5: Digest.Context)?
+        var current: StreamPart?
         var inFlight = 0
         var done: [RecordedPart] = []
         /// Parts sent to S3 by this read (not found there already).
         var sent = 0
+        /// Sent parts' files, for the next parts to be written into.
+        let spares = SpareParts()
+    }
+
+    /// The part being filled: its file, the bytes in it, their CRC-32C (sent with the part, so
+    /// its bytes are never read back for it) and, only where a previous run recorded this part,
+    /// their MD5 (to tell whether S3 holds these bytes already).
+    struct StreamPart {
+        let file: SpoolFile
+        var filled: Int64 = 0
+        var crc: UInt32 = 0
+        let md5: Digest.Context?
     }
 
     typealias StreamTasks = ThrowingTaskGroup<RecordedPart, any Error>
@@ -97,6 +109,8 @@ extension JobRunner {
             source: source, partSize: partSize,
             concurrency: min(max(options.concurrency ?? settings.concurrency, 1), settings.maxConcurrency),
             retryLimit: options.retryLimit ?? settings.retryLimit, known: recorded)
+        // Runs once every send has ended (the group below waits for them, throwing or not).
+        defer { if let spare = pass.spares.take() { spool?.remove(jobID: job.id, name: .part(spare.number)) } }
         let yielded = try await withThrowingTaskGroup(of: RecordedPart.self) { group in
             while let chunk = try await body.next() {
                 // Bytes read so far show as the job's progress, inside the part being filled.
@@ -150,16 +164,21 @@ extension JobRunner {
     ) async throws {
         var rest = chunk
         while !rest.isEmpty {
-            var part: (file: SpoolFile, filled: Int64, md5: Digest.Context)
+            var part: StreamPart
             if let open = pass.current {
                 part = open
             } else {
-                part = try await openPart(pass.number, pass.partSize, job.id, job.owner, control)
+                part = try await openPart(pass, job.id, job.owner, control)
             }
             let take = Int(min(pass.partSize - part.filled, Int64(rest.count)))
+            // The part is full with these bytes: a send that finishes from now on leaves its
+            // file for the next part (the source is faster than S3). A slow source's parts
+            // finish sending while the next fills, and leave no file behind.
+            if part.filled + Int64(take) == pass.partSize { pass.spares.want() }
             try rest.prefix(take).withUnsafeBytes { bytes in
                 try part.file.write(bytes, at: part.filled)
-                part.md5.update(bytes)
+                part.crc = Digest.crc32c(bytes, continuing: part.crc)
+                part.md5?.update(bytes)
             }
             part.filled += Int64(take)
             pass.total += Int64(take)
@@ -169,13 +188,24 @@ extension JobRunner {
         }
     }
 
-    /// A part file, reserved on the spool first (the stream waits for room).
+    /// The next part's file: a sent part's file kept for it (its reservation, a part's, going
+    /// with it), else a new one reserved on the spool first (the stream waits for room).
     private func openPart(
-        _ number: Int, _ partSize: Int64, _ jobID: String, _ owner: String,
-        _ control: JobControl?
-    ) async throws -> (file: SpoolFile, filled: Int64, md5: Digest.Context) {
+        _ pass: StreamPass, _ jobID: String, _ owner: String, _ control: JobControl?
+    ) async throws -> StreamPart {
         guard let spool else { throw Failure(code: FailureCode.invalidJob) }
+        let number = pass.number, partSize = pass.partSize
         guard number <= PartPlan.maximumPartCount else { throw Failure(code: FailureCode.entityTooLarge) }
+        let md5 = pass.known[number] != nil ? Digest.Context(.md5) : nil
+        if let spare = pass.spares.take() {
+            do {
+                try spool.rename(jobID: jobID, from: .part(spare.number), to: .part(number))
+            } catch {
+                spool.remove(jobID: jobID, name: .part(spare.number))
+                throw error
+            }
+            return StreamPart(file: spare.file, md5: md5)
+        }
         if let control {
             try await control.waitingForRoom { try await spool.reserve(jobID: jobID, name: .part(number), bytes: partSize, owner: owner) }
         } else {
@@ -184,7 +214,7 @@ extension JobRunner {
         guard let file = try spool.open(jobID: jobID, name: .part(number), create: true, truncate: true) else {
             throw Failure(code: FailureCode.spoolFailed)
         }
-        return (file, 0, Digest.Context(.md5))
+        return StreamPart(file: file, md5: md5)
     }
 
     /// Sends the part being filled (unless S3 holds its bytes already), at most `concurrency`
@@ -195,14 +225,17 @@ extension JobRunner {
     ) async throws {
         guard let part = pass.current else { return }
         pass.current = nil
-        let number = pass.number, size = part.filled, file = part.file, jobID = job.id
-        let etag = "\"" + Digest.hex(part.md5.finish()) + "\""
+        let number = pass.number, size = part.filled, file = part.file, crc = part.crc, jobID = job.id
         pass.number += 1
-        if let held = pass.known[number], held.size == size, MultipartETag.same(held.etag, etag) {
+        if let held = pass.known[number], held.size == size, let md5 = part.md5,
+            MultipartETag.same(held.etag, "\"" + Digest.hex(md5.finish()) + "\"")
+        {
             spool?.remove(jobID: jobID, name: .part(number))
             pass.done.append(held)
             return
         }
+        // A file written over may hold a longer part's bytes past this one's.
+        if file.size > size { try file.truncate(to: size) }
         let uploadID = try await openUpload(
             job, options, lease, key: pass.source.key, partSize: pass.partSize, size: pass.source.size,
             etag: pass.source.etag, upload: upload)
@@ -212,17 +245,26 @@ extension JobRunner {
         }
         pass.inFlight += 1
         pass.sent += 1
-        let key = pass.source.key, retryLimit = pass.retryLimit, checksum = upload.checksum
+        let key = pass.source.key, retryLimit = pass.retryLimit, checksum = upload.checksum, spares = pass.spares
         group.addTask {
-            defer { self.spool?.remove(jobID: jobID, name: .part(number)) }
             let settings = self.settings, clock = self.clock, objects = self.objects
-            let recorded = try await settings.transferring(for: job.owner) {
-                try await clock.retrying(limit: retryLimit, backoff: settings.backoff, random: settings.random) {
-                    try await objects.uploadPart(
-                        key: key, uploadID: uploadID, part: number, data: .file(file, offset: 0, length: size),
-                        checksum: checksum)
+            let recorded: RecordedPart
+            do {
+                recorded = try await settings.transferring(for: job.owner) {
+                    try await clock.retrying(limit: retryLimit, backoff: settings.backoff, random: settings.random) {
+                        try await objects.uploadPart(
+                            key: key, uploadID: uploadID, part: number, data: .file(file, offset: 0, length: size, crc32c: crc),
+                            checksum: checksum)
+                    }
                 }
+            } catch {
+                // A part that did not get there takes its file with it (a broken connection may
+                // still hold its pages).
+                self.spool?.remove(jobID: jobID, name: .part(number))
+                throw error
             }
+            // S3 holds every byte: the file is a spare for the next part, or goes.
+            if !spares.keep(number, file) { self.spool?.remove(jobID: jobID, name: .part(number)) }
             try await self.store.recordPart(recorded, under: lease)
             self.observer.partMoved(kind: job.kind, bytes: size)
             return recorded
@@ -236,24 +278,24 @@ extension JobRunner {
     ) async throws -> Outcome {
         guard let spool else { throw Failure(code: FailureCode.invalidJob) }
         let file = try pass.current?.file ?? emptyPart(spool, job.id)
-        let filled = pass.current?.filled ?? 0, key = pass.source.key, objects = self.objects
+        let filled = pass.current?.filled ?? 0, crc = pass.current?.crc ?? 0, key = pass.source.key, objects = self.objects
         defer { spool.remove(jobID: job.id, name: .part(1)) }
         try await store.start(
             lease, uploadID: nil, partsTotal: 1, partSize: pass.partSize, bytesTotal: pass.total,
             sourceETag: pass.source.etag)
         let settings = self.settings, clock = self.clock
-        let crc = try PartData.file(file, offset: 0, length: filled).crc32cBase64()
+        let data = PartData.file(file, offset: 0, length: filled, crc32c: crc)
         try await control.completion.begin(store, lease)
         let etag = try await settings.transferring(for: job.owner) {
             try await clock.retrying(limit: pass.retryLimit, backoff: settings.backoff, random: settings.random) {
                 try await objects.putObject(
-                    key: key, data: .file(file, offset: 0, length: filled), attributes: options.attributes,
+                    key: key, data: data, attributes: options.attributes,
                     condition: options.writeCondition)
             }
         }
         try Task.checkCancellation()
         observer.partMoved(kind: job.kind, bytes: pass.total)
-        let part = RecordedPart(number: 1, size: pass.total, etag: etag, checksum: crc)
+        let part = RecordedPart(number: 1, size: pass.total, etag: etag, checksum: Digest.crc32cBase64(crc))
         try await store.recordPart(part, under: lease)
         try await store.finish(lease, state: .completed, etag: etag, error: nil, checksum: ObjectChecksum.combining([part]))
         observer.jobEnded(kind: job.kind, state: .completed)
