@@ -364,11 +364,14 @@ public struct InMemoryFetcher: SourceFetcher {
         SourceProbe(size: ranges ? Int64(body.count) : nil, etag: ranges ? "\"v1\"" : nil, acceptsRanges: ranges)
     }
 
-    public func fetch(_ url: String, range: ClosedRange<Int64>, ifMatch: String?, into file: SpoolFile) async throws {
+    public func fetch(_ url: String, range: ClosedRange<Int64>, ifMatch: String?, into file: SpoolFile) async throws -> UInt32? {
         if let error = fault(range) { throw error }
         guard range.upperBound < Int64(body.count) else { throw TransferError.sourceChanged }
         let bytes = Array(body[Int(range.lowerBound)...Int(range.upperBound)])
-        try bytes.withUnsafeBytes { try file.write($0, at: 0) }
+        return try bytes.withUnsafeBytes { written in
+            try file.write(written, at: 0)
+            return Digest.crc32c(written)
+        }
     }
 
     public func stream(_ url: String, limit: Int64) async throws -> any ByteSource {

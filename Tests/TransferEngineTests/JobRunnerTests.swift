@@ -618,7 +618,7 @@ private final class WatchedStream: SourceFetcher, ByteSource {
 
     func probe(_ url: String) async throws -> SourceProbe { SourceProbe(size: nil, etag: nil, acceptsRanges: false) }
 
-    func fetch(_ url: String, range: ClosedRange<Int64>, ifMatch: String?, into file: SpoolFile) async throws {
+    func fetch(_ url: String, range: ClosedRange<Int64>, ifMatch: String?, into file: SpoolFile) async throws -> UInt32? {
         throw TransferError.sourceChanged
     }
 

@@ -20,7 +20,7 @@ private struct SlowSources: SourceFetcher {
     let chunks: Int
     let every: Int
     func probe(_ url: String) async throws -> SourceProbe { SourceProbe(size: nil, etag: nil, acceptsRanges: false) }
-    func fetch(_ url: String, range: ClosedRange<Int64>, ifMatch: String?, into file: SpoolFile) async throws {
+    func fetch(_ url: String, range: ClosedRange<Int64>, ifMatch: String?, into file: SpoolFile) async throws -> UInt32? {
         throw TransferError(code: .rangeIgnored, retryable: false)
     }
     func stream(_ url: String, limit: Int64) async throws -> any ByteSource {

@@ -39,11 +39,14 @@ public struct HTTPSourceFetcher: SourceFetcher {
         }
     }
 
-    public func fetch(_ url: String, range: ClosedRange<Int64>, ifMatch: String?, into file: SpoolFile) async throws {
+    @discardableResult
+    public func fetch(_ url: String, range: ClosedRange<Int64>, ifMatch: String?, into file: SpoolFile) async throws -> UInt32? {
         defer { withExtendedLifetime(file) {} }
         var headers = [("Range", "bytes=\(range.lowerBound)-\(range.upperBound)")]
         if let ifMatch { headers.append(("If-Match", ifMatch)) }
-        let response = try await mapped { try await fetcher.send("GET", url: url, headers: headers, sink: .file(fd: file.fd, offset: 0)) }
+        let response = try await mapped {
+            try await fetcher.send("GET", url: url, headers: headers, sink: .file(fd: file.fd, offset: 0, summing: true))
+        }
         if response.status == 412 { throw TransferError.sourceChanged }
         if response.status == 200 { throw TransferError(code: .rangeIgnored, retryable: false) }
         try Self.check(response.status, expected: 206...206)
@@ -52,6 +55,7 @@ public struct HTTPSourceFetcher: SourceFetcher {
         else {
             throw TransferError.sourceChanged
         }
+        return response.crc32c
     }
 
     public func stream(_ url: String, limit: Int64) async throws -> any ByteSource {

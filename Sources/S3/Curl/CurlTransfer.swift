@@ -1,4 +1,5 @@
 import CCurl
+import Crypto
 import Synchronization
 
 #if canImport(Glibc)
@@ -29,8 +30,10 @@ public enum ResponseBodySink: Sendable {
     /// block after block uses one allocation again, memory already touched, so the kernel has
     /// no pages to fault in and zero for each block.
     case memoryReusing(limit: Int, storage: ReusableBytes)
-    /// Written with `pwrite` into an open file from `offset`.
-    case file(fd: Int32, offset: Int64)
+    /// Written with `pwrite` into an open file from `offset`; with `summing`, the bytes'
+    /// CRC-32C is summed as they are written (the response's `crc32c`), so nothing reads the
+    /// file back for it.
+    case file(fd: Int32, offset: Int64, summing: Bool = false)
     /// Handed to a reader as it arrives, the transfer paused while the reader is behind.
     case stream(BodyStream)
     /// Read and dropped (an answer only its status matters of, however long its body).
@@ -63,6 +66,8 @@ final class CurlTransfer: @unchecked Sendable {
         var status: Int
         var headers: [(String, String)]
         var body: [UInt8]
+        /// The CRC-32C of the body written to a `summing` file sink; nil for other sinks.
+        var crc32c: UInt32?
 
         func header(_ name: String) -> String? {
             headers.last { $0.0.lowercased() == name }?.1
@@ -77,7 +82,7 @@ final class CurlTransfer: @unchecked Sendable {
     private let sink: ResponseBodySink
     private var sinkPosition: Int64 = 0
     private var sinkFailed = false
-    var response = Response(status: 0, headers: [], body: [])
+    var response: Response
     let cancelled = Atomic<Bool>(false)
     private var continuation: CheckedContinuation<Response, any Error>?
 
@@ -92,6 +97,8 @@ final class CurlTransfer: @unchecked Sendable {
         self.handle = handle
         self.source = source
         self.sink = sink
+        let summing = if case .file(_, _, true) = sink { true } else { false }
+        response = Response(status: 0, headers: [], body: [], crc32c: summing ? 0 : nil)
         for (name, value) in headers {
             // curl sends these verbatim: a CR or LF would add headers, an empty value would be
             // dropped after being signed. Refuse rather than send.
@@ -278,7 +285,10 @@ final class CurlTransfer: @unchecked Sendable {
                 sinkFailed = true
                 return 0
             }
-        case .file(let fd, let offset):
+        case .file(let fd, let offset, let summing):
+            if summing, let crc = response.crc32c {
+                response.crc32c = Digest.crc32c(UnsafeRawBufferPointer(start: data, count: count), continuing: crc)
+            }
             var written = 0
             while written < count {
                 let n = pwrite(fd, data + written, count - written, off_t(offset + sinkPosition))

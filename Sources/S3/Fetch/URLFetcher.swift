@@ -14,6 +14,8 @@ public struct URLFetcher: Sendable {
         public let status: Int
         public let headers: [(String, String)]
         public let body: [UInt8]
+        /// The CRC-32C of the body a `summing` file sink received; nil for other sinks.
+        public var crc32c: UInt32? = nil
 
         public func header(_ name: String) -> String? {
             headers.last { $0.0.lowercased() == name }?.1
@@ -50,7 +52,7 @@ public struct URLFetcher: Sendable {
                 current = try Self.resolveReference(location, against: target.url)
                 continue
             }
-            return Response(status: response.status, headers: response.headers, body: response.body)
+            return Response(status: response.status, headers: response.headers, body: response.body, crc32c: response.crc32c)
         }
         throw FetchError.tooManyRedirects
     }

@@ -4,9 +4,11 @@ public protocol SourceFetcher: Sendable {
     /// What the source says about itself before any byte moves.
     func probe(_ url: String) async throws -> SourceProbe
     /// Exactly the bytes of `range`, pinned to `ifMatch` when the source gave a strong ETag,
-    /// written into `file` from offset 0. A source that answers other bytes fails with
-    /// `TransferError.sourceChanged`.
-    func fetch(_ url: String, range: ClosedRange<Int64>, ifMatch: String?, into file: SpoolFile) async throws
+    /// written into `file` from offset 0; returns their CRC-32C, summed as they were written
+    /// (nil when the fetcher did not: the part's is then read back from the file). A source
+    /// that answers other bytes fails with `TransferError.sourceChanged`.
+    @discardableResult
+    func fetch(_ url: String, range: ClosedRange<Int64>, ifMatch: String?, into file: SpoolFile) async throws -> UInt32?
     /// The whole body, in order, as it arrives (sources without ranges): the transfer waits
     /// while the reader does not read, so it holds no more than a small buffer. More than
     /// `limit` bytes fails with `EntityTooLarge` as soon as they arrive.

@@ -109,9 +109,11 @@ extension JobRunner {
                 }
                 // The bytes show as progress as they arrive, and stay shown while they go on to S3.
                 let shown = ProgressMeter()
+                // The bytes' CRC-32C when the fetcher summed them as they landed.
+                var crc: UInt32?
                 do {
                     if let range {
-                        try await metering(file, on: control.meter, shown: shown) {
+                        crc = try await metering(file, on: control.meter, shown: shown) {
                             try await fetcher.fetch(url, range: range, ifMatch: probe.etag, into: file)
                         }
                     }
@@ -124,7 +126,7 @@ extension JobRunner {
                     throw TransferError.sourceChanged
                 }
                 control.meter.add(length - shown.value)
-                return try await send(.file(file, offset: 0, length: length))
+                return try await send(.file(file, offset: 0, length: length, crc32c: crc))
             }
         return .parts(
             Work(
@@ -156,13 +158,14 @@ extension JobRunner {
 }
 
 extension JobRunner {
-    /// Runs `fetch`, adding to `meter` (and `shown`) the bytes it writes into `file` as they
-    /// land, looked at twice a second: a part fetched slowly shows its progress, so it neither
-    /// looks stuck to a client nor counts as stalled while its bytes flow.
-    func metering(
-        _ file: SpoolFile, on meter: ProgressMeter, shown: ProgressMeter, _ fetch: @escaping @Sendable () async throws -> Void
-    ) async throws {
-        try await withThrowingTaskGroup(of: Void.self) { group in
+    /// Runs `fetch` and returns what it returns, adding to `meter` (and `shown`) the bytes it
+    /// writes into `file` as they land, looked at twice a second: a part fetched slowly shows
+    /// its progress, so it neither looks stuck to a client nor counts as stalled while its bytes
+    /// flow.
+    func metering<Fetched: Sendable>(
+        _ file: SpoolFile, on meter: ProgressMeter, shown: ProgressMeter, _ fetch: @escaping @Sendable () async throws -> Fetched
+    ) async throws -> Fetched {
+        try await withThrowingTaskGroup(of: Fetched?.self) { group in
             group.addTask { try await fetch() }
             group.addTask {
                 while !Task.isCancelled {
@@ -173,9 +176,12 @@ extension JobRunner {
                         meter.add(landed)
                     }
                 }
+                return nil
             }
             defer { group.cancelAll() }
-            try await group.next()
+            // The watcher never ends first (it only stops once cancelled).
+            guard let fetched = try await group.next(), let fetched else { throw CancellationError() }
+            return fetched
         }
     }
 }
