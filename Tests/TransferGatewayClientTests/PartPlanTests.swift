@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import TransferGatewayClient
@@ -58,5 +59,22 @@ struct PartPlanTests {
         // A held part of the wrong size is sent again.
         #expect(plan.missingParts(held: [1: 5 * Self.mib, 2: 1]) == [2, 3, 4, 5])
         #expect(plan.missingParts(held: Dictionary(uniqueKeysWithValues: (1...5).map { ($0, 5 * Self.mib) })).isEmpty)
+    }
+
+    /// A plan read back from a damaged store is refused, not trusted: a part size of 0 would
+    /// divide by zero, a negative size would make a range that ends before it starts.
+    @Test(arguments: [#"{"size":10,"partSize":0}"#, #"{"size":10,"partSize":-5}"#, #"{"size":-1,"partSize":5}"#])
+    func aDamagedPlanIsRefusedWhenDecoded(json: String) {
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(PartPlan.self, from: Data(json.utf8)) }
+    }
+
+    @Test func aPlanRoundTrips() throws {
+        let plan = PartPlan(size: 12 * Self.mib + 3, partSize: 5 * Self.mib)
+        #expect(try JSONDecoder().decode(PartPlan.self, from: JSONEncoder().encode(plan)) == plan)
+    }
+
+    @Test func aNegativeSizeIsAFileErrorForAnUpload() {
+        let refusal = #expect(throws: TransferError.self) { try PartPlan.forUpload(size: -1, partSize: 5 * Self.mib) }
+        #expect(refusal?.code == .fileError)
     }
 }

@@ -8,11 +8,26 @@ public struct PartPlan: Codable, Hashable, Sendable {
     /// The size of every part but the last.
     public let partSize: Int64
 
-    /// A plan; `partSize` must be positive.
+    /// A plan; `size` must not be negative and `partSize` must be positive.
     public init(size: Int64, partSize: Int64) {
+        precondition(size >= 0, "a file's size is not negative")
         precondition(partSize > 0, "a part size is positive")
         self.size = size
         self.partSize = partSize
+    }
+
+    /// A plan read back (from an app's own store, say): one with a negative size or a part size
+    /// that is not positive is refused with `DecodingError.dataCorrupted`, never trusted.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let size = try container.decode(Int64.self, forKey: .size)
+        let partSize = try container.decode(Int64.self, forKey: .partSize)
+        guard size >= 0, partSize > 0 else {
+            throw DecodingError.dataCorrupted(
+                DecodingError.Context(
+                    codingPath: container.codingPath, debugDescription: "a plan's size is not negative and its part size is positive"))
+        }
+        self.init(size: size, partSize: partSize)
     }
 
     /// The number of parts: at least one (an empty file is one empty part). Counted without
@@ -22,10 +37,12 @@ public struct PartPlan: Codable, Hashable, Sendable {
     /// The most parts S3 takes in one multipart upload.
     public static let maximumPartCount = 10_000
 
-    /// The plan of an upload the gateway answered with `partSize`: `badResponse` when it gave
+    /// The plan of an upload of `size` bytes (`fileError` when negative: a record read back
+    /// from a damaged store) the gateway answered with `partSize`: `badResponse` when it gave
     /// none, or one that is not positive or makes more parts than S3 takes (no such upload could
     /// complete, and a list of millions of part numbers would only fill memory).
     static func forUpload(size: Int64, partSize: Int64?) throws(TransferError) -> PartPlan {
+        guard size >= 0 else { throw TransferError(.fileError, "a file's size cannot be negative (\(size) bytes)") }
         guard let partSize, partSize > 0 else { throw TransferError(.badResponse, "the gateway gave the upload no part size") }
         let plan = PartPlan(size: size, partSize: partSize)
         guard plan.partCount <= maximumPartCount else {
