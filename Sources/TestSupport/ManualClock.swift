@@ -23,6 +23,9 @@ public final class ManualClock: EngineClock {
 
     public func now() -> Int { state.withLock { $0.now } }
 
+    /// The deadlines sleepers wait for now (what a test sees at rest).
+    public var deadlines: [Int] { state.withLock { $0.sleepers.map(\.deadline) } }
+
     public func sleep(until deadline: Int) async throws {
         let id = state.withLock { s in
             s.nextID += 1

@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import Synchronization
 import Testing
 import TransferEngine
 
@@ -42,6 +43,37 @@ extension JobTableTests {
                 }
             }
             return claimed
+        }
+
+        /// A job that becomes runnable is announced as `queued` (what wakes idle workers); one
+        /// that waits for its client's bytes (`pending`) is not. Notifications arrive in commit
+        /// order, so once the pending job's own change is heard, a `queued` for it would have been.
+        @Test func aQueuedJobIsAnnouncedAndAPendingOneIsNot() async throws {
+            let (store, pool) = try await store()
+            let url = try #require(try Configuration.fromEnvironment(liveEnvironment).databaseURL)
+            let heard = Mutex<[String]>([])
+            let listener = PostgresListener(
+                url: url, channel: "gateway_jobs", onNotify: { payload in heard.withLock { $0.append(payload) } }, onReconnect: {})
+            listener.start()
+            defer { listener.stop() }
+            #expect(await Self.within(10) { listener.isConnected })
+            let pending = newJob(state: .pending)
+            try await store.insert(pending)
+            try await pool.withConnection { try $0.query("UPDATE jobs SET version = version + 1 WHERE id = \(pending.id)::uuid") }
+            #expect(await Self.within(10) { heard.withLock { $0.contains(pending.id) } })
+            #expect(!heard.withLock { $0.contains(JobWorker.queuedSignal) }, "a pending job is not runnable")
+            let queued = newJob()
+            try await store.insert(queued)
+            #expect(await Self.within(10) { heard.withLock { $0.contains(JobWorker.queuedSignal) } })
+            try await cleanup(pool, [pending.id, queued.id])
+        }
+
+        static func within(_ seconds: Double, _ condition: () -> Bool) async -> Bool {
+            for _ in 0..<Int(seconds * 100) {
+                if condition() { return true }
+                try? await Task.sleep(for: .milliseconds(10))
+            }
+            return condition()
         }
 
         @Test func insertAndReadBack() async throws {

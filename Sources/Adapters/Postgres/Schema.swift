@@ -325,6 +325,7 @@ public enum Schema {
         Schema.eventFeed,
         Schema.checksums,
         Schema.keyLocks,
+        Schema.queuedJobs,
     ])
 
     /// The newest schema version this binary knows.

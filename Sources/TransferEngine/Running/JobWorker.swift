@@ -9,7 +9,14 @@ import Synchronization
 /// starts within a poll however slow or long the parts of the jobs holding every slot (a job of
 /// one part yields no part boundary); and when every slot is busy while another identity waits,
 /// the identity holding the most slots here hands one job back at its next part boundary.
+///
+/// With `signals`, a worker with a free slot claims as soon as word comes that a job was queued
+/// (`queuedSignal`), not at its next poll; the poll stays, for word that is lost.
 public final class JobWorker: Sendable {
+    /// What `signals` announce a runnable job under (created, or sent back to wait); no job id
+    /// (a UUID) can be it.
+    public static let queuedSignal = "queued"
+
     private struct Running {
         let owner: String
         let control: JobControl
@@ -28,14 +35,17 @@ public final class JobWorker: Sendable {
     /// Slots beyond `slots`, taken only by jobs of identities that run nothing here.
     public let keptSlots: Int
     private let pollMilliseconds: Int
+    private let signals: (any JobSignals)?
     private let loop = Mutex<Task<Void, Never>?>(nil)
     private let running = Mutex<[String: Running]>([:])
 
     public init(
         store: any JobStore, objects: any ObjectStore, fetcher: (any SourceFetcher)? = nil, spool: (any Spool)? = nil,
         observer: any JobObserver = NoObserver(), settings: EngineSettings, clock: any EngineClock = SystemClock(),
-        instance: String, slots: Int, pollMilliseconds: Int = 250, checksums: (any ObjectChecksumStore)? = nil
+        instance: String, slots: Int, pollMilliseconds: Int = 250, checksums: (any ObjectChecksumStore)? = nil,
+        signals: (any JobSignals)? = nil
     ) {
+        self.signals = signals
         self.checksums = checksums
         self.store = store
         self.objects = objects
@@ -81,10 +91,26 @@ public final class JobWorker: Sendable {
                     }
                 }
                 if activeJobs >= slots { await shareSlots() }
-                try? await clock.sleep(milliseconds: pollMilliseconds)
+                await rest()
             }
             group.cancelAll()
             await group.waitForAll()
+        }
+    }
+
+    /// Waits for the next poll, or less: until word that a job was queued, while a slot is free
+    /// for it (with every slot busy, word of each new job would only mean more queries).
+    private func rest() async {
+        guard let signals, activeJobs < slots + keptSlots else {
+            try? await clock.sleep(milliseconds: pollMilliseconds)
+            return
+        }
+        let clock = self.clock, poll = pollMilliseconds
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { try? await clock.sleep(milliseconds: poll) }
+            group.addTask { await signals.changed(Self.queuedSignal) }
+            await group.next()
+            group.cancelAll()
         }
     }
 

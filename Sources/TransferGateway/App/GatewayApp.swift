@@ -137,7 +137,7 @@ public struct GatewayApp: Sendable {
             let jobWorker = JobWorker(
                 store: store, objects: objects, fetcher: fetcher, spool: spool,
                 observer: JobMetrics(metrics: metrics), settings: settings.engine, instance: instance,
-                slots: configuration.workers, checksums: checksums)
+                slots: configuration.workers, checksums: checksums, signals: changes)
             metrics.registerGauge(name: "gateway_jobs_running", help: "Jobs this instance runs now.") { jobWorker.activeJobs }
             worker = jobWorker
             if let receiver = configuration.webhookURL, let secret = configuration.webhookSecret {
