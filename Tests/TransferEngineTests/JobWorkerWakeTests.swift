@@ -32,8 +32,9 @@ import Testing
         #expect(began - asked <= 1_000, "the copy waited \(began - asked) ms")
     }
 
-    /// With every slot busy the worker does not wait for word (each new job would only mean
-    /// another query): it sleeps to its next poll.
+    /// With every ordinary slot busy the worker does not wait for word (each new job would only
+    /// mean another query; the slot kept for other identities is filled at the poll): it sleeps
+    /// to its next poll.
     @Test func aWorkerWithNoFreeSlotDoesNotListen() async throws {
         var bench = Bench()
         bench.settings.concurrency = 1
@@ -43,15 +44,36 @@ import Testing
         let worker = JobWorker(
             store: bench.store, objects: bench.objects, fetcher: sources, spool: spool, settings: bench.settings,
             clock: bench.clock, instance: "i", slots: 1, pollMilliseconds: 3_600_000, signals: bell)
-        // Two jobs fill the slot and the one kept for another identity.
+        // One job fills the ordinary slot; the one kept for another identity is free.
         try await bench.insert(.import, source: .url("https://example.com/1"), key: "a1", owner: "alice")
-        try await bench.insert(.import, source: .url("https://example.com/2"), key: "b1", owner: "bob")
         worker.start()
-        #expect(await poll { worker.activeJobs == 2 && sources.opened.load(ordering: .relaxed) == 2 })
+        #expect(await poll { worker.activeJobs == 1 && sources.opened.load(ordering: .relaxed) == 1 })
         // The worker rests until its next poll, and listens to nothing meanwhile.
         let clock = bench.clock, restsUntil = clock.now() + 3_600_000
         #expect(await poll { clock.deadlines.contains(restsUntil) })
         #expect(bell.waiting == 0)
+        await worker.stop()
+    }
+
+    /// Word that brings nothing to claim (another instance was first) is not waited for again
+    /// before a poll: signals that answer at once cannot make the worker query in a loop.
+    @Test func wordThatBringsNothingIsNotWaitedForAgainBeforeAPoll() async throws {
+        let bench = Bench()
+        let bell = Doorbell()
+        let worker = JobWorker(
+            store: bench.store, objects: bench.objects, settings: bench.settings, clock: bench.clock, instance: "i",
+            slots: 1, pollMilliseconds: 3_600_000, signals: bell)
+        worker.start()
+        let clock = bench.clock, firstPoll = clock.now() + 3_600_000
+        #expect(await poll { bell.waiting == 1 && clock.deadlines == [firstPoll] })
+        clock.advance(by: 1_000)
+        bell.ring(JobWorker.queuedSignal)
+        // Nothing was queued: the worker sleeps a whole poll from now, without listening.
+        let secondPoll = clock.now() + 3_600_000
+        #expect(await poll { bell.waiting == 0 && clock.deadlines == [secondPoll] })
+        clock.advance(by: 3_600_000)
+        // After the poll it listens again.
+        #expect(await poll { bell.waiting == 1 })
         await worker.stop()
     }
 }

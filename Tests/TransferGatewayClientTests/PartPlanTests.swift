@@ -62,8 +62,12 @@ struct PartPlanTests {
     }
 
     /// A plan read back from a damaged store is refused, not trusted: a part size of 0 would
-    /// divide by zero, a negative size would make a range that ends before it starts.
-    @Test(arguments: [#"{"size":10,"partSize":0}"#, #"{"size":10,"partSize":-5}"#, #"{"size":-1,"partSize":5}"#])
+    /// divide by zero, a negative size would make a range that ends before it starts, and
+    /// billions of parts would fill memory with their numbers.
+    @Test(arguments: [
+        #"{"size":10,"partSize":0}"#, #"{"size":10,"partSize":-5}"#, #"{"size":-1,"partSize":5}"#,
+        #"{"size":10001,"partSize":1}"#, #"{"size":9223372036854775807,"partSize":1}"#,
+    ])
     func aDamagedPlanIsRefusedWhenDecoded(json: String) {
         #expect(throws: DecodingError.self) { try JSONDecoder().decode(PartPlan.self, from: Data(json.utf8)) }
     }

@@ -1,9 +1,10 @@
 import Postgres
 
 extension Schema {
-    /// Migration 18: a job that becomes runnable (created, or sent back to wait: a released
-    /// lease, a yield, an outage's wait) is announced as `NOTIFY gateway_jobs, 'queued'`, so
-    /// every instance's worker with a free slot claims at once instead of at its next poll. One
+    /// Migration 18: a job that is queued (created, resumed, retried, or sent to wait out an
+    /// outage) is announced as `NOTIFY gateway_jobs, 'queued'`, so every instance's worker with
+    /// a free slot claims at once instead of at its next poll (a job handed back by releasing its
+    /// lease stays `running` and is found by the poll). One
     /// payload for every job (`JobWorker.queuedSignal`): PostgreSQL folds the same notification
     /// within a transaction.
     static let queuedJobs = Migrations.Migration(

@@ -127,6 +127,8 @@ extension JobRunner {
                     return true
                 }
             }
+            // No part comes after: a spare kept now would only wait for the end.
+            if let spare = pass.spares.take() { spool?.remove(jobID: job.id, name: .part(spare.number)) }
             if let size = source.size, size != pass.total { throw TransferError.sourceChanged }
             if let pinned = job.bytesTotal, job.partsTotal != nil, pinned != pass.total { throw TransferError.sourceChanged }
             // The whole object fits one part: one PutObject below.

@@ -11,7 +11,8 @@ import Synchronization
 /// the identity holding the most slots here hands one job back at its next part boundary.
 ///
 /// With `signals`, a worker with a free slot claims as soon as word comes that a job was queued
-/// (`queuedSignal`), not at its next poll; the poll stays, for word that is lost.
+/// (`queuedSignal`), not at its next poll; the poll stays, for word that is lost and for jobs
+/// handed back (their leases released, not queued again).
 public final class JobWorker: Sendable {
     /// What `signals` announce a runnable job under (created, or sent back to wait); no job id
     /// (a UUID) can be it.
@@ -77,8 +78,12 @@ public final class JobWorker: Sendable {
 
     private func runLoop() async {
         await withTaskGroup(of: Void.self) { group in
+            // Whether the last rest ended on word rather than the poll.
+            var heard = false
             while !Task.isCancelled {
+                var claimed = false
                 while !Task.isCancelled, let (job, lease) = await claimNext() {
+                    claimed = true
                     let control = JobControl()
                     running.withLock { $0[job.id] = Running(owner: job.owner, control: control) }
                     group.addTask {
@@ -91,26 +96,37 @@ public final class JobWorker: Sendable {
                     }
                 }
                 if activeJobs >= slots { await shareSlots() }
-                await rest()
+                // Word that brought nothing to claim (another instance was first, or signals
+                // that no longer wait) is not waited for again before a poll has passed: word
+                // never makes a worker look more often than twice a poll.
+                heard = await rest(listening: !heard || claimed)
             }
             group.cancelAll()
             await group.waitForAll()
         }
     }
 
-    /// Waits for the next poll, or less: until word that a job was queued, while a slot is free
-    /// for it (with every slot busy, word of each new job would only mean more queries).
-    private func rest() async {
-        guard let signals, activeJobs < slots + keptSlots else {
+    /// Waits for the next poll, or, `listening` while an ordinary slot is free, until word that
+    /// a job was queued (with those busy, word of each new job would only mean more queries: the
+    /// slots kept for other identities are filled at the poll); true when word ended it.
+    private func rest(listening: Bool) async -> Bool {
+        guard let signals, listening, activeJobs < slots else {
             try? await clock.sleep(milliseconds: pollMilliseconds)
-            return
+            return false
         }
         let clock = self.clock, poll = pollMilliseconds
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { try? await clock.sleep(milliseconds: poll) }
-            group.addTask { await signals.changed(Self.queuedSignal) }
-            await group.next()
+        return await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                try? await clock.sleep(milliseconds: poll)
+                return false
+            }
+            group.addTask {
+                await signals.changed(Self.queuedSignal)
+                return true
+            }
+            let heard = await group.next() ?? false
             group.cancelAll()
+            return heard
         }
     }
 

@@ -9,8 +9,9 @@ import Synchronization
 /// `largestPart`. The tail written into it keeps the part's reservation until it fills (a
 /// client that stalls then pins a part, never more than the request has sent). Only the
 /// request's own file is reused, so a reservation stays with its owner. An import that streams
-/// its source into parts keeps one the same way for its next part, whose whole reservation it
-/// would take anyway (any size: no client decides how long it is held).
+/// its source into parts keeps one the same way for its next part: a source that stalls right
+/// after a full part holds it, one part, as it would hold the part it fills the moment its next
+/// byte came (parts of any size: an import reserves whole parts anyway).
 final class SpareParts: Sendable {
     /// Parts larger than this are not kept.
     static let largestPart: Int64 = 8 << 20

@@ -16,18 +16,20 @@ public struct PartPlan: Codable, Hashable, Sendable {
         self.partSize = partSize
     }
 
-    /// A plan read back (from an app's own store, say): one with a negative size or a part size
-    /// that is not positive is refused with `DecodingError.dataCorrupted`, never trusted.
+    /// A plan read back (from an app's own store, say): one with a negative size, a part size
+    /// that is not positive or more parts than S3 takes is refused with
+    /// `DecodingError.dataCorrupted`, never trusted.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         let size = try container.decode(Int64.self, forKey: .size)
         let partSize = try container.decode(Int64.self, forKey: .partSize)
-        guard size >= 0, partSize > 0 else {
-            throw DecodingError.dataCorrupted(
-                DecodingError.Context(
-                    codingPath: container.codingPath, debugDescription: "a plan's size is not negative and its part size is positive"))
-        }
+        let refusal = DecodingError.dataCorrupted(
+            DecodingError.Context(
+                codingPath: container.codingPath,
+                debugDescription: "a plan's size is not negative, its part size is positive, and it has at most 10,000 parts"))
+        guard size >= 0, partSize > 0 else { throw refusal }
         self.init(size: size, partSize: partSize)
+        guard partCount <= Self.maximumPartCount else { throw refusal }
     }
 
     /// The number of parts: at least one (an empty file is one empty part). Counted without
