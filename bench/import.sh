@@ -26,7 +26,6 @@ TMP="$(mktemp -d /tmp/bench-import.XXXXXX)"
 GW_PID=""
 NGINX_PID=""
 trap '[ -n "$NGINX_PID" ] && kill "$NGINX_PID" 2>/dev/null; cleanup_job_bench' EXIT
-command -v nginx >/dev/null || install_packages nginx
 export GATEWAY_IMPORT_ALLOW_HOSTS="127.0.0.1:$RANGED_PORT,127.0.0.1:$STREAM_PORT"
 start_job_gateway "$PORT"
 API="http://127.0.0.1:$PORT"
@@ -36,26 +35,10 @@ cpu_seconds() { awk '{ printf "%.2f", ($14 + $15) / 100 }' "/proc/$1/stat"; }
 printf '[default]\ns3 =\n  multipart_threshold = 5MB\n  multipart_chunksize = 5MB\n  max_concurrent_requests = 5\n' >"$TMP/aws-config"
 aws_s3() { AWS_CONFIG_FILE="$TMP/aws-config" "$VENV/bin/aws" --endpoint-url "$GATEWAY_S3_ENDPOINT" s3 "$@"; }
 
-mkdir -p "$TMP/www" "$TMP/nginx"
-chmod a+rx "$TMP" "$TMP/www"  # nginx's workers read the file as nobody
+mkdir -p "$TMP/www"
 say "writing a $MIB MiB file"
 head -c "$((MIB << 20))" /dev/urandom >"$TMP/www/source.bin"
-cat >"$TMP/nginx/nginx.conf" <<CONF
-worker_processes 1;
-daemon off;
-pid $TMP/nginx/nginx.pid;
-error_log $TMP/nginx/error.log warn;
-events { worker_connections 256; }
-http {
-  access_log off;
-  sendfile on;
-  server { listen 127.0.0.1:$RANGED_PORT; root $TMP/www; }
-  server { listen 127.0.0.1:$STREAM_PORT; root $TMP/www; max_ranges 0; }
-}
-CONF
-nginx -c "$TMP/nginx/nginx.conf" -p "$TMP/nginx" &
-NGINX_PID=$!
-for _ in $(seq 50); do curl -sf -o /dev/null -r 0-0 "http://127.0.0.1:$STREAM_PORT/source.bin" && break; sleep 0.1; done
+start_file_server "$TMP/www" "$RANGED_PORT" "$STREAM_PORT"
 [ "$(curl -s -o /dev/null -w '%{http_code}' -r 0-0 "http://127.0.0.1:$RANGED_PORT/source.bin")" = 206 ] || die "nginx does not serve ranges"
 [ "$(curl -s -o /dev/null -w '%{http_code}' -r 0-0 "http://127.0.0.1:$STREAM_PORT/source.bin")" = 200 ] || die "nginx serves ranges with max_ranges 0"
 

@@ -98,6 +98,31 @@ drop_objects() {
   curl -s -m 300 "${STACK_SEAWEED_MASTER:-http://127.0.0.1:19333}/vol/vacuum?garbageThreshold=0.05" >/dev/null || true
 }
 
+# start_file_server DIR RANGED_PORT STREAM_PORT: nginx on loopback serving DIR's files twice, on
+# RANGED_PORT with byte ranges and on STREAM_PORT without (`max_ranges 0`: a source an import
+# reads once, in order); its pid is NGINX_PID (the caller kills it). Installs nginx if missing.
+start_file_server() {
+  command -v nginx >/dev/null || install_packages nginx
+  mkdir -p "$TMP/nginx"
+  chmod a+rx "$TMP" "$1" # nginx's workers read the files as nobody
+  cat >"$TMP/nginx/nginx.conf" <<CONF
+worker_processes 1;
+daemon off;
+pid $TMP/nginx/nginx.pid;
+error_log $TMP/nginx/error.log warn;
+events { worker_connections 256; }
+http {
+  access_log off;
+  sendfile on;
+  server { listen 127.0.0.1:$2; root $1; }
+  server { listen 127.0.0.1:$3; root $1; max_ranges 0; }
+}
+CONF
+  nginx -c "$TMP/nginx/nginx.conf" -p "$TMP/nginx" &
+  NGINX_PID=$!
+  for _ in $(seq 50); do [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$3/")" != 000 ] && break; sleep 0.1; done
+}
+
 # Stops what start_job_gateway started (the gateway, and the stack when this run started it).
 cleanup_job_bench() {
   [ -n "${GW_PID:-}" ] && kill "$GW_PID" 2>/dev/null

@@ -8,6 +8,8 @@
 #   bench/profile.sh presign     wrk -t2 -c64 10 s of POST /v1/presign (a put of a private key)
 #   bench/profile.sh upload      an upload job of BENCH_MIB (512) MiB by curl -T
 #   bench/profile.sh download    a download job of BENCH_MIB (512) MiB, its data by curl
+#   bench/profile.sh import      an import job of BENCH_MIB (512) MiB from nginx without ranges
+#   bench/profile.sh import-ranges  the same from nginx serving ranges
 #
 # BENCH_SKIP_BUILD=1 / BENCH_GATEWAY_BIN as in the other scripts; BENCH_TOP (25) lines per table.
 # The raw profile stays in /tmp/bench-profile-TARGET.data (`perf report -i` it for more).
@@ -17,7 +19,9 @@ cd "$ROOT"
 # shellcheck source=bench/lib.sh disable=SC1091
 . "$ROOT/bench/lib.sh"
 TARGET="${1:-}"
-case "$TARGET" in healthz | presign | upload | download) ;; *) die "usage: bench/profile.sh healthz|presign|upload|download" ;; esac
+case "$TARGET" in healthz | presign | upload | download | import | import-ranges) ;;
+  *) die "usage: bench/profile.sh healthz|presign|upload|download|import|import-ranges" ;;
+esac
 MIB="${BENCH_MIB:-512}"
 TOP="${BENCH_TOP:-25}"
 PORT=18093
@@ -27,9 +31,13 @@ STACK_STARTED=""
 TMP="$(mktemp -d /tmp/bench-profile.XXXXXX)"
 GW_PID=""
 PERF_PID=""
-trap '[ -n "$PERF_PID" ] && kill -INT "$PERF_PID" 2>/dev/null; cleanup_job_bench' EXIT
+NGINX_PID=""
+trap '[ -n "$PERF_PID" ] && kill -INT "$PERF_PID" 2>/dev/null; [ -n "$NGINX_PID" ] && kill "$NGINX_PID" 2>/dev/null; cleanup_job_bench' EXIT
 command -v perf >/dev/null || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q linux-perf >/dev/null; }
 command -v wrk >/dev/null || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q wrk >/dev/null; }
+RANGED_PORT=18084
+STREAM_PORT=18085
+export GATEWAY_IMPORT_ALLOW_HOSTS="127.0.0.1:$RANGED_PORT,127.0.0.1:$STREAM_PORT"
 start_job_gateway "$PORT"
 API="http://127.0.0.1:$PORT"
 json() { python3 -c "import json, sys; print(json.load(sys.stdin)$1)"; }
@@ -51,6 +59,11 @@ case "$TARGET" in
       "s3://$GATEWAY_S3_BUCKET/private/bench/profile-download.bin"
     id="$(curl -sf -X POST "$API/v1/jobs" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
       -d '{"type":"download","source":{"accessLevel":"private","key":"profile-download.bin"}}' | json '["id"]')" ;;
+  import | import-ranges)
+    mkdir -p "$TMP/www"
+    head -c "$((MIB << 20))" /dev/urandom >"$TMP/www/source.bin"
+    start_file_server "$TMP/www" "$RANGED_PORT" "$STREAM_PORT"
+    SOURCE_PORT="$([ "$TARGET" = import ] && echo "$STREAM_PORT" || echo "$RANGED_PORT")" ;;
 esac
 
 perf record -g -o "$DATA" -p "$GW_PID" 2>"$TMP/perf.log" &
@@ -61,6 +74,15 @@ case "$TARGET" in
   presign) wrk -t2 -c64 -d10s -s "$TMP/presign.lua" "$API/v1/presign" | grep -E 'Requests/sec|Non-2xx' >&2 ;;
   upload) curl -sf -X PUT -T "$TMP/source.bin" "$API/v1/jobs/$id/data" -H "Authorization: Bearer $TOKEN" -o /dev/null ;;
   download) curl -sf -o /dev/null "$API/v1/jobs/$id/data" -H "Authorization: Bearer $TOKEN" ;;
+  import | import-ranges)
+    id="$(curl -sf -X POST "$API/v1/jobs" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
+      -d "{\"type\":\"import\",\"sourceUrl\":\"http://127.0.0.1:$SOURCE_PORT/source.bin\",\"accessLevel\":\"private\",\"key\":\"profile-import.bin\"}" |
+      json '["id"]')"
+    state=""
+    while [ "$state" != completed ]; do
+      state="$(curl -sf "$API/v1/jobs/$id?wait=30" -H "Authorization: Bearer $TOKEN" | json '["state"]')"
+      case "$state" in failed | canceled) die "the import job ended $state" ;; esac
+    done ;;
 esac
 kill -INT "$PERF_PID"
 wait "$PERF_PID" 2>/dev/null || true
