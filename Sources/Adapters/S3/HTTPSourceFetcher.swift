@@ -109,4 +109,6 @@ final class StreamedBody: ByteSource {
             throw TransferError(code: .sourceUnreachable, retryable: error.retryable)
         }
     }
+
+    func giveBack(_ chunk: consuming ArraySlice<UInt8>) { body.giveBack(chunk) }
 }

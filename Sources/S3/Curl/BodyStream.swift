@@ -32,7 +32,12 @@ public final class BodyStream: Sendable {
         var startWaiter: CheckedContinuation<Void, Never>?
         var onRoom: (@Sendable () -> Void)?
         var cancel: (@Sendable () -> Void)?
+        /// Arrays readers handed back, emptied, for the next chunks (at most `keptArrays`).
+        var spares: [[UInt8]] = []
     }
+
+    /// Arrays kept for reuse at most (libcurl writes up to 256 KiB at a time).
+    static let keptArrays = 4
 
     let capacity: Int
     let limit: Int64
@@ -128,39 +133,59 @@ public final class BodyStream: Sendable {
     }
 
     func offer(_ bytes: UnsafeRawBufferPointer, status: Int) -> Offer {
-        let (outcome, reader, starter): (Offer, CheckedContinuation<ArraySlice<UInt8>?, any Error>?, CheckedContinuation<Void, Never>?) =
-            state.withLock { s in
-                if s.total + Int64(bytes.count) > limit {
-                    s.failure = s.failure ?? TooLarge(limit: limit)
-                    defer { s.reader = nil; s.startWaiter = nil }
-                    return (.overLimit, s.reader, s.startWaiter)
+        let (outcome, reader, starter, handed):
+            (Offer, CheckedContinuation<ArraySlice<UInt8>?, any Error>?, CheckedContinuation<Void, Never>?, [UInt8]?) =
+                state.withLock { s in
+                    if s.total + Int64(bytes.count) > limit {
+                        s.failure = s.failure ?? TooLarge(limit: limit)
+                        defer { s.reader = nil; s.startWaiter = nil }
+                        return (.overLimit, s.reader, s.startWaiter, nil)
+                    }
+                    if s.reader == nil && s.buffered + bytes.count > capacity {
+                        s.paused = true
+                        return (.full, nil, nil, nil)
+                    }
+                    s.total += Int64(bytes.count)
+                    s.status = status
+                    let starter = s.started ? nil : s.startWaiter
+                    s.started = true
+                    s.startWaiter = nil
+                    let chunk = s.filled(with: bytes)
+                    if let reader = s.reader {
+                        s.reader = nil
+                        return (.accepted, reader, starter, chunk)
+                    }
+                    s.chunks.append(chunk)
+                    s.buffered += bytes.count
+                    return (.accepted, nil, starter, nil)
                 }
-                if s.reader == nil && s.buffered + bytes.count > capacity {
-                    s.paused = true
-                    return (.full, nil, nil)
-                }
-                s.total += Int64(bytes.count)
-                s.status = status
-                let starter = s.started ? nil : s.startWaiter
-                s.started = true
-                s.startWaiter = nil
-                if let reader = s.reader {
-                    s.reader = nil
-                    return (.accepted, reader, starter)
-                }
-                s.chunks.append(Array(bytes))
-                s.buffered += bytes.count
-                return (.accepted, nil, starter)
-            }
         starter?.resume()
         if let reader {
             if case .overLimit = outcome {
                 reader.resume(throwing: TooLarge(limit: limit))
             } else {
-                reader.resume(returning: Array(bytes)[...])
+                reader.resume(returning: (handed ?? [])[...])
             }
         }
         return outcome
+    }
+
+    /// Takes back a chunk `next` gave, its reader done with it: its array carries a later chunk
+    /// (its pages already there, where a new array's fault in). Kept only while what waits and
+    /// what is kept stay within `capacity`, and at most `keptArrays` of them.
+    public func giveBack(_ chunk: consuming ArraySlice<UInt8>) {
+        // Every chunk handed out is a whole array, and the slice of a whole array converts back
+        // to it without a copy. Still shared (its reader kept a reference), it is copied on the
+        // next write instead of reused: never written under a reader.
+        guard chunk.startIndex == 0, chunk.count >= 16 * 1024 else { return }
+        var array = Array(chunk)
+        array.removeAll(keepingCapacity: true)
+        state.withLock { s in
+            let kept = s.spares.reduce(0) { $0 + $1.capacity }
+            if s.spares.count < Self.keptArrays && !s.finished && s.buffered + kept + array.capacity <= capacity {
+                s.spares.append(array)
+            }
+        }
     }
 
     /// The transfer ended, with `error` when it failed. A failure already recorded (the limit)
@@ -187,11 +212,21 @@ public final class BodyStream: Sendable {
     /// The answer's status once its first byte arrived, else 0.
     var startedStatus: Int { state.withLock { $0.started ? $0.status : 0 } }
 
+    /// Arrays kept for later chunks now.
+    var keptArrayCount: Int { state.withLock { $0.spares.count } }
+
     /// Bytes received so far.
     public var received: Int64 { state.withLock { $0.total } }
 }
 
 extension BodyStream.State {
+    /// `bytes` in an array handed back, else a new one.
+    mutating func filled(with bytes: UnsafeRawBufferPointer) -> [UInt8] {
+        var chunk = spares.popLast() ?? []
+        chunk.append(contentsOf: bytes)
+        return chunk
+    }
+
     /// The oldest waiting chunk, if any.
     mutating func pop() -> ArraySlice<UInt8>? {
         guard head < chunks.count else { return nil }

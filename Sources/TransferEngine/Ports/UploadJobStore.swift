@@ -57,6 +57,16 @@ public struct UploadClaim: Sendable {
 /// when the connection broke.
 public protocol ByteSource: Sendable {
     func next() async throws -> ArraySlice<UInt8>?
+    /// A chunk `next` gave, handed back once its reader is done with it: a source may carry a
+    /// later chunk in its memory (its pages already there) instead of a new array's. The reader
+    /// keeps no other reference to it; one it keeps only costs the reuse (the array is copied on
+    /// write, never shared).
+    func giveBack(_ chunk: consuming ArraySlice<UInt8>)
+}
+
+extension ByteSource {
+    /// Nothing is reused.
+    public func giveBack(_ chunk: consuming ArraySlice<UInt8>) {}
 }
 
 extension UploadJobStore {

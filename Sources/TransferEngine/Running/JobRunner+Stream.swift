@@ -126,6 +126,8 @@ extension JobRunner {
                     while let finished = try await group.next() { pass.inFlight -= 1; pass.done.append(finished) }
                     return true
                 }
+                // Written (and summed): its memory may carry a later chunk.
+                body.giveBack(consume chunk)
             }
             // No part comes after: a spare kept now would only wait for the end.
             if let spare = pass.spares.take() { spool?.remove(jobID: job.id, name: .part(spare.number)) }
