@@ -62,4 +62,28 @@ import Testing
         Self.offer(stream, 4, 256 * 1024)
         #expect(stream.keptArrayCount == 1)
     }
+
+    /// Small writes into arrays handed back count as the arrays' memory, not their bytes: what
+    /// waits never holds more than the capacity, however small libcurl's writes.
+    @Test func smallWritesIntoKeptArraysCountTheirMemory() async throws {
+        let capacity = 600 * 1024
+        let stream = BodyStream(capacity: capacity, limit: .max)
+        Self.offer(stream, 1, 256 * 1024)
+        Self.offer(stream, 2, 256 * 1024)
+        let first = try #require(try await stream.next())
+        let second = try #require(try await stream.next())
+        stream.giveBack(consume first)
+        stream.giveBack(consume second)
+        #expect(stream.keptArrayCount == 2)
+        let small = [UInt8](repeating: 3, count: 1024)
+        var accepted = 0
+        while case .accepted = small.withUnsafeBytes({ stream.offer($0, status: 200) }) { accepted += 1 }
+        var held = 0
+        for _ in 0..<accepted {
+            let chunk = try #require(try await stream.next())
+            #expect(chunk.count == 1024)
+            held += Array(chunk).capacity
+        }
+        #expect(held <= capacity, "\(accepted) writes of 1 KiB hold \(held) bytes")
+    }
 }

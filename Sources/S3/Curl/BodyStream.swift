@@ -20,6 +20,8 @@ public final class BodyStream: Sendable {
     fileprivate struct State {
         var chunks: [[UInt8]] = []
         var head = 0
+        /// Memory the waiting chunks hold: their arrays' capacity (an array handed back may be
+        /// larger than the bytes written into it).
         var buffered = 0
         var total: Int64 = 0
         var started = false
@@ -141,7 +143,7 @@ public final class BodyStream: Sendable {
                         defer { s.reader = nil; s.startWaiter = nil }
                         return (.overLimit, s.reader, s.startWaiter, nil)
                     }
-                    if s.reader == nil && s.buffered + bytes.count > capacity {
+                    if s.reader == nil && s.buffered + s.cost(of: bytes.count) > capacity {
                         s.paused = true
                         return (.full, nil, nil, nil)
                     }
@@ -155,8 +157,8 @@ public final class BodyStream: Sendable {
                         s.reader = nil
                         return (.accepted, reader, starter, chunk)
                     }
+                    s.buffered += chunk.capacity
                     s.chunks.append(chunk)
-                    s.buffered += bytes.count
                     return (.accepted, nil, starter, nil)
                 }
         starter?.resume()
@@ -197,6 +199,7 @@ public final class BodyStream: Sendable {
                 Result<ArraySlice<UInt8>?, any Error>
             ) = state.withLock { s in
                 s.finished = true
+                s.spares = []  // no chunk comes after
                 if let error, s.failure == nil { s.failure = error }
                 s.onRoom = nil
                 s.cancel = nil
@@ -220,6 +223,11 @@ public final class BodyStream: Sendable {
 }
 
 extension BodyStream.State {
+    /// The memory `count` bytes will hold once waiting: the array they go into.
+    func cost(of count: Int) -> Int {
+        max(count, spares.last?.capacity ?? 0)
+    }
+
     /// `bytes` in an array handed back, else a new one.
     mutating func filled(with bytes: UnsafeRawBufferPointer) -> [UInt8] {
         var chunk = spares.popLast() ?? []
@@ -233,7 +241,7 @@ extension BodyStream.State {
         let chunk = chunks[head]
         chunks[head] = []
         head += 1
-        buffered -= chunk.count
+        buffered -= chunk.capacity
         if head == chunks.count {
             chunks.removeAll(keepingCapacity: true)
             head = 0
