@@ -86,11 +86,7 @@ t0="$(seconds)"
 id="$(curl -sf -X POST "$API/v1/jobs" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
   -d '{"type":"copy","source":{"accessLevel":"private","key":"paced.bin"},"destination":{"accessLevel":"private","key":"paced-copy.bin"},"bandwidthLimit":1048576}' |
   json '["id"]')"
-state=""
-while [ "$state" != completed ]; do
-  state="$(curl -sf "$API/v1/jobs/$id?wait=30" -H "Authorization: Bearer $TOKEN" | json '["state"]')"
-  case "$state" in failed|canceled) die "the paced copy ended $state" ;; esac
-done
+wait_completed "$id" "the paced copy"
 t1="$(seconds)"
 paced="$(awk -v a="$t0" -v z="$t1" 'BEGIN { printf "%.2f", z - a }')"
 say "paced copy: $paced s (target $PACED_MIB s ± 10%)"

@@ -45,15 +45,12 @@ start_file_server "$TMP/www" "$RANGED_PORT" "$STREAM_PORT"
 # import_job SOURCE_PORT KEY: one import job, timed from its creation to `completed`; prints
 # "seconds cpu" (the gateway's CPU over that time).
 import_job() {
-  local t0 t1 c0 c1 id state=""
+  local t0 t1 c0 c1 id
   c0="$(cpu_seconds "$GW_PID")"; t0="$(seconds)"
   id="$(curl -sf -X POST "$API/v1/jobs" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
     -d "{\"type\":\"import\",\"sourceUrl\":\"http://127.0.0.1:$1/source.bin\",\"accessLevel\":\"private\",\"key\":\"$2\"}" |
     json '["id"]')"
-  while [ "$state" != completed ]; do
-    state="$(curl -sf "$API/v1/jobs/$id?wait=30" -H "Authorization: Bearer $TOKEN" | json '["state"]')"
-    case "$state" in failed | canceled) die "the import job ended $state" ;; esac
-  done
+  wait_completed "$id" "the import job" >&2
   t1="$(seconds)"; c1="$(cpu_seconds "$GW_PID")"
   echo "$(awk -v a="$t0" -v z="$t1" 'BEGIN { printf "%.3f", z - a }') $(awk -v a="$c0" -v z="$c1" 'BEGIN { printf "%.2f", z - a }')"
 }

@@ -123,6 +123,17 @@ CONF
   for _ in $(seq 50); do [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$3/")" != 000 ] && break; sleep 0.1; done
 }
 
+# wait_completed ID WHAT: long-polls job ID on $API (with $TOKEN) until it is `completed`;
+# dies naming WHAT if it fails or is canceled.
+wait_completed() {
+  local state=""
+  while [ "$state" != completed ]; do
+    state="$(curl -sf "$API/v1/jobs/$1?wait=30" -H "Authorization: Bearer $TOKEN" |
+      python3 -c 'import json, sys; print(json.load(sys.stdin)["state"])')"
+    case "$state" in failed | canceled) die "$2 ended $state" ;; esac
+  done
+}
+
 # Stops what start_job_gateway started (the gateway, and the stack when this run started it).
 cleanup_job_bench() {
   [ -n "${GW_PID:-}" ] && kill "$GW_PID" 2>/dev/null

@@ -78,11 +78,7 @@ case "$TARGET" in
     id="$(curl -sf -X POST "$API/v1/jobs" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
       -d "{\"type\":\"import\",\"sourceUrl\":\"http://127.0.0.1:$SOURCE_PORT/source.bin\",\"accessLevel\":\"private\",\"key\":\"profile-import.bin\"}" |
       json '["id"]')"
-    state=""
-    while [ "$state" != completed ]; do
-      state="$(curl -sf "$API/v1/jobs/$id?wait=30" -H "Authorization: Bearer $TOKEN" | json '["state"]')"
-      case "$state" in failed | canceled) die "the import job ended $state" ;; esac
-    done ;;
+    wait_completed "$id" "the import job" ;;
 esac
 kill -INT "$PERF_PID"
 wait "$PERF_PID" 2>/dev/null || true

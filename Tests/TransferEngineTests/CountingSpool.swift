@@ -2,15 +2,6 @@ import Adapters
 import Synchronization
 import TransferEngine
 
-/// Polls `condition` for up to ten seconds.
-func poll(_ condition: () -> Bool) async -> Bool {
-    for _ in 0..<10_000 {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(1))
-    }
-    return condition()
-}
-
 /// A spool that counts the files it is asked to create and the checks of the tail's room (one
 /// for each chunk of the body written to it).
 final class CountingSpool: Spool {

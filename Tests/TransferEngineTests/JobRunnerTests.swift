@@ -545,7 +545,7 @@ private func copySource(_ key: String) -> JobSource { .object(ObjectSource(key: 
     @Test func aStreamFasterThanS3WritesEachPartIntoASentPartsFile() async throws {
         let partSize = 5 * MiB
         let body = pattern(7 * partSize + 12_345, seed: 5)
-        let source = WatchedStream(body)
+        let source = StallingBody(body)
         let objects = InMemoryObjectStore(beforePart: { part in
             _ = await poll { source.handedOut.load(ordering: .relaxed) >= min((part + 1) * partSize, body.count) }
         })
@@ -553,7 +553,9 @@ private func copySource(_ key: String) -> JobSource { .object(ObjectSource(key: 
         rig.settings.concurrency = 1
         let spool = CountingSpool(try rig.spool())
         try await rig.insert(.import, source: .url("https://example.com/f"), key: "streamed")
-        let runner = JobRunner(store: rig.store, objects: objects, fetcher: source, spool: spool, settings: rig.settings, clock: rig.clock)
+        let runner = JobRunner(
+            store: rig.store, objects: objects, fetcher: RangelessSource(body: source), spool: spool, settings: rig.settings,
+            clock: rig.clock)
         let (outcome, job) = try await rig.claimAndRun(runner: runner)
         guard case .completed = outcome else { Issue.record("\(outcome)"); return }
         #expect(objects.object("streamed") == body)
@@ -567,7 +569,7 @@ private func copySource(_ key: String) -> JobSource { .object(ObjectSource(key: 
     @Test func aStalledStreamHoldsOnlyThePartItFills() async throws {
         let partSize = 5 * MiB
         let body = pattern(2 * partSize, seed: 6)
-        let source = WatchedStream(body, stallAt: partSize + 256 * 1024)
+        let source = StallingBody(body, stallAt: partSize + 256 * 1024)
         let objects = InMemoryObjectStore(beforePart: { part in
             _ = await poll { source.handedOut.load(ordering: .relaxed) >= partSize + 128 * 1024 }
         })
@@ -576,7 +578,8 @@ private func copySource(_ key: String) -> JobSource { .object(ObjectSource(key: 
         let spool = try rig.spool()
         let job = try await rig.insert(.import, source: .url("https://example.com/f"), key: "stalled")
         let runner = JobRunner(
-            store: rig.store, objects: rig.objects, fetcher: source, spool: spool, settings: rig.settings, clock: rig.clock)
+            store: rig.store, objects: rig.objects, fetcher: RangelessSource(body: source), spool: spool, settings: rig.settings,
+            clock: rig.clock)
         let (claimed, lease) = try #require(try await rig.store.claim(owner: "a", leaseMilliseconds: rig.settings.leaseMilliseconds))
         let clock = rig.clock
         let run = Task { try await driving(clock) { try await runner.run(claimed, lease: lease) } }
@@ -603,18 +606,9 @@ private func copySource(_ key: String) -> JobSource { .object(ObjectSource(key: 
     }
 }
 
-/// A source without ranges that counts the bytes it hands out and, given `stallAt`, stops there
-/// (a source gone quiet) until released.
-private final class WatchedStream: SourceFetcher, ByteSource {
-    private let source: ChunkedBytes
-    private let stallAt: Int?
-    private let gate = AsyncStream<Never>.makeStream()
-    let handedOut = Atomic<Int>(0)
-
-    init(_ body: [UInt8], stallAt: Int? = nil) {
-        source = ChunkedBytes(bytes: body)
-        self.stallAt = stallAt
-    }
+/// A source without ranges: its body, read once, is `body`.
+private struct RangelessSource: SourceFetcher {
+    let body: StallingBody
 
     func probe(_ url: String) async throws -> SourceProbe { SourceProbe(size: nil, etag: nil, acceptsRanges: false) }
 
@@ -622,16 +616,5 @@ private final class WatchedStream: SourceFetcher, ByteSource {
         throw TransferError.sourceChanged
     }
 
-    func stream(_ url: String, limit: Int64) async throws -> any ByteSource { self }
-
-    func next() async throws -> ArraySlice<UInt8>? {
-        if let stallAt, handedOut.load(ordering: .relaxed) == stallAt {
-            for await _ in gate.stream {}
-        }
-        let chunk = try await source.next()
-        handedOut.add(chunk?.count ?? 0, ordering: .relaxed)
-        return chunk
-    }
-
-    func release() { gate.continuation.finish() }
+    func stream(_ url: String, limit: Int64) async throws -> any ByteSource { body }
 }

@@ -477,7 +477,7 @@ private final class StalledBody: ByteSource {
         let body = bytes(2 * 5 * MiB, seed: 8)
         let job = try await uploads.insert(size: Int64(body.count))
         let receiver = try uploads.receiver("a", spool: spool)
-        let stalling = StallingBody(body, stallAt: 5 * MiB + 256 * 1024)
+        let stalling = StallingBody(body, chunk: 256 * 1024, stallAt: 5 * MiB + 256 * 1024)
         let clock = uploads.clock
         let request = Task { try await driving(clock) { try await receiver.receive(jobID: job.id, offset: 0, body: stalling) } }
         let tailAlone = await poll {
@@ -518,29 +518,4 @@ extension UploadSpareFileTests {
         let whole = uploads.objects.object("private/alice/up.bin") == body
         #expect(whole, "the object is the body, the tail from its saved bytes")
     }
-}
-
-/// A body that hands out its first `stallAt` bytes, then waits (a client gone quiet) until
-/// released.
-private final class StallingBody: ByteSource {
-    private let source: ChunkedBytes
-    private let stallAt: Int
-    private let given = Atomic<Int>(0)
-    private let gate = AsyncStream<Void>.makeStream()
-
-    init(_ bytes: [UInt8], stallAt: Int) {
-        source = ChunkedBytes(bytes: bytes, chunk: 256 * 1024)
-        self.stallAt = stallAt
-    }
-
-    func next() async throws -> ArraySlice<UInt8>? {
-        if given.load(ordering: .relaxed) == stallAt {
-            for await _ in gate.stream {}
-        }
-        let chunk = try await source.next()
-        given.add(chunk?.count ?? 0, ordering: .relaxed)
-        return chunk
-    }
-
-    func release() { gate.continuation.finish() }
 }

@@ -110,7 +110,7 @@ extension JobRunner {
             concurrency: min(max(options.concurrency ?? settings.concurrency, 1), settings.maxConcurrency),
             retryLimit: options.retryLimit ?? settings.retryLimit, known: recorded)
         // Runs once every send has ended (the group below waits for them, throwing or not).
-        defer { if let spare = pass.spares.take() { spool?.remove(jobID: job.id, name: .part(spare.number)) } }
+        defer { if let spool { pass.spares.drop(jobID: job.id, on: spool) } }
         let yielded = try await withThrowingTaskGroup(of: RecordedPart.self) { group in
             while let chunk = try await body.next() {
                 // Bytes read so far show as the job's progress, inside the part being filled.
@@ -130,7 +130,7 @@ extension JobRunner {
                 body.giveBack(consume chunk)
             }
             // No part comes after: a spare kept now would only wait for the end.
-            if let spare = pass.spares.take() { spool?.remove(jobID: job.id, name: .part(spare.number)) }
+            if let spool { pass.spares.drop(jobID: job.id, on: spool) }
             if let size = source.size, size != pass.total { throw TransferError.sourceChanged }
             if let pinned = job.bytesTotal, job.partsTotal != nil, pinned != pass.total { throw TransferError.sourceChanged }
             // The whole object fits one part: one PutObject below.
@@ -201,15 +201,7 @@ extension JobRunner {
         let number = pass.number, partSize = pass.partSize
         guard number <= PartPlan.maximumPartCount else { throw Failure(code: FailureCode.entityTooLarge) }
         let md5 = pass.known[number] != nil ? Digest.Context(.md5) : nil
-        if let spare = pass.spares.take() {
-            do {
-                try spool.rename(jobID: jobID, from: .part(spare.number), to: .part(number))
-            } catch {
-                spool.remove(jobID: jobID, name: .part(spare.number))
-                throw error
-            }
-            return StreamPart(file: spare.file, md5: md5)
-        }
+        if let spare = try pass.spares.take(as: .part(number), jobID: jobID, on: spool) { return StreamPart(file: spare, md5: md5) }
         if let control {
             try await control.waitingForRoom { try await spool.reserve(jobID: jobID, name: .part(number), bytes: partSize, owner: owner) }
         } else {

@@ -39,13 +39,31 @@ final class SpareParts: Sendable {
         }
     }
 
-    /// The file to write the next tail into, and the part number its name still carries; none
-    /// is kept after this until the tail is full again.
-    func take() -> (number: Int, file: SpoolFile)? {
+    /// The kept file, and the part number its name still carries; none is kept after this until
+    /// wanted again.
+    private func take() -> (number: Int, file: SpoolFile)? {
         state.withLock { s in
             s.wanted = false
             defer { s.spare = nil }
             return s.spare
         }
+    }
+
+    /// The kept file, renamed `name` on `spool` (its reservation going with it) for the next
+    /// bytes; nil when none is kept. A file whose rename fails is removed.
+    func take(as name: SpoolName, jobID: String, on spool: any Spool) throws -> SpoolFile? {
+        guard let spare = take() else { return nil }
+        do {
+            try spool.rename(jobID: jobID, from: .part(spare.number), to: name)
+        } catch {
+            spool.remove(jobID: jobID, name: .part(spare.number))
+            throw error
+        }
+        return spare.file
+    }
+
+    /// Removes the kept file, if any, from `spool`; none is kept until wanted again.
+    func drop(jobID: String, on spool: any Spool) {
+        if let spare = take() { spool.remove(jobID: jobID, name: .part(spare.number)) }
     }
 }

@@ -38,7 +38,7 @@ extension UploadRequest {
         let hasher = checksum.map { Digest.Context($0.algorithm) }
         var ending = Ending.clean
         // Runs once every send has ended (the group below waits for them, throwing or not).
-        defer { dropSpare(streaming) }
+        defer { streaming.spares.drop(jobID: job.id, on: spool) }
         try await withThrowingTaskGroup(of: PartResult.self) { group in
             var inFlight = 0
             ending = try await readBody(&group, &inFlight, &progress, streaming, hasher)
@@ -131,16 +131,10 @@ extension UploadRequest {
         let data = PartData.file(file, offset: 0, length: size, crc32c: crc)
         group.addTask { try await self.send(part: number, file: file, data: data, uploadID: uploadID, checksum: checksum, s) }
         // A sent part's file takes the next bytes, its reservation (a whole part's) with it.
-        if let spare = s.spares.take() {
-            do {
-                try spool.rename(jobID: jobID, from: .part(spare.number), to: .tail)
-            } catch {
-                spool.remove(jobID: jobID, name: .part(spare.number))
-                throw error
-            }
+        if let spare = try s.spares.take(as: .tail, jobID: jobID, on: spool) {
             // Never more than the rest of a declared upload.
             spool.shrink(jobID: jobID, name: .tail, to: min(s.partSize, (s.declared ?? Int64.max) - progress.received))
-            progress.tailFile = spare.file
+            progress.tailFile = spare
             return true
         }
         // Else a new file, with its first chunk of room on the spool, before any of its bytes are read.
@@ -165,13 +159,8 @@ extension UploadRequest {
     private func holdRoom(forTail bytes: Int64, _ s: Streaming) async throws -> Bool {
         let jobID = job.id, owner = job.owner, spool = self.spool
         if spool.growIfItFits(jobID: jobID, name: .tail, to: bytes, owner: owner) { return true }
-        dropSpare(s)
+        s.spares.drop(jobID: jobID, on: spool)
         return try await receiver.room({ try await spool.grow(jobID: jobID, name: .tail, to: bytes, owner: owner) }) != nil
-    }
-
-    /// Removes the spare file kept, if any, and keeps none until the tail is full again.
-    private func dropSpare(_ s: Streaming) {
-        if let spare = s.spares.take() { spool.remove(jobID: job.id, name: .part(spare.number)) }
     }
 
     /// One part to S3 from its file (with the CRC-32C its bytes were summed to as they arrived,
