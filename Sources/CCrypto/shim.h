@@ -48,6 +48,34 @@ static inline void tg_hmac_sha256(const void *key, size_t keyLength, const void 
     OPENSSL_cleanse(block, sizeof block);
     OPENSSL_cleanse(pad, sizeof pad);
 }
+
+/* The same MAC with the key's work done once: `inner` and `outer` become SHA-256 states that
+   have absorbed the key's inner and outer pads, and each message then costs only its own
+   blocks and the outer one (two blocks and the pads fewer than above). */
+static inline void tg_hmac_sha256_prepare(const void *key, size_t keyLength, SHA256_CTX *inner, SHA256_CTX *outer) {
+    unsigned char block[64] = {0};
+    unsigned char pad[64];
+    if (keyLength > 64) tg_sha256(key, keyLength, block); else if (keyLength > 0) memcpy(block, key, keyLength);
+    for (int i = 0; i < 64; i++) pad[i] = block[i] ^ 0x36;
+    SHA256_Init(inner);
+    SHA256_Update(inner, pad, 64);
+    for (int i = 0; i < 64; i++) pad[i] = block[i] ^ 0x5C;
+    SHA256_Init(outer);
+    SHA256_Update(outer, pad, 64);
+    OPENSSL_cleanse(block, sizeof block);
+    OPENSSL_cleanse(pad, sizeof pad);
+}
+
+static inline void tg_hmac_sha256_prepared(const SHA256_CTX *inner, const SHA256_CTX *outer, const void *message,
+                                           size_t messageLength, unsigned char out[32]) {
+    SHA256_CTX context = *inner;
+    unsigned char digest[32];
+    SHA256_Update(&context, message, messageLength);
+    SHA256_Final(digest, &context);
+    context = *outer;
+    SHA256_Update(&context, digest, 32);
+    SHA256_Final(out, &context);
+}
 #pragma GCC diagnostic pop
 /* CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), as S3's x-amz-checksum-crc32c wants
    it: `crc` is the running value (0 to begin), the result feeds the next call. With SSE 4.2

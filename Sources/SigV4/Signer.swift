@@ -2,7 +2,10 @@ import Crypto
 
 /// AWS Signature Version 4, in its stages: canonical request → string to sign → signing key →
 /// signature. Pure: time, credentials, region and service are all parameters; no I/O.
-public struct Signer: Sendable {
+///
+/// A class, immutable: a signer is made once per set of credentials and handed to every
+/// request, and passing one reference costs less than copying its strings and arrays.
+public final class Signer: Sendable {
     public static let algorithm = "AWS4-HMAC-SHA256"
     public static let unsignedPayload = "UNSIGNED-PAYLOAD"
     public static let emptyPayloadHash = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
@@ -15,10 +18,10 @@ public struct Signer: Sendable {
     /// the date in `X-Amz-Credential`, and after it up to the `X-Amz-Date` value.
     /// (Appended through `withUnsafeBufferPointer`: appending an array takes a reference to
     /// it, and one signer's arrays are shared by every thread that signs.)
-    private let credentialPrefix: [UInt8]
-    private let credentialSuffix: [UInt8]
+    let credentialPrefix: [UInt8]
+    let credentialSuffix: [UInt8]
     /// `/region/service/aws4_request`, the scope after its date.
-    private let scopeSuffix: [UInt8]
+    let scopeSuffix: [UInt8]
 
     /// `keyCache` spares the four chained HMACs of stage 3 while the date stays the same.
     public init(credentials: Credentials, region: String, service: String = "s3", keyCache: SigningKeyCache? = nil) {
@@ -59,19 +62,18 @@ public struct Signer: Sendable {
             .joined(separator: "\n")
     }
 
-    /// Stage 3: the signing key, HMAC chained over date, region, service and `aws4_request`.
+    /// Stage 3: the signing key, HMAC chained over date, region, service and `aws4_request`
+    /// (derived afresh: what signing uses comes from the cache when there is one).
     public func signingKey(_ time: SigningTime) -> [UInt8] {
-        withSigningKey(time) { Array($0) }
+        deriveKey(time)
     }
 
-    /// Calls `body` with the signing key, from the cache when there is one (no copy made).
-    func withSigningKey<R>(_ time: SigningTime, _ body: (UnsafeRawBufferPointer) -> R) -> R {
-        if let keyCache {
-            return keyCache.withKey(
-                time, region: region, service: service, secret: credentials.secretAccessKey,
-                derive: { deriveKey(time) }, body)
-        }
-        return deriveKey(time).withUnsafeBytes(body)
+    /// The signing key ready for HMAC, from the cache when there is one.
+    func preparedKey(_ time: SigningTime) -> HMACKey {
+        guard let keyCache else { return HMACKey(deriveKey(time)) }
+        return keyCache.key(
+            time, region: region, service: service, secret: credentials.secretAccessKey,
+            derive: { HMACKey(deriveKey(time)) })
     }
 
     private func deriveKey(_ time: SigningTime) -> [UInt8] {
@@ -83,7 +85,7 @@ public struct Signer: Sendable {
 
     /// Stage 4: the hex signature of a string to sign.
     public func signature(_ stringToSign: String, time: SigningTime) -> String {
-        Digest.hex(Digest.hmacSHA256(key: signingKey(time), stringToSign))
+        Digest.hex(preparedKey(time).authenticate(Array(stringToSign.utf8)))
     }
 
     /// Header signing: returns the fields to add to the request (`X-Amz-Date`,
@@ -157,7 +159,7 @@ public struct Signer: Sendable {
     }
 
     /// Where the encoded path of the request being signed is.
-    private enum PathText {
+    enum PathText {
         case text(String)
         case inBuffer(Range<Int>)
 
@@ -174,50 +176,33 @@ public struct Signer: Sendable {
         query: [(String, String)], headers: [(String, String)], expires: Int,
         time: SigningTime
     ) {
+        // The common case in one pass; anything else (a query of the caller's, a header name
+        // twice or beyond ASCII, a value to trim) in stages.
+        if query.isEmpty, appendPlainPresignedQuery(to: &out, method: method, path: path, headers: headers, expires: expires, time: time) {
+            return
+        }
         let queryStart = out.count
-        let canonicalHeaders: [(String, String)]
-        if query.isEmpty {
-            // The common case: the `X-Amz-*` parameters are already in canonical order.
-            canonicalHeaders = CanonicalRequest.canonicalHeaders(headers)
-            out.reserveCapacity(out.count + 480)
-            credentialPrefix.withUnsafeBufferPointer { out.append(contentsOf: $0) }
-            time.appendDate(to: &out)
-            credentialSuffix.withUnsafeBufferPointer { out.append(contentsOf: $0) }
-            time.appendDateTime(to: &out)
-            out.append(contentsOf: "&X-Amz-Expires=".utf8)
-            Self.appendDecimal(expires, to: &out)
-            if let token = credentials.sessionToken {
-                out.append(contentsOf: "&X-Amz-Security-Token=".utf8)
-                URIEncoding.append(token, to: &out)
-            }
-            out.append(contentsOf: "&X-Amz-SignedHeaders=".utf8)
-            for (index, header) in canonicalHeaders.enumerated() {
-                if index > 0 { out.append(contentsOf: "%3B".utf8) }
-                URIEncoding.append(header.0, to: &out)
-            }
-        } else {
-            let request = presignRequest(
-                method: method, encodedPath: path.string(out), query: query, headers: headers,
-                expires: expires, time: time)
-            canonicalHeaders = request.canonicalHeaders
-            // Each side encoded, sorted by encoded name then value.
-            var pairs: [(name: [UInt8], value: [UInt8])] = []
-            pairs.reserveCapacity(request.query.count)
-            for (name, value) in request.query {
-                var n: [UInt8] = [], v: [UInt8] = []
-                URIEncoding.append(name, to: &n)
-                URIEncoding.append(value, to: &v)
-                pairs.append((n, v))
-            }
-            pairs.sort { a, b in
-                a.name == b.name ? a.value.lexicographicallyPrecedes(b.value) : a.name.lexicographicallyPrecedes(b.name)
-            }
-            for (index, pair) in pairs.enumerated() {
-                if index > 0 { out.append(UInt8(ascii: "&")) }
-                out.append(contentsOf: pair.name)
-                out.append(UInt8(ascii: "="))
-                out.append(contentsOf: pair.value)
-            }
+        let request = presignRequest(
+            method: method, encodedPath: path.string(out), query: query, headers: headers,
+            expires: expires, time: time)
+        let canonicalHeaders = request.canonicalHeaders
+        // Each side encoded, sorted by encoded name then value.
+        var pairs: [(name: [UInt8], value: [UInt8])] = []
+        pairs.reserveCapacity(request.query.count)
+        for (name, value) in request.query {
+            var n: [UInt8] = [], v: [UInt8] = []
+            URIEncoding.append(name, to: &n)
+            URIEncoding.append(value, to: &v)
+            pairs.append((n, v))
+        }
+        pairs.sort { a, b in
+            a.name == b.name ? a.value.lexicographicallyPrecedes(b.value) : a.name.lexicographicallyPrecedes(b.name)
+        }
+        for (index, pair) in pairs.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: "&")) }
+            out.append(contentsOf: pair.name)
+            out.append(UInt8(ascii: "="))
+            out.append(contentsOf: pair.value)
         }
         appendSignature(
             to: &out, queryStart: queryStart, method: method, path: path,
@@ -281,7 +266,8 @@ public struct Signer: Sendable {
             Digest.appendHex(UnsafeBufferPointer(digest), to: &scratch)
         }
         out.append(contentsOf: "&X-Amz-Signature=".utf8)
-        withSigningKey(time) { key in Digest.appendHMACSHA256Hex(key: key, scratch[canonicalEnd...], to: &out) }
+        let key = preparedKey(time)
+        scratch[canonicalEnd...].withBytes { key.appendHex(of: $0, to: &out) }
     }
 
     private func presign(

@@ -14,7 +14,7 @@ public struct SigningTime: Sendable, Equatable {
     public func appendDate(to out: inout [UInt8]) { withText { out.append(contentsOf: $0.prefix(8)) } }
     public func appendDateTime(to out: inout [UInt8]) { withText { out.append(contentsOf: $0) } }
 
-    private func withText<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
+    func withText<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
         withUnsafeBytes(of: text, body)
     }
 

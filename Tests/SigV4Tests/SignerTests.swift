@@ -151,7 +151,7 @@ extension String {
 
 @Test func cachedSigningKeysAreTheDerivedOnes() async {
     // One cache across days, regions and rotated secrets, from many threads at once: every key
-    // it gives is the one derived from scratch.
+    // it gives signs as the one derived from scratch.
     let cache = SigningKeyCache()
     await withTaskGroup(of: Bool.self) { group in
         for task in 0..<16 {
@@ -164,7 +164,8 @@ extension String {
                     let credentials = Credentials(accessKeyID: "AKID", secretAccessKey: secret, sessionToken: nil)
                     let cached = Signer(credentials: credentials, region: region, keyCache: cache)
                     let fresh = Signer(credentials: credentials, region: region)
-                    allEqual = allEqual && cached.signingKey(time) == fresh.signingKey(time)
+                    let text = "AWS4-HMAC-SHA256\n\(time.dateTime)\n\(fresh.scope(time))\n\(task)-\(round)"
+                    allEqual = allEqual && cached.signature(text, time: time) == fresh.signature(text, time: time)
                 }
                 return allEqual
             }

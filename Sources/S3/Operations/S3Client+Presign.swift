@@ -26,7 +26,11 @@ extension S3Client {
     ) {
         let time = SigningTime(secondsSince1970: time ?? currentTime())
         if let target = endpointOverride {
-            let signer = Signer(credentials: signingCredentials, region: target.region, keyCache: keyCache)
+            // A signer depends on the region, not the host: the own one serves a public
+            // endpoint in the same region without a new one being made per URL.
+            let signer =
+                target.region == endpoint.region
+                ? ownSigner : Signer(credentials: signingCredentials, region: target.region, keyCache: keyCache)
             Self.appendPresignedURL(
                 to: &out, method: method, key: key, expires: expires, headers: headers, query: query,
                 time: time, target: target, host: target.hostHeader, signer: signer)

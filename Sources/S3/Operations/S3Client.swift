@@ -22,10 +22,18 @@ public final class S3Client: Sendable {
     let ownHostHeader: String
 
     /// Credentials and the signer for `endpoint` made from them once: presigning needs nothing
-    /// else per URL.
-    struct SigningState: Sendable {
+    /// else per URL. A class, so a reader takes one reference, not a copy of every string.
+    final class SigningState: Sendable {
         let credentials: Credentials
         let signer: Signer
+        /// `credentials.expiration`, read on every presign.
+        let expiration: Int?
+
+        init(credentials: Credentials, signer: Signer) {
+            self.credentials = credentials
+            self.signer = signer
+            self.expiration = credentials.expiration
+        }
     }
 
     public init(
@@ -260,7 +268,7 @@ public final class S3Client: Sendable {
 
     /// When the current temporary credentials end (seconds since 1970), read without copying
     /// the rest of them: presigning asks on every request.
-    public var credentialsExpiration: Int? { signing.withLocalLock { $0.credentials.expiration } }
+    public var credentialsExpiration: Int? { signing.withLocalLock { $0.expiration } }
 
     /// The signer for `endpoint` with the current credentials.
     var ownSigner: Signer { signing.withLocalLock { $0.signer } }

@@ -1,0 +1,205 @@
+import Crypto
+
+extension Signer {
+    /// A presigned query in one pass, for the URL the gateway hands out most: no query of the
+    /// caller's, header names all ASCII and none twice, no value with white space to trim.
+    /// The canonical request is written into one buffer (on the stack when it is small) with
+    /// the canonical query in its place, hashed there, and the query copied from it into
+    /// `out` before the signature. No string is made. Returns false, with nothing written, for
+    /// any other request: the staged path signs those.
+    func appendPlainPresignedQuery(
+        to out: inout [UInt8], method: String, path: PathText, headers: [(String, String)], expires: Int,
+        time: SigningTime
+    ) -> Bool {
+        let count = headers.count
+        guard count > 0, count <= 32 else { return false }
+        return withUnsafeTemporaryAllocation(of: Int.self, capacity: count) { order -> Bool in
+            var headerBytes = 0
+            for index in 0..<count {
+                let (name, value) = headers[index]
+                guard !name.isEmpty, name.utf8.allSatisfy({ $0 < 0x80 }), !Self.needsTrim(value) else { return false }
+                // The name three times (encoded in the query, in its line, in the signed list),
+                // a separator and an end each time, and the value.
+                headerBytes += name.utf8.count * 5 + value.utf8.count + 6
+                // Insertion sort by lower-cased name: a handful of headers.
+                var slot = index
+                while slot > 0, Self.lowercasedPrecedes(name, headers[order[slot - 1]].0) {
+                    order[slot] = order[slot - 1]
+                    slot -= 1
+                }
+                order[slot] = index
+            }
+            for slot in 1..<max(1, count) where !Self.lowercasedPrecedes(headers[order[slot - 1]].0, headers[order[slot]].0) {
+                return false  // the same name twice: its values are joined, in stages
+            }
+            let pathBytes: Int
+            switch path {
+            case .text(let text): pathBytes = max(1, text.utf8.count)
+            case .inBuffer(let range): pathBytes = max(1, range.count)
+            }
+            let token = credentials.sessionToken
+            let capacity =
+                method.utf8.count + pathBytes + credentialPrefix.count + credentialSuffix.count + scopeSuffix.count
+                + (token?.utf8.count ?? 0) * 3 + headerBytes + 320
+            return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { buffer -> Bool in
+                var text = ByteWriter(buffer)
+                text.put(method)
+                text.put(0x0A)
+                switch path {
+                case .text(let path): text.put(path.isEmpty ? "/" : path)
+                case .inBuffer(let range) where range.isEmpty: text.put(UInt8(ascii: "/"))
+                case .inBuffer(let range): out.withUnsafeBufferPointer { text.put(UnsafeBufferPointer(rebasing: $0[range])) }
+                }
+                text.put(0x0A)
+                // The canonical query, which is also the URL's: the `X-Amz-*` parameters are in
+                // canonical order as written.
+                let queryStart = text.count
+                text.put(credentialPrefix)
+                time.withText { text.put(UnsafeRawBufferPointer(rebasing: $0[..<8])) }
+                text.put(credentialSuffix)
+                time.withText { text.put($0) }
+                text.put("&X-Amz-Expires=")
+                text.putDecimal(expires)
+                if let token {
+                    text.put("&X-Amz-Security-Token=")
+                    text.putEncoded(token)
+                }
+                text.put("&X-Amz-SignedHeaders=")
+                for slot in 0..<count {
+                    if slot > 0 { text.put("%3B") }
+                    text.putEncoded(headers[order[slot]].0, lowercased: true)
+                }
+                let queryEnd = text.count
+                text.put(0x0A)
+                for slot in 0..<count {
+                    let (name, value) = headers[order[slot]]
+                    text.putLowercased(name)
+                    text.put(UInt8(ascii: ":"))
+                    text.put(value)
+                    text.put(0x0A)
+                }
+                text.put(0x0A)
+                for slot in 0..<count {
+                    if slot > 0 { text.put(UInt8(ascii: ";")) }
+                    text.putLowercased(headers[order[slot]].0)
+                }
+                text.put(0x0A)
+                text.put(Self.unsignedPayload)
+                // The string to sign follows the canonical request in the same buffer.
+                let canonicalEnd = text.count
+                text.put("AWS4-HMAC-SHA256\n")
+                time.withText { text.put($0) }
+                text.put(0x0A)
+                time.withText { text.put(UnsafeRawBufferPointer(rebasing: $0[..<8])) }
+                text.put(scopeSuffix)
+                text.put(0x0A)
+                withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { digest in
+                    Digest.sha256(UnsafeRawBufferPointer(start: buffer.baseAddress, count: canonicalEnd), into: digest)
+                    text.putHex(UnsafeBufferPointer(digest))
+                }
+                guard !text.overflowed else { return false }  // counted wrong: signed in stages instead
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[queryStart..<queryEnd]))
+                out.append(contentsOf: "&X-Amz-Signature=".utf8)
+                preparedKey(time).appendHex(
+                    of: UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(buffer)[canonicalEnd..<text.count]), to: &out)
+                return true
+            }
+        }
+    }
+
+    /// Whether AWS's `Trimall` would change `value` (white space at an end, a tab, two spaces).
+    static func needsTrim(_ value: String) -> Bool {
+        guard let first = value.utf8.first, let last = value.utf8.last else { return false }
+        if first == 0x20 || first == 0x09 || last == 0x20 || last == 0x09 { return true }
+        var previousSpace = false
+        for byte in value.utf8 {
+            if byte == 0x09 || (byte == 0x20 && previousSpace) { return true }
+            previousSpace = byte == 0x20
+        }
+        return false
+    }
+
+    /// Whether ASCII name `a` sorts before `b` once both are lower-cased (byte order).
+    static func lowercasedPrecedes(_ a: String, _ b: String) -> Bool {
+        a.utf8.lexicographicallyPrecedes(b.utf8) { ByteWriter.lower($0) < ByteWriter.lower($1) }
+    }
+}
+
+/// Bytes written into a buffer sized beforehand (the caller counts every write's worst case).
+/// A write that would not fit is dropped and marks the writer `overflowed`: the caller then
+/// uses nothing it wrote.
+struct ByteWriter {
+    private let base: UnsafeMutablePointer<UInt8>
+    private let capacity: Int
+    private(set) var count = 0
+    private(set) var overflowed = false
+
+    init(_ buffer: UnsafeMutableBufferPointer<UInt8>) {
+        base = buffer.baseAddress!
+        capacity = buffer.count
+    }
+
+    static func lower(_ byte: UInt8) -> UInt8 { byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte }
+
+    mutating func put(_ byte: UInt8) {
+        guard count < capacity else { overflowed = true; return }
+        base[count] = byte
+        count += 1
+    }
+
+    mutating func put(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard bytes.count <= capacity - count else { overflowed = true; return }
+        if let source = bytes.baseAddress { (base + count).update(from: source, count: bytes.count) }
+        count += bytes.count
+    }
+
+    mutating func put(_ bytes: UnsafeRawBufferPointer) { put(bytes.assumingMemoryBound(to: UInt8.self)) }
+
+    mutating func put(_ bytes: [UInt8]) { bytes.withUnsafeBufferPointer { put($0) } }
+
+    mutating func put(_ text: String) {
+        var text = text
+        text.withUTF8 { put($0) }
+    }
+
+    mutating func putLowercased(_ text: String) {
+        for byte in text.utf8 { put(Self.lower(byte)) }
+    }
+
+    /// AWS's URI encoding of `text` (lower-cased first when asked), `/` included.
+    mutating func putEncoded(_ text: String, lowercased: Bool = false) {
+        let hex: StaticString = "0123456789ABCDEF"
+        for raw in text.utf8 {
+            let byte = lowercased ? Self.lower(raw) : raw
+            if URIEncoding.isUnreserved(byte) {
+                put(byte)
+            } else {
+                put(UInt8(ascii: "%"))
+                put(hex.utf8Start[Int(byte >> 4)])
+                put(hex.utf8Start[Int(byte & 0x0F)])
+            }
+        }
+    }
+
+    mutating func putHex(_ bytes: UnsafeBufferPointer<UInt8>) {
+        let digits: StaticString = "0123456789abcdef"
+        for byte in bytes {
+            put(digits.utf8Start[Int(byte >> 4)])
+            put(digits.utf8Start[Int(byte & 0x0F)])
+        }
+    }
+
+    /// `n` (not negative) in decimal digits.
+    mutating func putDecimal(_ n: Int) {
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        withUnsafeMutableBytes(of: &digits) { digits in
+            var v = max(0, n), start = 24
+            repeat {
+                start -= 1
+                digits[start] = UInt8(48 + v % 10)
+                v /= 10
+            } while v > 0
+            put(UnsafeRawBufferPointer(rebasing: digits[start...]))
+        }
+    }
+}
