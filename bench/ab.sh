@@ -30,11 +30,12 @@ if [ "$TARGET" = /v1/presign ]; then
   done
 fi
 rps() { wrk -t2 -c64 -d"$DURATION" "${SCRIPT[@]}" "http://127.0.0.1:$1$TARGET" | awk '/^Requests\/sec:/ { printf "%.0f", $2 }'; }
-a_all=""; b_all=""
+a_all=""; b_all=""; r_all=""
 for round in $(seq "$ROUNDS"); do
   if [ $((round % 2)) -eq 1 ]; then a="$(rps 18087)"; b="$(rps 18088)"; else b="$(rps 18088)"; a="$(rps 18087)"; fi
   say "round $round: A $a req/s, B $b req/s, B/A $(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.3f", b / a }')"
   a_all+="$a"$'\n'; b_all+="$b"$'\n'
+  r_all+="$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.4f", b / a }')"$'\n'
 done
 am="$(printf %s "$a_all" | median)"; bm="$(printf %s "$b_all" | median)"
-echo "A $A: median $am req/s; B $B: median $bm req/s; B/A $(awk -v a="$am" -v b="$bm" 'BEGIN { printf "%.3f", b / a }') ($ROUNDS rounds of $DURATION on $TARGET)"
+echo "A $A: median $am req/s; B $B: median $bm req/s; B/A $(awk -v a="$am" -v b="$bm" 'BEGIN { printf "%.3f", b / a }'), median of the rounds' own B/A $(printf %s "$r_all" | median) ($ROUNDS rounds of $DURATION on $TARGET)"

@@ -94,8 +94,14 @@ public struct CanonicalRequest: Sendable {
 
     /// Trims spaces and tabs and folds inner runs of spaces to one (AWS's `Trimall`).
     static func trimAll(_ value: String) -> String {
-        var copy = value
-        let needsWork = copy.withUTF8 { bytes -> Bool in
+        guard needsTrim(value) else { return value }
+        return value.split(whereSeparator: { $0 == " " || $0 == "\t" }).joined(separator: " ")
+    }
+
+    /// Whether AWS's `Trimall` would change `value` (white space at an end, a tab, two spaces).
+    static func needsTrim(_ value: String) -> Bool {
+        var value = value
+        return value.withUTF8 { bytes in
             guard let first = bytes.first, let last = bytes.last else { return false }
             if first == 0x20 || first == 0x09 || last == 0x20 || last == 0x09 { return true }
             var previousSpace = false
@@ -105,7 +111,5 @@ public struct CanonicalRequest: Sendable {
             }
             return false
         }
-        guard needsWork else { return value }
-        return value.split(whereSeparator: { $0 == " " || $0 == "\t" }).joined(separator: " ")
     }
 }

@@ -17,7 +17,7 @@ extension Signer {
             var headerBytes = 0
             for index in 0..<count {
                 let (name, value) = headers[index]
-                guard !name.isEmpty, name.utf8.allSatisfy({ $0 < 0x80 }), !Self.needsTrim(value) else { return false }
+                guard !name.isEmpty, Self.isASCII(name), !CanonicalRequest.needsTrim(value) else { return false }
                 // The name three times (encoded in the query, in its line, in the signed list),
                 // a separator and an end each time, and the value.
                 headerBytes += name.utf8.count * 5 + value.utf8.count + 6
@@ -107,16 +107,10 @@ extension Signer {
         }
     }
 
-    /// Whether AWS's `Trimall` would change `value` (white space at an end, a tab, two spaces).
-    static func needsTrim(_ value: String) -> Bool {
-        guard let first = value.utf8.first, let last = value.utf8.last else { return false }
-        if first == 0x20 || first == 0x09 || last == 0x20 || last == 0x09 { return true }
-        var previousSpace = false
-        for byte in value.utf8 {
-            if byte == 0x09 || (byte == 0x20 && previousSpace) { return true }
-            previousSpace = byte == 0x20
-        }
-        return false
+    /// Whether `name` is all ASCII.
+    static func isASCII(_ name: String) -> Bool {
+        var name = name
+        return name.withUTF8 { bytes in bytes.allSatisfy { $0 < 0x80 } }
     }
 
     /// Whether ASCII name `a` sorts before `b` once both are lower-cased (byte order).
@@ -163,21 +157,34 @@ struct ByteWriter {
     }
 
     mutating func putLowercased(_ text: String) {
-        for byte in text.utf8 { put(Self.lower(byte)) }
+        var text = text
+        text.withUTF8 { bytes in
+            guard bytes.count <= capacity - count else { overflowed = true; return }
+            for (i, byte) in bytes.enumerated() { base[count + i] = Self.lower(byte) }
+            count += bytes.count
+        }
     }
 
     /// AWS's URI encoding of `text` (lower-cased first when asked), `/` included.
     mutating func putEncoded(_ text: String, lowercased: Bool = false) {
         let hex: StaticString = "0123456789ABCDEF"
-        for raw in text.utf8 {
-            let byte = lowercased ? Self.lower(raw) : raw
-            if URIEncoding.isUnreserved(byte) {
-                put(byte)
-            } else {
-                put(UInt8(ascii: "%"))
-                put(hex.utf8Start[Int(byte >> 4)])
-                put(hex.utf8Start[Int(byte & 0x0F)])
+        var text = text
+        text.withUTF8 { bytes in
+            guard bytes.count * 3 <= capacity - count else { overflowed = true; return }
+            var at = base + count
+            for raw in bytes {
+                let byte = lowercased ? Self.lower(raw) : raw
+                if URIEncoding.isUnreserved(byte) {
+                    at[0] = byte
+                    at += 1
+                } else {
+                    at[0] = UInt8(ascii: "%")
+                    at[1] = hex.utf8Start[Int(byte >> 4)]
+                    at[2] = hex.utf8Start[Int(byte & 0x0F)]
+                    at += 3
+                }
             }
+            count = at - base
         }
     }
 

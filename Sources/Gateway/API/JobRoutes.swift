@@ -38,7 +38,7 @@ struct JobRoutes: Sendable {
         let identity = try context.authenticator.identity(of: http)
         guard let owner = identity.id else { throw APIError.unauthorized }
         try await context.limits.admitCreation(owner)
-        let fields = try await Responses.fields(from: http, known: Self.knownFields)
+        let fields = try await Responses.fields(from: http, known: Self.knownFieldNames)
         return try await jobs.idempotency.run(
             http, owner: owner, scope: "jobs", request: fields.canonical,
             replay: { first in
@@ -158,6 +158,7 @@ struct JobRoutes: Sendable {
         "type", "accessLevel", "key", "targetIdentityId", "size", "sourceUrl",
         "source", "destination", "filename",
     ])
+    static let knownFieldNames = FieldNames(knownFields)
     static func fields(of kind: Job.Kind) -> Set<String> {
         switch kind {
         // An upload job moves the bytes its client sends, when it sends them: nothing of its own can stall.

@@ -9,10 +9,11 @@ struct PresignRoutes: Sendable {
     let context: RouteContext
 
     struct PresignRequest {
-        static let known = AttributeFields.names.union([
-            "operation", "accessLevel", "key", "targetIdentityId", "contentLength",
-            "contentMD5", "expiresIn", "responseContentDisposition", "responseContentType", "preventOverwrite", "ifMatch",
-        ])
+        static let known = FieldNames(
+            AttributeFields.names.union([
+                "operation", "accessLevel", "key", "targetIdentityId", "contentLength",
+                "contentMD5", "expiresIn", "responseContentDisposition", "responseContentType", "preventOverwrite", "ifMatch",
+            ]))
         /// The fields only a put uses, in the order a refusal names the first one given.
         static let putOnlyNames = AttributeFields.names.union(["contentLength", "contentMD5", "preventOverwrite"]).sorted()
         let operation: String
@@ -30,7 +31,7 @@ struct PresignRoutes: Sendable {
         let preventOverwrite: Bool
         /// A put or delete only of the object with this ETag (`If-Match`, signed in).
         let ifMatch: String?
-        /// The first field that only a put uses, if one was given.
+        /// The first field that only a put uses, if one was given (not looked for in a put).
         let putOnly: String?
 
         init(_ fields: JSONFields) throws(APIError) {
@@ -46,7 +47,7 @@ struct PresignRoutes: Sendable {
             responseContentType = try Self.headerValue(fields, "responseContentType")
             preventOverwrite = try fields.bool("preventOverwrite") ?? false
             ifMatch = try fields.string("ifMatch").map { value throws(APIError) in try SafeWrite.etag(value) }
-            putOnly = Self.putOnlyNames.first(where: fields.has)
+            putOnly = operation == "put" ? nil : Self.putOnlyNames.first(where: fields.has)
         }
 
         /// A header value for S3 to send back: at most 1024 bytes of visible ASCII and spaces
@@ -62,7 +63,7 @@ struct PresignRoutes: Sendable {
     }
 
     struct PostRequest {
-        static let known = AttributeFields.names.union(["accessLevel", "key", "maxSize", "expiresIn"])
+        static let known = FieldNames(AttributeFields.names.union(["accessLevel", "key", "maxSize", "expiresIn"]))
         let accessLevel: AccessLevel
         let key: String
         let attributes: ObjectAttributesSpec

@@ -12,9 +12,10 @@ struct UploadsRoutes: Sendable {
     let context: RouteContext
     let jobs: JobPorts
 
-    static let createFields = AttributeFields.names.union([
-        "accessLevel", "key", "targetIdentityId", "size", "partSize", "checksumAlgorithm",
-    ])
+    static let createFields = FieldNames(
+        AttributeFields.names.union([
+            "accessLevel", "key", "targetIdentityId", "size", "partSize", "checksumAlgorithm",
+        ]))
 
     /// Part URLs handed out in one answer; ask `/parts` for the others.
     static let urlsPerAnswer = 1000

@@ -30,12 +30,12 @@ public enum Responses {
 
     /// Reads a JSON object body of at most `limit` bytes (the one JSON reader of the API) whose
     /// members are all `known` ones (else 400 `unknown_field`).
-    static func fields(from request: HTTPRequest, known: Set<String>, limit: Int = 64 * 1024) async throws -> JSONFields {
+    static func fields(from request: HTTPRequest, known: FieldNames, limit: Int = 64 * 1024) async throws -> JSONFields {
         try fields(try await jsonBody(of: request, limit: limit), known: known)
     }
 
     /// `fields(from:)` for a body that came whole with its head (an answer given at once).
-    static func fieldsAtOnce(from request: HTTPRequest, known: Set<String>, limit: Int = 64 * 1024) throws(APIError) -> JSONFields {
+    static func fieldsAtOnce(from request: HTTPRequest, known: FieldNames, limit: Int = 64 * 1024) throws(APIError) -> JSONFields {
         if let contentType = request.headers["content-type"], !isJSON(contentType) { throw APIError.unsupportedMediaType }
         guard let bytes = request.body.takeWhole() else { throw APIError.badRequest("The request body did not arrive.") }
         guard bytes.count <= limit else { throw APIError.tooLarge(limit) }
@@ -43,7 +43,7 @@ public enum Responses {
     }
 
     /// A JSON object body already read, whose members are all `known` ones.
-    static func fields(_ bytes: [UInt8], known: Set<String>) throws(APIError) -> JSONFields {
+    static func fields(_ bytes: [UInt8], known: FieldNames) throws(APIError) -> JSONFields {
         guard let value = try? JSONValue.parse(bytes) else { throw APIError.invalidJSON("The body is not valid JSON.") }
         let fields = try JSONFields(value)
         try fields.only(known)

@@ -13,7 +13,7 @@ struct JSONFields {
 
     /// Strict bodies: a member whose name is not in `known` is 400 `unknown_field` (nothing is
     /// accepted and then ignored).
-    func only(_ known: Set<String>, in context: String = "") throws(APIError) {
+    func only(_ known: FieldNames, in context: String = "") throws(APIError) {
         if let key = members.firstKey(where: { !known.contains($0) }) {
             let shown = key.unicodeScalars.count <= 64 ? key : String(key.unicodeScalars.prefix(64)) + "…"
             throw APIError(.unknownField, "Unknown field '\(context)\(shown)'.")

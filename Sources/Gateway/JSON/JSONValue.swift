@@ -99,12 +99,12 @@ enum JSONValue: Equatable, Sendable {
             while true {
                 skipWhite()
                 guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw SyntaxError() }
-                let key = try string()
+                let (key, ascii) = try stringAndWhetherASCII()
                 skipWhite()
                 guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw SyntaxError() }
                 index += 1
                 skipWhite()
-                guard members.insert(key, try value(depth: depth + 1)) else { throw SyntaxError() }
+                guard members.insert(key, try value(depth: depth + 1), ascii: ascii) else { throw SyntaxError() }
                 skipWhite()
                 guard index < bytes.count else { throw SyntaxError() }
                 if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
@@ -140,19 +140,29 @@ enum JSONValue: Equatable, Sendable {
             return unchanged ? text : nil
         }
 
-        mutating func string() throws -> String {
+        mutating func string() throws -> String { try stringAndWhetherASCII().text }
+
+        /// A string, and whether it is all ASCII (which an object's key lookups use).
+        mutating func stringAndWhetherASCII() throws -> (text: String, ascii: Bool) {
             index += 1
-            // Most strings have no escape: they become a String straight from the input.
+            // Most strings have no escape: they become a String straight from the input, and
+            // one of ASCII bytes alone needs no check that it is valid UTF-8.
             let start = index
+            var high: UInt8 = 0
             while index < bytes.count {
                 let byte = bytes[index]
                 if byte == UInt8(ascii: "\"") {
-                    let text = bytes.withUnsafeBufferPointer { Self.utf8String(UnsafeBufferPointer(rebasing: $0[start..<index])) }
+                    let ascii = high < 0x80
+                    let text = bytes.withUnsafeBufferPointer { all in
+                        let run = UnsafeBufferPointer(rebasing: all[start..<index])
+                        return ascii ? String(decoding: run, as: UTF8.self) : Self.utf8String(run)
+                    }
                     guard let text else { throw SyntaxError() }
                     index += 1
-                    return text
+                    return (text, ascii)
                 }
                 if byte == UInt8(ascii: "\\") || byte < 0x20 { break }
+                high |= byte
                 index += 1
             }
             var out = Array(bytes[start..<index])
@@ -162,7 +172,7 @@ enum JSONValue: Equatable, Sendable {
                 switch byte {
                 case UInt8(ascii: "\""):
                     guard let text = out.withUnsafeBufferPointer(Self.utf8String) else { throw SyntaxError() }
-                    return text
+                    return (text, out.allSatisfy { $0 < 0x80 })
                 case UInt8(ascii: "\\"):
                     guard index < bytes.count else { throw SyntaxError() }
                     let escape = bytes[index]
@@ -257,8 +267,9 @@ struct JSONObject: Equatable, Sendable {
     private struct Member: Sendable {
         let key: String
         let value: JSONValue
-        /// Whether `key` is all ASCII: such a key equals an ASCII name only at the same length.
-        let ascii: Bool
+        /// The UTF-8 length of `key` when it is all ASCII, else -1: such a key equals an ASCII
+        /// name only at the same length, told without reading the key.
+        let asciiLength: Int
     }
 
     private var members: [Member] = []
@@ -288,28 +299,28 @@ struct JSONObject: Equatable, Sendable {
         // on keys it was told were distinct. Two ASCII strings are equal only byte for byte,
         // so between those a different length settles it without the full comparison (the
         // lookups of a route's known fields are most of reading a small body).
-        let length = key.utf8.count
-        for member in members where !(ascii && member.ascii && member.key.utf8.count != length) {
+        let length = ascii ? key.utf8.count : -1
+        for member in members where !(length >= 0 && member.asciiLength >= 0 && member.asciiLength != length) {
             if member.key == key { return member.value }
         }
         return nil
     }
 
-    /// Adds a member; false (and nothing added) when the key is there already.
-    mutating func insert(_ key: String, _ value: JSONValue) -> Bool {
-        let ascii = key.utf8.allSatisfy { $0 < 0x80 }
+    /// Adds a member (`ascii`: whether `key` is all ASCII, as the reader saw); false (and
+    /// nothing added) when the key is there already.
+    mutating func insert(_ key: String, _ value: JSONValue, ascii: Bool) -> Bool {
         guard find(key, ascii: ascii) == nil else { return false }
         if members.isEmpty { members.reserveCapacity(8) }
         if index == nil && members.count == 16 {
             index = Dictionary(uniqueKeysWithValues: members.enumerated().map { ($1.key, $0) })
         }
         index?[key] = members.count
-        members.append(Member(key: key, value: value, ascii: ascii))
+        members.append(Member(key: key, value: value, asciiLength: ascii ? key.utf8.count : -1))
         return true
     }
 
     /// Equal members, in any order.
     static func == (a: JSONObject, b: JSONObject) -> Bool {
-        a.count == b.count && a.members.allSatisfy { b.find($0.key, ascii: $0.ascii) == $0.value }
+        a.count == b.count && a.members.allSatisfy { b.find($0.key, ascii: $0.asciiLength >= 0) == $0.value }
     }
 }

@@ -63,35 +63,49 @@ enum Timestamp {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// Appends a moment given in Unix milliseconds, in the same form, digit by digit.
+    /// Appends a moment given in Unix milliseconds, in the same form: worked out by arithmetic
+    /// (no `gmtime_r`, which takes glibc's time zone lock on every call) into 24 bytes on the
+    /// stack, appended at once.
     static func append(milliseconds: Int64, to bytes: inout [UInt8]) {
-        var t = time_t(milliseconds / 1000)
-        var parts = tm()
-        gmtime_r(&t, &parts)
-        func digits(_ value: Int, _ width: Int) {
-            var divisor = 1
-            for _ in 1..<width { divisor *= 10 }
-            var v = max(0, value)
-            while divisor > 0 {
-                bytes.append(UInt8(48 + (v / divisor) % 10))
-                v %= divisor
-                divisor /= 10
+        let ms = Int(milliseconds)
+        let seconds = ms >= 0 ? ms / 1000 : (ms - 999) / 1000
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let secondOfDay = seconds - days * 86_400
+        // Days since 1970-01-01 to the civil date (proleptic Gregorian, H. Hinnant's civil_from_days).
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let mp = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        var text: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        withUnsafeMutableBytes(of: &text) { out in
+            func put(_ value: Int, _ width: Int, at offset: Int) {
+                var v = max(0, value)
+                for i in stride(from: offset + width - 1, through: offset, by: -1) {
+                    out[i] = UInt8(48 + v % 10)
+                    v /= 10
+                }
             }
+            put(year, 4, at: 0)
+            out[4] = UInt8(ascii: "-")
+            put(month, 2, at: 5)
+            out[7] = UInt8(ascii: "-")
+            put(day, 2, at: 8)
+            out[10] = UInt8(ascii: "T")
+            put(secondOfDay / 3600, 2, at: 11)
+            out[13] = UInt8(ascii: ":")
+            put(secondOfDay / 60 % 60, 2, at: 14)
+            out[16] = UInt8(ascii: ":")
+            put(secondOfDay % 60, 2, at: 17)
+            out[19] = UInt8(ascii: ".")
+            put(ms - seconds * 1000, 3, at: 20)
+            out[23] = UInt8(ascii: "Z")
+            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: out[..<24]))
         }
-        digits(Int(parts.tm_year) + 1900, 4)
-        bytes.append(UInt8(ascii: "-"))
-        digits(Int(parts.tm_mon) + 1, 2)
-        bytes.append(UInt8(ascii: "-"))
-        digits(Int(parts.tm_mday), 2)
-        bytes.append(UInt8(ascii: "T"))
-        digits(Int(parts.tm_hour), 2)
-        bytes.append(UInt8(ascii: ":"))
-        digits(Int(parts.tm_min), 2)
-        bytes.append(UInt8(ascii: ":"))
-        digits(Int(parts.tm_sec), 2)
-        bytes.append(UInt8(ascii: "."))
-        digits(Int(milliseconds % 1000), 3)
-        bytes.append(UInt8(ascii: "Z"))
     }
 
     /// Appends the same text as `now()` to `bytes`.
