@@ -82,19 +82,6 @@ public enum Digest {
         tg_sha256(bytes.baseAddress, bytes.count, digest.baseAddress)
     }
 
-    /// HMAC-SHA256 of `message` under `key` as lower-case hexadecimal, appended to `out`.
-    public static func appendHMACSHA256Hex(
-        key: some ContiguousBytesLike, _ message: some ContiguousBytesLike,
-        to out: inout [UInt8]
-    ) {
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { mac in
-            key.withBytes { k in
-                message.withBytes { m in tg_hmac_sha256(k.baseAddress, k.count, m.baseAddress, m.count, mac.baseAddress) }
-            }
-            appendHex(UnsafeBufferPointer(mac), to: &out)
-        }
-    }
-
     /// Lower-case hexadecimal, appended to `out`.
     /// Written into a scratch buffer and appended once: a byte-by-byte append pays a capacity
     /// and uniqueness check per byte.

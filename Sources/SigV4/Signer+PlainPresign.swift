@@ -147,7 +147,12 @@ struct ByteWriter {
         count += bytes.count
     }
 
-    mutating func put(_ bytes: UnsafeRawBufferPointer) { put(bytes.assumingMemoryBound(to: UInt8.self)) }
+    /// Bytes of memory bound to another type (a tuple of words), copied as raw bytes.
+    mutating func put(_ bytes: UnsafeRawBufferPointer) {
+        guard bytes.count <= capacity - count else { overflowed = true; return }
+        if let source = bytes.baseAddress { UnsafeMutableRawPointer(base + count).copyMemory(from: source, byteCount: bytes.count) }
+        count += bytes.count
+    }
 
     mutating func put(_ bytes: [UInt8]) { bytes.withUnsafeBufferPointer { put($0) } }
 

@@ -23,7 +23,8 @@ public final class Signer: Sendable {
     /// `/region/service/aws4_request`, the scope after its date.
     let scopeSuffix: [UInt8]
 
-    /// `keyCache` spares the four chained HMACs of stage 3 while the date stays the same.
+    /// `keyCache` spares signing the four chained HMACs of stage 3 while the date stays the
+    /// same (`signingKey(_:)` derives afresh).
     public init(credentials: Credentials, region: String, service: String = "s3", keyCache: SigningKeyCache? = nil) {
         self.credentials = credentials
         self.region = region
@@ -134,8 +135,8 @@ public final class Signer: Sendable {
         return String(decoding: out, as: UTF8.self)
     }
 
-    /// Appends the presigned query string to `out` (a URL being built): written once, in
-    /// place, since this runs for every presigned URL the gateway hands out.
+    /// Appends the presigned query string to `out` (a URL being built), with no string made
+    /// for the common request, since this runs for every presigned URL the gateway hands out.
     public func appendPresignedQuery(
         to out: inout [UInt8], method: String, encodedPath: String,
         query: [(String, String)], headers: [(String, String)], expires: Int,
@@ -209,19 +210,6 @@ public final class Signer: Sendable {
             canonicalHeaders: canonicalHeaders, time: time)
     }
 
-    /// `n` (not negative) in decimal digits.
-    static func appendDecimal(_ n: Int, to out: inout [UInt8]) {
-        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
-            var v = max(0, n), start = 20
-            repeat {
-                start -= 1
-                digits[start] = UInt8(48 + v % 10)
-                v /= 10
-            } while v > 0
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: digits[start...]))
-        }
-    }
-
     /// Stages 1 (the rest of the canonical request, around the canonical query already in
     /// `out` from `queryStart`) to 4; appends `&X-Amz-Signature=…` to `out`.
     private func appendSignature(
@@ -288,7 +276,7 @@ public final class Signer: Sendable {
         items.append(("X-Amz-Algorithm", Self.algorithm))
         items.append(("X-Amz-Credential", "\(credentials.accessKeyID)/\(scope(time))"))
         items.append(("X-Amz-Date", time.dateTime))
-        items.append(("X-Amz-Expires", String(expires)))
+        items.append(("X-Amz-Expires", String(max(0, expires))))
         if let token = credentials.sessionToken { items.append(("X-Amz-Security-Token", token)) }
         items.append(("X-Amz-SignedHeaders", CanonicalRequest.canonicalHeaders(headers).map(\.0).joined(separator: ";")))
         return CanonicalRequest(

@@ -67,10 +67,12 @@ enum Timestamp {
     /// (no `gmtime_r`, which takes glibc's time zone lock on every call) into 24 bytes on the
     /// stack, appended at once.
     static func append(milliseconds: Int64, to bytes: inout [UInt8]) {
-        let ms = Int(milliseconds)
-        let seconds = ms >= 0 ? ms / 1000 : (ms - 999) / 1000
-        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
-        let secondOfDay = seconds - days * 86_400
+        // Floored division: a moment before 1970 belongs to the second and day that began
+        // before it (no subtraction that could overflow at the ends of Int).
+        let (q, r) = Int(milliseconds).quotientAndRemainder(dividingBy: 1000)
+        let seconds = r < 0 ? q - 1 : q, millisecond = r < 0 ? r + 1000 : r
+        let (d, s) = seconds.quotientAndRemainder(dividingBy: 86_400)
+        let days = s < 0 ? d - 1 : d, secondOfDay = s < 0 ? s + 86_400 : s
         // Days since 1970-01-01 to the civil date (proleptic Gregorian, H. Hinnant's civil_from_days).
         let z = days + 719_468
         let era = (z >= 0 ? z : z - 146_096) / 146_097
@@ -102,7 +104,7 @@ enum Timestamp {
             out[16] = UInt8(ascii: ":")
             put(secondOfDay % 60, 2, at: 17)
             out[19] = UInt8(ascii: ".")
-            put(ms - seconds * 1000, 3, at: 20)
+            put(millisecond, 3, at: 20)
             out[23] = UInt8(ascii: "Z")
             bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: out[..<24]))
         }

@@ -143,7 +143,13 @@ extension HTTPRequestHead {
             length = n
             return nil
         }
-        // The usual single number, without splitting.
+        // The usual single number of digits alone, read from its bytes (no Substring made).
+        var bytes = value
+        if let n = bytes.withUTF8(digits) {
+            if let previous = length, previous != n { return .conflictingContentLength }
+            length = n
+            return nil
+        }
         guard value.utf8.contains(UInt8(ascii: ",")) else { return take(value[...]) }
         for element in value.split(separator: ",", omittingEmptySubsequences: false) {
             if let error = take(element) { return error }
@@ -151,15 +157,21 @@ extension HTTPRequestHead {
         return nil
     }
 
-    /// 1*DIGIT, without overflow.
-    static func parseDecimal(_ text: Substring) -> Int? {
-        guard !text.isEmpty, text.utf8.count <= 18 else { return nil }
+    /// 1*DIGIT, without overflow: nil for anything else (white space included).
+    private static func digits(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+        guard !bytes.isEmpty, bytes.count <= 18 else { return nil }
         var value = 0
-        for byte in text.utf8 {
+        for byte in bytes {
             guard byte >= 0x30 && byte <= 0x39 else { return nil }
             value = value * 10 + Int(byte - 0x30)
         }
         return value
+    }
+
+    /// 1*DIGIT, without overflow.
+    static func parseDecimal(_ text: Substring) -> Int? {
+        if let parsed = text.utf8.withContiguousStorageIfAvailable(digits) { return parsed }
+        return Array(text.utf8).withUnsafeBufferPointer(digits)
     }
 
     /// uri-host [ ":" port ] (RFC 9110 §7.2), loosely: reg-name, IPv4 or a bracketed IPv6

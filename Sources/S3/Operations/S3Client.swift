@@ -8,9 +8,10 @@ import Striped
 /// with S3's code and a verdict on whether retrying can help.
 public final class S3Client: Sendable {
     public let endpoint: S3Endpoint
-    /// The credentials in use and the signer made from them for `endpoint`, one copy per
-    /// thread's stripe: temporary credentials are replaced while requests sign, and reading
-    /// them must stay as cheap as reading a constant (presigning asks on every request).
+    /// The credentials in use and the signer made from them for `endpoint`, one instance per
+    /// thread's stripe (so threads do not share one reference count): temporary credentials
+    /// are replaced while requests sign, and reading them must stay as cheap as reading a
+    /// constant (presigning asks on every request).
     private let signing: Striped<SigningState>
     let engine: CurlEngine
     /// Sends PUTs of a file's bytes by `sendfile` where the endpoint allows (plain HTTP, no proxy).
@@ -42,9 +43,10 @@ public final class S3Client: Sendable {
     ) {
         self.endpoint = endpoint
         self.ownHostHeader = endpoint.hostHeader
-        let first = SigningState(
-            credentials: credentials, signer: Signer(credentials: credentials, region: endpoint.region, keyCache: keyCache))
-        self.signing = Striped(count: 8) { first }
+        let keyCache = self.keyCache
+        self.signing = Striped(count: 8) {
+            SigningState(credentials: credentials, signer: Signer(credentials: credentials, region: endpoint.region, keyCache: keyCache))
+        }
         self.options = options
         self.engine = CurlEngine(options: options)
         self.fileSender = FileSender(endpoint: endpoint, options: options, environment: ProcessInfo.processInfo.environment)
@@ -276,9 +278,11 @@ public final class S3Client: Sendable {
     /// Signs every request from now on with `credentials` (temporary credentials refreshed).
     /// Requests already signed keep the credentials they were signed with.
     public func useCredentials(_ credentials: Credentials) {
-        let state = SigningState(
-            credentials: credentials, signer: Signer(credentials: credentials, region: endpoint.region, keyCache: keyCache))
-        for stripe in signing.stripes { stripe.lock.withLock { $0 = state } }
+        for stripe in signing.stripes {
+            let state = SigningState(
+                credentials: credentials, signer: Signer(credentials: credentials, region: endpoint.region, keyCache: keyCache))
+            stripe.lock.withLock { $0 = state }
+        }
     }
     func currentTime() -> Int { now() }
 
