@@ -8,28 +8,31 @@ extension Signer {
     /// `out` before the signature. No string is made. Returns false, with nothing written, for
     /// any other request: the staged path signs those.
     func appendPlainPresignedQuery(
-        to out: inout [UInt8], method: String, path: PathText, headers: [(String, String)], expires: Int,
-        time: SigningTime
+        to out: inout [UInt8], method: String, path: PathText, host: String? = nil, headers: [(String, String)],
+        expires: Int, time: SigningTime
     ) -> Bool {
-        let count = headers.count
+        let count = headers.count + (host == nil ? 0 : 1)
         guard count > 0, count <= 32 else { return false }
+        // The headers, `Host` (when given apart) after them: their order here is only the
+        // insertion sort's starting point.
+        func header(_ index: Int) -> (String, String) { index < headers.count ? headers[index] : ("Host", host ?? "") }
         return withUnsafeTemporaryAllocation(of: Int.self, capacity: count) { order -> Bool in
             var headerBytes = 0
             for index in 0..<count {
-                let (name, value) = headers[index]
+                let (name, value) = header(index)
                 guard !name.isEmpty, Self.isASCII(name), !CanonicalRequest.needsTrim(value) else { return false }
                 // The name three times (encoded in the query, in its line, in the signed list),
                 // a separator and an end each time, and the value.
                 headerBytes += name.utf8.count * 5 + value.utf8.count + 6
                 // Insertion sort by lower-cased name: a handful of headers.
                 var slot = index
-                while slot > 0, Self.lowercasedPrecedes(name, headers[order[slot - 1]].0) {
+                while slot > 0, Self.lowercasedPrecedes(name, header(order[slot - 1]).0) {
                     order[slot] = order[slot - 1]
                     slot -= 1
                 }
                 order[slot] = index
             }
-            for slot in 1..<max(1, count) where !Self.lowercasedPrecedes(headers[order[slot - 1]].0, headers[order[slot]].0) {
+            for slot in 1..<max(1, count) where !Self.lowercasedPrecedes(header(order[slot - 1]).0, header(order[slot]).0) {
                 return false  // the same name twice: its values are joined, in stages
             }
             let pathBytes: Int
@@ -67,12 +70,12 @@ extension Signer {
                 text.put("&X-Amz-SignedHeaders=")
                 for slot in 0..<count {
                     if slot > 0 { text.put("%3B") }
-                    text.putEncoded(headers[order[slot]].0, lowercased: true)
+                    text.putEncoded(header(order[slot]).0, lowercased: true)
                 }
                 let queryEnd = text.count
                 text.put(0x0A)
                 for slot in 0..<count {
-                    let (name, value) = headers[order[slot]]
+                    let (name, value) = header(order[slot])
                     text.putLowercased(name)
                     text.put(UInt8(ascii: ":"))
                     text.put(value)
@@ -81,7 +84,7 @@ extension Signer {
                 text.put(0x0A)
                 for slot in 0..<count {
                     if slot > 0 { text.put(UInt8(ascii: ";")) }
-                    text.putLowercased(headers[order[slot]].0)
+                    text.putLowercased(header(order[slot]).0)
                 }
                 text.put(0x0A)
                 text.put(Self.unsignedPayload)

@@ -148,14 +148,15 @@ public final class Signer: Sendable {
     }
 
     /// The same, for a URL whose encoded path is already in `out`, at `encodedPathIn`: the
-    /// path is then written once, not built apart and copied.
+    /// path is then written once, not built apart and copied. `host`, when given, is signed
+    /// as a `Host` header before `headers`, without the caller making a list for it.
     public func appendPresignedQuery(
         to out: inout [UInt8], method: String, encodedPathIn: Range<Int>,
-        query: [(String, String)], headers: [(String, String)], expires: Int,
+        query: [(String, String)], host: String? = nil, headers: [(String, String)], expires: Int,
         time: SigningTime
     ) {
         appendPresignedQuery(
-            to: &out, method: method, path: .inBuffer(encodedPathIn), query: query, headers: headers,
+            to: &out, method: method, path: .inBuffer(encodedPathIn), query: query, host: host, headers: headers,
             expires: expires, time: time)
     }
 
@@ -174,14 +175,17 @@ public final class Signer: Sendable {
 
     private func appendPresignedQuery(
         to out: inout [UInt8], method: String, path: PathText,
-        query: [(String, String)], headers: [(String, String)], expires: Int,
+        query: [(String, String)], host: String? = nil, headers: [(String, String)], expires: Int,
         time: SigningTime
     ) {
         // The common case in one pass; anything else (a query of the caller's, a header name
         // twice or beyond ASCII, a value to trim) in stages.
-        if query.isEmpty, appendPlainPresignedQuery(to: &out, method: method, path: path, headers: headers, expires: expires, time: time) {
+        if query.isEmpty,
+            appendPlainPresignedQuery(to: &out, method: method, path: path, host: host, headers: headers, expires: expires, time: time)
+        {
             return
         }
+        let headers = host.map { [("Host", $0)] + headers } ?? headers
         let queryStart = out.count
         let request = presignRequest(
             method: method, encodedPath: path.string(out), query: query, headers: headers,

@@ -67,3 +67,27 @@ private let plainLists: [[(String, String)]] = [
         #expect(text == staged(plainSigner, path: "/b/k", headers: headers))
     }
 }
+
+@Test func aHostGivenApartSignsAsTheFirstHeader() {
+    // One pass and staged (a value to trim; a second Host) alike: `host` is `("Host", host)`
+    // ahead of the headers.
+    let lists: [[(String, String)]] = [
+        [], [("Content-Type", "image/jpeg")], [("x-amz-meta-a", " trim  me ")], [("host", "other")],
+        [("X-Amz-Meta-Z", "z"), ("content-md5", "1B2M2Y8AsgTpgAmY7PhCfg==")],
+    ]
+    for signer in [plainSigner, tokenSigner] {
+        for headers in lists {
+            var buffer = Array("https://bucket.example.com".utf8)
+            let pathStart = buffer.count
+            buffer += Array("/b/k".utf8)
+            let path = pathStart..<buffer.count
+            buffer.append(UInt8(ascii: "?"))
+            let start = buffer.count
+            signer.appendPresignedQuery(
+                to: &buffer, method: "PUT", encodedPathIn: path, query: [], host: "bucket.example.com", headers: headers,
+                expires: 3000, time: time)
+            let expected = staged(signer, path: "/b/k", headers: [("Host", "bucket.example.com")] + headers)
+            #expect(String(decoding: buffer[start...], as: UTF8.self) == expected, "\(headers.map(\.0))")
+        }
+    }
+}

@@ -32,13 +32,18 @@ enum AttributeFields {
     /// and a form POST's policy pins.
     static func headers(_ spec: ObjectAttributesSpec) -> [(String, String)] {
         var out: [(String, String)] = []
+        appendHeaders(spec, to: &out)
+        return out
+    }
+
+    /// The same headers, appended to `out` (a list being built, without an array of its own).
+    static func appendHeaders(_ spec: ObjectAttributesSpec, to out: inout [(String, String)]) {
         if let value = spec.contentType { out.append(("Content-Type", value)) }
         if let value = spec.cacheControl { out.append(("Cache-Control", value)) }
         if let value = spec.contentDisposition { out.append(("Content-Disposition", value)) }
         if let value = spec.serverSideEncryption { out.append(("x-amz-server-side-encryption", value)) }
         if let value = spec.kmsKeyId { out.append(("x-amz-server-side-encryption-aws-kms-key-id", value)) }
         for (name, value) in spec.metadata.sorted(by: { $0.key < $1.key }) { out.append(("x-amz-meta-\(name)", value)) }
-        return out
     }
 
     private static func header(_ fields: JSONFields, _ name: String) throws(APIError) -> String? {

@@ -120,7 +120,7 @@ struct PresignRoutes: Sendable {
         var signed: [(String, String)] = []
         if method == "PUT" {
             signed.reserveCapacity(6 + body.attributes.metadata.count)
-            signed += AttributeFields.headers(body.attributes)
+            AttributeFields.appendHeaders(body.attributes, to: &signed)
             if let md5 = body.contentMD5 {
                 guard let raw = Data(base64Encoded: md5), raw.count == 16 else {
                     throw APIError.validation("contentMD5 must be the base64 of a 16-byte MD5 digest.")

@@ -55,12 +55,8 @@ extension S3Client {
         target.appendEncodedPath(key: key, to: &out)
         let path = pathStart..<out.count
         out.append(UInt8(ascii: "?"))
-        var signed: [(String, String)] = []
-        signed.reserveCapacity(headers.count + 1)
-        signed.append(("Host", host))
-        signed.append(contentsOf: headers)
         signer.appendPresignedQuery(
-            to: &out, method: method, encodedPathIn: path, query: query, headers: signed,
+            to: &out, method: method, encodedPathIn: path, query: query, host: host, headers: headers,
             expires: expires, time: time)
     }
 }
