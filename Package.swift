@@ -36,8 +36,10 @@ let package = Package(
         .target(name: "Striped"),
         // SHA-256 and HMAC over libcrypto; the only target that imports CCrypto.
         .target(name: "Crypto", dependencies: ["CCrypto"]),
+        // Calendar dates from days since 1970 and back, by arithmetic.
+        .target(name: "CivilDate"),
         // AWS Signature Version 4: pure, no I/O.
-        .target(name: "SigV4", dependencies: ["Crypto", "Striped"]),
+        .target(name: "SigV4", dependencies: ["Crypto", "Striped", "CivilDate"]),
         // The S3 operations the gateway uses, over libcurl.
         .target(name: "S3", dependencies: ["CCurl", "SigV4", "Crypto", "Striped"]),
         // PostgreSQL over libpq.
@@ -48,7 +50,7 @@ let package = Package(
         .target(name: "TransferEngine", dependencies: ["Crypto"]),
         // The API: routes, HTTP plumbing (problems, CORS, tokens), JSON, logging, metrics, limits and
         // background sweeps, over ports. It cannot see PostgreSQL or S3: the adapters implement its ports.
-        .target(name: "Gateway", dependencies: ["HTTPServer", "Auth", "TransferEngine", "Crypto", "Striped"]),
+        .target(name: "Gateway", dependencies: ["HTTPServer", "Auth", "TransferEngine", "Crypto", "Striped", "CivilDate"]),
         // The ports' real implementations: PostgreSQL stores and schema, the S3 object store,
         // presigner and bucket sweeps, the URL fetcher, the dependency checks.
         .target(name: "Adapters", dependencies: ["Gateway", "TransferEngine", "Postgres", "S3", "SigV4", "Crypto", "Auth"]),

@@ -27,31 +27,9 @@ static inline void tg_sha256(const void *data, size_t length, unsigned char out[
     SHA256_Final(out, &context);
 }
 
-/* RFC 2104 over SHA-256, key of any length. */
-static inline void tg_hmac_sha256(const void *key, size_t keyLength, const void *message, size_t messageLength,
-                                  unsigned char out[32]) {
-    unsigned char block[64] = {0};
-    unsigned char pad[64];
-    unsigned char inner[32];
-    SHA256_CTX context;
-    if (keyLength > 64) tg_sha256(key, keyLength, block); else if (keyLength > 0) memcpy(block, key, keyLength);
-    for (int i = 0; i < 64; i++) pad[i] = block[i] ^ 0x36;
-    SHA256_Init(&context);
-    SHA256_Update(&context, pad, 64);
-    SHA256_Update(&context, message, messageLength);
-    SHA256_Final(inner, &context);
-    for (int i = 0; i < 64; i++) pad[i] = block[i] ^ 0x5C;
-    SHA256_Init(&context);
-    SHA256_Update(&context, pad, 64);
-    SHA256_Update(&context, inner, 32);
-    SHA256_Final(out, &context);
-    OPENSSL_cleanse(block, sizeof block);
-    OPENSSL_cleanse(pad, sizeof pad);
-}
-
-/* The same MAC with the key's work done once: `inner` and `outer` become SHA-256 states that
-   have absorbed the key's inner and outer pads, and each message then costs only its own
-   blocks and the outer one (two blocks and the pads fewer than above). */
+/* HMAC-SHA256 (RFC 2104), key of any length, in two steps: `prepare` makes `inner` and `outer`
+   the SHA-256 states that have absorbed the key's inner and outer pads, once per key; each
+   message then costs only its own blocks and the outer one (`prepared`). */
 static inline void tg_hmac_sha256_prepare(const void *key, size_t keyLength, SHA256_CTX *inner, SHA256_CTX *outer) {
     unsigned char block[64] = {0};
     unsigned char pad[64];
@@ -75,6 +53,16 @@ static inline void tg_hmac_sha256_prepared(const SHA256_CTX *inner, const SHA256
     context = *outer;
     SHA256_Update(&context, digest, 32);
     SHA256_Final(out, &context);
+}
+
+/* The same in one call, for a key used once. */
+static inline void tg_hmac_sha256(const void *key, size_t keyLength, const void *message, size_t messageLength,
+                                  unsigned char out[32]) {
+    SHA256_CTX inner, outer;
+    tg_hmac_sha256_prepare(key, keyLength, &inner, &outer);
+    tg_hmac_sha256_prepared(&inner, &outer, message, messageLength, out);
+    OPENSSL_cleanse(&inner, sizeof inner);
+    OPENSSL_cleanse(&outer, sizeof outer);
 }
 #pragma GCC diagnostic pop
 /* CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), as S3's x-amz-checksum-crc32c wants

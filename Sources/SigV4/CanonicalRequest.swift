@@ -85,7 +85,7 @@ public struct CanonicalRequest: Sendable {
             guard utf8.allSatisfy({ $0 < 0x80 }) else { return name.lowercased() }
             guard utf8.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) else { return nil }
             return String(unsafeUninitializedCapacity: utf8.count) { out in
-                for (i, byte) in utf8.enumerated() { out[i] = byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte }
+                for (i, byte) in utf8.enumerated() { out[i] = ByteWriter.lower(byte) }
                 return utf8.count
             }
         }

@@ -39,7 +39,7 @@ public struct PostPolicy: Sendable {
         fields.append(("x-amz-date", time.dateTime))
         if let token = signer.credentials.sessionToken { fields.append(("x-amz-security-token", token)) }
         fields.append(("policy", encoded))
-        fields.append(("x-amz-signature", Digest.hex(signer.preparedKey(time).authenticate(Array(encoded.utf8)))))
+        fields.append(("x-amz-signature", Digest.hex(signer.preparedKey(time).authenticate(encoded))))
         self.fields = fields
         self.policyDocument = document
     }

@@ -23,8 +23,7 @@ public final class Signer: Sendable {
     /// `/region/service/aws4_request`, the scope after its date.
     let scopeSuffix: [UInt8]
 
-    /// `keyCache` spares signing the four chained HMACs of stage 3 while the date stays the
-    /// same (`signingKey(_:)` derives afresh).
+    /// `keyCache` spares the four chained HMACs of stage 3 while the date stays the same.
     public init(credentials: Credentials, region: String, service: String = "s3", keyCache: SigningKeyCache? = nil) {
         self.credentials = credentials
         self.region = region
@@ -63,13 +62,8 @@ public final class Signer: Sendable {
             .joined(separator: "\n")
     }
 
-    /// Stage 3: the signing key, HMAC chained over date, region, service and `aws4_request`
-    /// (derived afresh: what signing uses comes from the cache when there is one).
-    public func signingKey(_ time: SigningTime) -> [UInt8] {
-        deriveKey(time)
-    }
-
-    /// The signing key ready for HMAC, from the cache when there is one.
+    /// Stage 3, the signing key (HMAC chained over date, region, service and `aws4_request`),
+    /// ready for HMAC: from the cache when there is one.
     func preparedKey(_ time: SigningTime) -> HMACKey {
         guard let keyCache else { return HMACKey(deriveKey(time)) }
         return keyCache.key(
@@ -86,7 +80,7 @@ public final class Signer: Sendable {
 
     /// Stage 4: the hex signature of a string to sign.
     public func signature(_ stringToSign: String, time: SigningTime) -> String {
-        Digest.hex(preparedKey(time).authenticate(Array(stringToSign.utf8)))
+        Digest.hex(preparedKey(time).authenticate(stringToSign))
     }
 
     /// Header signing: returns the fields to add to the request (`X-Amz-Date`,

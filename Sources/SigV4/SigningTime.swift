@@ -1,3 +1,5 @@
+import CivilDate
+
 /// A signing instant in the two spellings SigV4 uses: `yyyyMMdd` and `yyyyMMdd'T'HHmmss'Z'`.
 ///
 /// The sixteen ASCII bytes of the long form are kept in two words, not in a `String` (one
@@ -21,7 +23,7 @@ public struct SigningTime: Sendable, Equatable {
     public static func == (a: SigningTime, b: SigningTime) -> Bool { a.secondsSince1970 == b.secondsSince1970 }
 
     /// Days since 1970-01-01 (UTC): what `date` spells.
-    public var day: Int { secondsSince1970 >= 0 ? secondsSince1970 / 86_400 : (secondsSince1970 - 86_399) / 86_400 }
+    public var day: Int { CivilDate.split(seconds: secondsSince1970).days }
 
     /// `2026-11-29T12:30:45Z` (RFC 3339).
     public var iso8601: String { Self.iso8601(secondsSince1970) }
@@ -60,9 +62,9 @@ public struct SigningTime: Sendable, Equatable {
 
     /// Year, month, day and second of the day.
     private static func fields(_ secondsSince1970: Int) -> (Int, Int, Int, Int) {
-        let days = secondsSince1970 >= 0 ? secondsSince1970 / 86_400 : (secondsSince1970 - 86_399) / 86_400
-        let (year, month, day) = civil(fromDays: days)
-        return (year, month, day, secondsSince1970 - days * 86_400)
+        let (days, secondOfDay) = CivilDate.split(seconds: secondsSince1970)
+        let (year, month, day) = CivilDate.fromDays(days)
+        return (year, month, day, secondOfDay)
     }
 
     public init(secondsSince1970: Int) {
@@ -77,18 +79,5 @@ public struct SigningTime: Sendable, Equatable {
             buffer[15] = UInt8(ascii: "Z")
         }
         self.text = text
-    }
-
-    /// Proleptic Gregorian date from days since 1970-01-01 (H. Hinnant's civil_from_days).
-    static func civil(fromDays days: Int) -> (Int, Int, Int) {
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let day = doy - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 }

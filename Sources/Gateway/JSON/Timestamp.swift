@@ -1,3 +1,4 @@
+import CivilDate
 import Foundation
 import Striped
 
@@ -35,12 +36,7 @@ enum Timestamp {
             let year = number(12..<16), let hour = number(17..<19), let minute = number(20..<22), let second = number(23..<25),
             (1...31).contains(day), hour < 24, minute < 60, second < 61
         else { return nil }
-        // Days from 1970-01-01 to the civil date (proleptic Gregorian).
-        let y = month < 2 ? year - 1 : year, m = month < 2 ? month + 13 : month + 1
-        let era = y / 400, yearOfEra = y - era * 400
-        let dayOfYear = (153 * (m - 3) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        let days = era * 146_097 + dayOfEra - 719_468
+        let days = CivilDate.days(year: year, month: month + 1, day: day)
         return rfc3339(milliseconds: Int64(((days * 24 + hour) * 60 + minute) * 60 + second) * 1000)
     }
 
@@ -67,22 +63,12 @@ enum Timestamp {
     /// (no `gmtime_r`, which takes glibc's time zone lock on every call) into 24 bytes on the
     /// stack, appended at once.
     static func append(milliseconds: Int64, to bytes: inout [UInt8]) {
-        // Floored division: a moment before 1970 belongs to the second and day that began
-        // before it (no subtraction that could overflow at the ends of Int).
+        // Floored division: a moment before 1970 belongs to the second that began before it
+        // (no subtraction that could overflow at the ends of Int).
         let (q, r) = Int(milliseconds).quotientAndRemainder(dividingBy: 1000)
         let seconds = r < 0 ? q - 1 : q, millisecond = r < 0 ? r + 1000 : r
-        let (d, s) = seconds.quotientAndRemainder(dividingBy: 86_400)
-        let days = s < 0 ? d - 1 : d, secondOfDay = s < 0 ? s + 86_400 : s
-        // Days since 1970-01-01 to the civil date (proleptic Gregorian, H. Hinnant's civil_from_days).
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let mp = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        let (days, secondOfDay) = CivilDate.split(seconds: seconds)
+        let (year, month, day) = CivilDate.fromDays(days)
         var text: (UInt64, UInt64, UInt64) = (0, 0, 0)
         withUnsafeMutableBytes(of: &text) { out in
             func put(_ value: Int, _ width: Int, at offset: Int) {

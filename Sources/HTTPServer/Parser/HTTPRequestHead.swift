@@ -137,19 +137,18 @@ extension HTTPRequestHead {
     /// Adds one Content-Length field value to what the earlier ones said: a list of identical
     /// values is allowed (RFC 9112 §6.3 item 5); anything else is not.
     private static func accumulateLength(_ value: String, into length: inout Int?) -> HTTPParseError? {
-        func take(_ text: Substring) -> HTTPParseError? {
-            guard let n = parseDecimal(text.trimmingOWS()) else { return .badContentLength }
+        func accept(_ n: Int) -> HTTPParseError? {
             if let previous = length, previous != n { return .conflictingContentLength }
             length = n
             return nil
+        }
+        func take(_ text: Substring) -> HTTPParseError? {
+            guard let n = parseDecimal(text.trimmingOWS()) else { return .badContentLength }
+            return accept(n)
         }
         // The usual single number of digits alone, read from its bytes (no Substring made).
         var bytes = value
-        if let n = bytes.withUTF8(digits) {
-            if let previous = length, previous != n { return .conflictingContentLength }
-            length = n
-            return nil
-        }
+        if let n = bytes.withUTF8(digits) { return accept(n) }
         guard value.utf8.contains(UInt8(ascii: ",")) else { return take(value[...]) }
         for element in value.split(separator: ",", omittingEmptySubsequences: false) {
             if let error = take(element) { return error }

@@ -27,13 +27,10 @@ public final class S3Client: Sendable {
     final class SigningState: Sendable {
         let credentials: Credentials
         let signer: Signer
-        /// `credentials.expiration`, read on every presign.
-        let expiration: Int?
 
         init(credentials: Credentials, signer: Signer) {
             self.credentials = credentials
             self.signer = signer
-            self.expiration = credentials.expiration
         }
     }
 
@@ -270,7 +267,7 @@ public final class S3Client: Sendable {
 
     /// When the current temporary credentials end (seconds since 1970), read without copying
     /// the rest of them: presigning asks on every request.
-    public var credentialsExpiration: Int? { signing.withLocalLock { $0.expiration } }
+    public var credentialsExpiration: Int? { signing.withLocalLock { $0.credentials.expiration } }
 
     /// The signer for `endpoint` with the current credentials.
     var ownSigner: Signer { signing.withLocalLock { $0.signer } }
