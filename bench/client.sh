@@ -79,12 +79,9 @@ GW_PID=$!
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.1; done
 curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null || die "the gateway did not start: $(tail -3 "$TMP/gateway.log")"
 "$GW_BIN" token --sub bench-client --ttl 7200 >"$TMP/token"
-pid="$(cat "$ROOT/.stack/weed.pid" 2>/dev/null || true)"
-if [ -n "$pid" ] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q weed; then WEED_PID="$pid"; fi
+WEED_PID="$(weed_pid)"
 printf '[default]\ns3 =\n  multipart_threshold = 5MB\n  multipart_chunksize = 5MB\n  max_concurrent_requests = 5\n' >"$TMP/aws-config"
 
-CLK_TCK="$(getconf CLK_TCK)"
-proc_cpu() { if [ -n "$1" ]; then sed 's/^.*) //' "/proc/$1/stat" | awk -v hz="$CLK_TCK" '{ printf "%.2f", ($12 + $13) / hz }'; else echo 0; fi; }
 seconds() { date +%s.%N; }
 per_gib() { awk -v s="$1" -v m="$2" 'BEGIN { printf "%.2f", s / (m / 1024) }'; }
 CLIENT=("$CLIENT_BIN" --gateway "http://127.0.0.1:$PORT" --token-file "$TMP/token" --state "$TMP/state"

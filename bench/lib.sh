@@ -8,6 +8,20 @@ die() { printf '[bench] error: %s\n' "$*" >&2; exit 1; }
 # median: the median of the numbers on stdin ("-" for none).
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
+# proc_cpu PID: the process's user + system CPU so far, in seconds (its utime and stime, the
+# 12th and 13th fields after the ")" that closes its name); 0 when PID is empty.
+proc_cpu() {
+  if [ -n "$1" ]; then sed 's/^.*) //' "/proc/$1/stat" | awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($12 + $13) / hz }'; else echo 0; fi
+}
+
+# weed_pid: the pid of the stack's SeaweedFS (S3, filer, volume and master in one process), or
+# nothing when it is not running from scripts/stack.sh.
+weed_pid() {
+  local pid
+  pid="$(cat "$ROOT/.stack/weed.pid" 2>/dev/null || true)"
+  if [ -n "$pid" ] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q weed; then echo "$pid"; fi
+}
+
 # install_packages PKG...: installs the Debian packages named (none: nothing to do). A
 # policy-rc.d keeps the package scripts from starting a system service (nginx's), and nginx's
 # service is left disabled at boot: a benchmark runs its own.

@@ -113,16 +113,11 @@ load_stack() {
 # The weed process (SeaweedFS: S3, filer, volume and master in one), for its CPU; empty if unknown.
 WEED_PID=""
 find_weed() {
-  local pid
-  pid="$(cat "$ROOT/.stack/weed.pid" 2>/dev/null || true)"
-  if [ -n "$pid" ] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q 'weed'; then WEED_PID="$pid"; fi
+  WEED_PID="$(weed_pid)"
   [ -n "$WEED_PID" ] || say "SeaweedFS pid unknown: its CPU is not reported"
 }
-CLK_TCK="$(getconf CLK_TCK)"
 weed_cpu() {  # utime+stime of the weed process in seconds, or "-"
-  [ -n "$WEED_PID" ] || { echo -; return; }
-  # Fields after the ")" that closes comm: utime and stime are the 12th and 13th.
-  sed 's/^.*) //' "/proc/$WEED_PID/stat" 2>/dev/null | awk -v hz="$CLK_TCK" '{ printf "%.2f", ($12 + $13) / hz }' || echo -
+  if [ -n "$WEED_PID" ]; then proc_cpu "$WEED_PID" 2>/dev/null || echo -; else echo -; fi
 }
 
 # Boto3 helpers for the ceiling runs and for cleaning up (not timed).
