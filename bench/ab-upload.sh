@@ -25,8 +25,6 @@ declare -A PID_OF=([A]="$PID_A" [B]="$PID_B") PORT_OF=([A]=18097 [B]=18098)
 TOKEN="$("$A" token --sub bench --ttl 7200)"
 SRC="$TMP/source.bin"
 head -c "$((MIB << 20))" /dev/urandom >"$SRC"
-CLK_TCK="$(getconf CLK_TCK)"
-cpu_of() { sed 's/^.*) //' "/proc/$1/stat" | awk -v hz="$CLK_TCK" '{ printf "%.3f", ($12 + $13) / hz }'; }
 
 # upload SIDE ROUND: one upload job on SIDE's gateway; prints "MB/s CPU-s/GiB".
 upload() {
@@ -34,10 +32,10 @@ upload() {
   id="$(curl -sf -X POST "http://127.0.0.1:$port/v1/jobs" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
     -d "{\"type\":\"upload\",\"accessLevel\":\"private\",\"key\":\"bench/ab-$1-$2.bin\",\"size\":$((MIB << 20))}" |
     python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])')"
-  before="$(cpu_of "$pid")"; start="$(date +%s.%N)"
+  before="$(proc_cpu "$pid")"; start="$(date +%s.%N)"
   state="$(curl -sf -X PUT -T "$SRC" "http://127.0.0.1:$port/v1/jobs/$id/data" -H "Authorization: Bearer $TOKEN" |
     python3 -c 'import json, sys; print(json.load(sys.stdin)["state"])')"
-  end="$(date +%s.%N)"; after="$(cpu_of "$pid")"
+  end="$(date +%s.%N)"; after="$(proc_cpu "$pid")"
   [ "$state" = completed ] || die "$1's upload job ended $state"
   drop_objects "private/bench/bench/ab-$1-$2.bin" >/dev/null 2>&1
   awk -v mib="$MIB" -v s="$start" -v e="$end" -v b="$before" -v a="$after" \

@@ -72,7 +72,7 @@ for round in $(seq "$ROUNDS"); do
   rows+="| $round | $aws_mbps | $ours_mbps | $direct_mbps |"$'\n'
   aws_all+="$aws_mbps"$'\n'; ours_all+="$ours_mbps"$'\n'; direct_all+="$direct_mbps"$'\n'
 done
-peak_mib="$(awk '/^VmHWM:/ { printf "%.1f", $2 / 1024 }' "/proc/$GW_PID/status")"
+peak_mib="$(peak_rss_mib "$GW_PID")"
 aws_median="$(printf %s "$aws_all" | median)"; ours_median="$(printf %s "$ours_all" | median)"
 ratio="$(awk -v o="$ours_median" -v a="$aws_median" 'BEGIN { printf "%.2f", o / a }')"
 direct_median="$(printf %s "$direct_all" | median)"

@@ -31,7 +31,6 @@ start_job_gateway "$PORT"
 API="http://127.0.0.1:$PORT"
 json() { python3 -c "import json, sys; print(json.load(sys.stdin)$1)"; }
 seconds() { date +%s.%N; }
-cpu_seconds() { awk '{ printf "%.2f", ($14 + $15) / 100 }' "/proc/$1/stat"; }
 printf '[default]\ns3 =\n  multipart_threshold = 5MB\n  multipart_chunksize = 5MB\n  max_concurrent_requests = 5\n' >"$TMP/aws-config"
 aws_s3() { AWS_CONFIG_FILE="$TMP/aws-config" "$VENV/bin/aws" --endpoint-url "$GATEWAY_S3_ENDPOINT" s3 "$@"; }
 
@@ -46,12 +45,12 @@ start_file_server "$TMP/www" "$RANGED_PORT" "$STREAM_PORT"
 # "seconds cpu" (the gateway's CPU over that time).
 import_job() {
   local t0 t1 c0 c1 id
-  c0="$(cpu_seconds "$GW_PID")"; t0="$(seconds)"
+  c0="$(proc_cpu "$GW_PID")"; t0="$(seconds)"
   id="$(curl -sf -X POST "$API/v1/jobs" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
     -d "{\"type\":\"import\",\"sourceUrl\":\"http://127.0.0.1:$1/source.bin\",\"accessLevel\":\"private\",\"key\":\"$2\"}" |
     json '["id"]')"
   wait_completed "$id" "the import job" >&2
-  t1="$(seconds)"; c1="$(cpu_seconds "$GW_PID")"
+  t1="$(seconds)"; c1="$(proc_cpu "$GW_PID")"
   echo "$(awk -v a="$t0" -v z="$t1" 'BEGIN { printf "%.3f", z - a }') $(awk -v a="$c0" -v z="$c1" 'BEGIN { printf "%.2f", z - a }')"
 }
 # check KEY: the object is the file, byte for byte (untimed).
@@ -85,7 +84,7 @@ for round in $(seq "$ROUNDS"); do
   cli_mb+="$c_mb"$'\n'; cli_cpu+="$c_cpu"$'\n'; ranged_mb+="$r_mb"$'\n'; ranged_cpu+="$r_cpu"$'\n'
   stream_mb+="$s_mb"$'\n'; stream_cpu+="$s_cpu"$'\n'
 done
-peak_mib="$(awk '/^VmHWM:/ { printf "%.1f", $2 / 1024 }' "/proc/$GW_PID/status")"
+peak_mib="$(peak_rss_mib "$GW_PID")"
 m() { printf %s "$1" | median; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 

@@ -14,6 +14,9 @@ proc_cpu() {
   if [ -n "$1" ]; then sed 's/^.*) //' "/proc/$1/stat" | awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($12 + $13) / hz }'; else echo 0; fi
 }
 
+# peak_rss_mib PID: the process's peak resident memory so far (VmHWM), in MiB.
+peak_rss_mib() { awk '/^VmHWM:/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
+
 # weed_pid: the pid of the stack's SeaweedFS (S3, filer, volume and master in one process), or
 # nothing when it is not running from scripts/stack.sh.
 weed_pid() {

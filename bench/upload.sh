@@ -118,7 +118,7 @@ With a CPU-heavy neighbour (\`python3 -c 'while True: pass'\`, one core busy) be
 
 $table"
 fi
-peak_mib="$(awk '/^VmHWM:/ { printf "%.1f", $2 / 1024 }' "/proc/$GW_PID/status")"
+peak_mib="$(peak_rss_mib "$GW_PID")"
 section="$(cat <<MD
 ## Upload job vs aws s3 cp
 
